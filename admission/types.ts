@@ -1,0 +1,69 @@
+import { JsonObject } from '../json/value';
+import { AdmissionOperation } from '../modrule/types';
+
+/** The AdmissionReview API versions the API server may speak. */
+export type AdmissionApiVersion = 'admission.k8s.io/v1' | 'admission.k8s.io/v1beta1';
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+export interface UserInfo {
+  username?: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** request of an AdmissionReview, as the API server sends it. */
+export interface AdmissionRequest {
+  uid: string;
+  kind: GroupVersionKind;
+  resource: GroupVersionResource;
+  subResource?: string;
+  requestKind?: GroupVersionKind;
+  requestResource?: GroupVersionResource;
+  requestSubResource?: string;
+  name?: string;
+  namespace?: string;
+  operation: AdmissionOperation;
+  userInfo: UserInfo;
+  object?: JsonObject | null;
+  oldObject?: JsonObject | null;
+  dryRun?: boolean;
+  options?: JsonObject | null;
+}
+
+export interface AdmissionStatus {
+  code?: number;
+  message?: string;
+  reason?: string;
+  status?: 'Success' | 'Failure';
+}
+
+/** response of an AdmissionReview. */
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: AdmissionStatus;
+  /** base64 of the RFC6902 patch. */
+  patch?: string;
+  patchType?: 'JSONPatch';
+  auditAnnotations?: Record<string, string>;
+  warnings?: string[];
+}
+
+export interface AdmissionReview {
+  apiVersion: AdmissionApiVersion;
+  kind: 'AdmissionReview';
+  request?: AdmissionRequest;
+  response?: AdmissionResponse;
+}

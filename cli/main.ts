@@ -1,0 +1,44 @@
+import { Command, CommandIO, processIO, UsageError } from './io';
+
+// Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
+const commands: Record<string, { summary: string; load: () => Promise<Command> }> = {
+  select: { summary: 'evaluate a JSONPath select against an object', load: async () => (await import('./select')).run },
+  apply: { summary: 'run ModRules offline: manifests in, patched manifests out', load: async () => (await import('./apply')).run },
+  serve: { summary: 'run the admission webhook (--local: rules from files, no cluster)', load: async () => (await import('./serve')).run },
+  operator: { summary: 'run the operator in a cluster', load: async () => (await import('./operator')).run },
+};
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return `usage: modrule <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun "modrule <command> --help" for a command's options.\n`;
+}
+
+/** Runs the command line and returns the exit code. */
+export async function main(argv: string[], io: CommandIO = processIO()): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout(usage());
+    return name ? 0 : 1;
+  }
+  const command = commands[name];
+  if (!command) {
+    io.stderr(`modrule: unknown command "${name}"\n\n${usage()}`);
+    return 1;
+  }
+  try {
+    return await (await command.load())(rest, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`modrule ${name}: ${err.message}\n`);
+      return 1;
+    }
+    io.stderr(`modrule ${name}: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  void main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,84 @@
+import { JsonObject } from '../json/value';
+
+/** The API group/version and kind KubeMod users already have in their clusters. */
+export const MODRULE_API_VERSION = 'api.kubemod.io/v1beta1';
+export const MODRULE_KIND = 'ModRule';
+
+export type ModRuleType = 'Patch' | 'Reject';
+export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+export type MatchFor = 'Any' | 'All';
+export type PatchOperationType = 'add' | 'replace' | 'remove';
+
+/** One criteria item of spec.match. */
+export interface MatchItem {
+  select: string;
+  matchValue?: string;
+  matchValues?: string[];
+  matchRegex?: string;
+  matchFor?: MatchFor;
+  negate?: boolean;
+}
+
+/** One operation of spec.patch. */
+export interface PatchOperation {
+  op: PatchOperationType;
+  select?: string;
+  path: string;
+  value?: string;
+}
+
+/** spec of a ModRule, field for field as in KubeMod's CRD. */
+export interface ModRuleSpec {
+  type: ModRuleType;
+  admissionOperations?: AdmissionOperation[];
+  executionTier?: number;
+  match: MatchItem[];
+  patch?: PatchOperation[];
+  rejectMessage?: string;
+  targetNamespaceRegex?: string;
+}
+
+/** A condition as `kubectl get modrules` shows it. */
+export interface ModRuleCondition {
+  type: 'Ready';
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+export interface ModRuleStatus {
+  observedGeneration?: number;
+  conditions?: ModRuleCondition[];
+}
+
+/** api.kubemod.io/v1beta1 ModRule. */
+export interface ModRule {
+  apiVersion: typeof MODRULE_API_VERSION;
+  kind: typeof MODRULE_KIND;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  } & JsonObject;
+  spec: ModRuleSpec;
+  status?: ModRuleStatus;
+}
+
+/** Tier bounds from KubeMod's CRD. */
+export const MIN_EXECUTION_TIER = -32767;
+export const MAX_EXECUTION_TIER = 32766;
+
+/** The namespace whose ModRules are cluster-wide (configurable at run time). */
+export const DEFAULT_CLUSTER_NAMESPACE = 'kubemod-system';
+
+/** Labels and annotations KubeMod users rely on. */
+export const IGNORE_LABEL = 'admission.kubemod.io/ignore';
+export const INJECT_NODE_REF_ANNOTATION = 'ref.kubemod.io/inject-node-ref';
+export const NODE_REF_ANNOTATION = 'ref.kubemod.io/node';
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
