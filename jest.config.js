@@ -1,10 +1,20 @@
+/** ESM-only packages that @kubernetes/client-node pulls in: jest's CommonJS loader needs them transpiled. */
+const esmPackages = ['@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose'];
+
 /** Unit and integration tests: no cluster, no network beyond loopback. */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>'],
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
-  transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true }] },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { isolatedModules: true }],
+    [`^.+/node_modules/(${esmPackages.join('|')})/.+\\.js$`]: [
+      'ts-jest',
+      { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022' } },
+    ],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   testTimeout: 30000,
 };
