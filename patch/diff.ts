@@ -49,6 +49,7 @@ function diffObjects(a: JsonObject, b: JsonObject, path: string, ops: JsonPatchO
 function diffArrays(a: JsonValue[], b: JsonValue[], path: string, ops: JsonPatchOperation[]): void {
   const common = Math.min(a.length, b.length);
   for (let i = a.length - 1; i >= common; i--) ops.push({ op: 'remove', path: `${path}/${i}` });
-  for (let i = common; i < b.length; i++) ops.push({ op: 'add', path: `${path}/${i}`, value: cloneValue(b[i]) });
+  for (let i = common; i < b.length; i++)
+    ops.push({ op: 'add', path: `${path}/${i}`, value: cloneValue(b[i]) });
   for (let i = 0; i < common; i++) diffValues(a[i], b[i], `${path}/${i}`, ops);
 }

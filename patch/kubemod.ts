@@ -87,7 +87,10 @@ function insertChild(doc: Container, key: string, value: JsonValue, path: string
   if (idx === null) throw new PatchError(`cannot add ${path}: "${key}" is not an array index`, path);
   const size = doc.length + 1;
   if (idx >= size || idx < -size) {
-    throw new PatchError(`cannot add ${path}: index ${idx} is out of range for an array of ${doc.length}`, path);
+    throw new PatchError(
+      `cannot add ${path}: index ${idx} is out of range for an array of ${doc.length}`,
+      path,
+    );
   }
   // Negative indices count from the end of the array as it will be after the insert: -1 appends.
   if (idx < 0) idx += size;
@@ -104,7 +107,8 @@ function padArray(arr: JsonValue[], length: number, path: string): void {
 function add(root: JsonValue, tokens: readonly string[], value: JsonValue): JsonValue {
   const path = formatPointer(tokens);
   if (tokens.length === 0) {
-    if (!isContainer(value)) throw new PatchError(`cannot add the whole document: value is ${describe(value)}`, path);
+    if (!isContainer(value))
+      throw new PatchError(`cannot add the whole document: value is ${describe(value)}`, path);
     return cloneValue(value);
   }
   if (!isContainer(root)) throw new PatchError(`cannot add ${path}: the document is ${describe(root)}`, path);
@@ -132,7 +136,10 @@ function add(root: JsonValue, tokens: readonly string[], value: JsonValue): Json
       let length = nextIdx ?? 0;
       if (length < 0) {
         if (length < -1) {
-          throw new PatchError(`cannot add ${path}: cannot create an array for negative index ${length}`, path);
+          throw new PatchError(
+            `cannot add ${path}: cannot create an array for negative index ${length}`,
+            path,
+          );
         }
         length = 0;
       }
@@ -168,7 +175,10 @@ function replace(root: JsonValue, tokens: readonly string[], value: JsonValue): 
   if (idx === null) throw new PatchError(`cannot replace ${path}: "${key}" is not an array index`, path);
   if (idx < 0 && idx >= -doc.length) idx += doc.length;
   if (idx < 0 || idx >= doc.length) {
-    throw new PatchError(`cannot replace ${path}: index ${key} is out of range for an array of ${doc.length}`, path);
+    throw new PatchError(
+      `cannot replace ${path}: index ${key} is out of range for an array of ${doc.length}`,
+      path,
+    );
   }
   doc[idx] = cloneValue(value);
   return root;

@@ -3,7 +3,8 @@ import { PatchError } from './operation';
 /** Decodes an RFC 6901 JSON pointer into its reference tokens: '/a/b~1c' -> ['a', 'b/c']; '' -> []. */
 export function parsePointer(path: string): string[] {
   if (path === '') return [];
-  if (path[0] !== '/') throw new PatchError(`invalid JSON pointer "${path}": must be empty or start with "/"`, path);
+  if (path[0] !== '/')
+    throw new PatchError(`invalid JSON pointer "${path}": must be empty or start with "/"`, path);
   const raw = path.slice(1).split('/');
   const tokens = new Array<string>(raw.length);
   for (let i = 0; i < raw.length; i++) {
