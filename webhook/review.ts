@@ -1,0 +1,124 @@
+import {
+  AdmissionApiVersion,
+  AdmissionRequest,
+  AdmissionResponse,
+  AdmissionReview,
+} from '../admission/types';
+import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+
+/** A request the server cannot answer with an AdmissionReview: becomes an HTTP error status with a reason. */
+export class BadRequestError extends Error {
+  constructor(
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+    this.name = 'BadRequestError';
+  }
+}
+
+/** A parsed, shape-checked AdmissionReview request. */
+export interface ParsedReview {
+  apiVersion: AdmissionApiVersion;
+  request: AdmissionRequest;
+}
+
+const API_VERSIONS: readonly string[] = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'];
+const OPERATIONS: readonly string[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
+
+/** Parses and checks the body of an AdmissionReview POST; throws BadRequestError naming what is wrong. */
+export function parseAdmissionReview(body: string): ParsedReview {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch (err) {
+    throw new BadRequestError(`body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!isJsonObject(doc)) throw new BadRequestError('body must be a JSON object (an AdmissionReview)');
+  if (doc.kind !== 'AdmissionReview') {
+    throw new BadRequestError(`kind must be "AdmissionReview", got ${describe(doc.kind)}`);
+  }
+  if (typeof doc.apiVersion !== 'string' || !API_VERSIONS.includes(doc.apiVersion)) {
+    throw new BadRequestError(
+      `apiVersion must be one of ${API_VERSIONS.join(', ')}, got ${describe(doc.apiVersion)}`,
+    );
+  }
+  const request = doc.request;
+  if (!isJsonObject(request)) throw new BadRequestError('request is missing or not an object');
+  if (typeof request.uid !== 'string' || request.uid === '') {
+    throw new BadRequestError('request.uid is missing or not a non-empty string');
+  }
+  if (typeof request.operation !== 'string' || !OPERATIONS.includes(request.operation)) {
+    throw new BadRequestError(
+      `request.operation must be one of ${OPERATIONS.join(', ')}, got ${describe(request.operation)}`,
+    );
+  }
+  for (const field of ['object', 'oldObject'] as const) {
+    const v = request[field];
+    if (v !== undefined && v !== null && !isJsonObject(v)) {
+      throw new BadRequestError(`request.${field} must be an object or null, got ${describe(v)}`);
+    }
+  }
+  for (const field of ['namespace', 'name', 'subResource'] as const) {
+    const v = request[field];
+    if (v !== undefined && v !== null && typeof v !== 'string') {
+      throw new BadRequestError(`request.${field} must be a string, got ${describe(v)}`);
+    }
+  }
+  if (request.kind !== undefined && !isJsonObject(request.kind)) {
+    throw new BadRequestError(`request.kind must be an object, got ${describe(request.kind)}`);
+  }
+  if (request.resource !== undefined && !isJsonObject(request.resource)) {
+    throw new BadRequestError(`request.resource must be an object, got ${describe(request.resource)}`);
+  }
+  if (request.dryRun !== undefined && request.dryRun !== null && typeof request.dryRun !== 'boolean') {
+    throw new BadRequestError(`request.dryRun must be a boolean, got ${describe(request.dryRun)}`);
+  }
+  return {
+    apiVersion: doc.apiVersion as AdmissionApiVersion,
+    request: request as unknown as AdmissionRequest,
+  };
+}
+
+function describe(v: JsonValue | undefined): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return 'an object';
+  const s = JSON.stringify(v);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+/** Wraps a response in an AdmissionReview of the version the API server asked in. */
+export function reviewResponse(
+  apiVersion: AdmissionApiVersion,
+  response: AdmissionResponse,
+): AdmissionReview {
+  return { apiVersion, kind: 'AdmissionReview', response };
+}
+
+/** An allowed response without a patch. */
+export function allowResponse(uid: string): AdmissionResponse {
+  return { uid, allowed: true };
+}
+
+/** A denied response; code 403 Forbidden for policy rejections, 422 Invalid for invalid objects. */
+export function denyResponse(uid: string, code: number, reason: string, message: string): AdmissionResponse {
+  return { uid, allowed: false, status: { status: 'Failure', code, reason, message } };
+}
+
+/** An allowed response carrying a JSON patch (base64 as the API requires); no patch fields when empty. */
+export function patchResponse(uid: string, patch: readonly unknown[]): AdmissionResponse {
+  if (patch.length === 0) return allowResponse(uid);
+  return {
+    uid,
+    allowed: true,
+    patchType: 'JSONPatch',
+    patch: Buffer.from(JSON.stringify(patch), 'utf8').toString('base64'),
+  };
+}
+
+/** The object the request is about: the new object, or the old one for DELETE. */
+export function subjectObject(request: AdmissionRequest): JsonObject | null {
+  return request.object ?? request.oldObject ?? null;
+}
