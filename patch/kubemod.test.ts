@@ -231,6 +231,27 @@ const cases: Case[] = [
     error: /too far past the end/,
   },
   {
+    name: 'a failed add removes the parents it created',
+    op: 'add',
+    path: '/spec/template/spec/affinity/nodeAffinity/terms/-2/key',
+    value: 'x',
+    error: /negative index -2/,
+  },
+  {
+    name: 'a failed add removes the array padding it added',
+    op: 'add',
+    path: `/spec/template/spec/containers/4/ports/${MAX_ARRAY_PADDING + 5}/name`,
+    value: 'x',
+    error: /too far past the end/,
+  },
+  {
+    name: 'a failed add restores a null parent it replaced',
+    op: 'add',
+    path: '/spec/template/metadata/creationTimestamp/x/-7',
+    value: 'x',
+    error: /negative index -7/,
+  },
+  {
     name: 'add refuses unbounded padding of an existing array',
     op: 'add',
     path: '/spec/template/spec/containers/100000000/name',
@@ -573,8 +594,8 @@ describe('applyKubeModOperation on a Deployment', () => {
       expect(thrown).toBeInstanceOf(PatchError);
       expect((thrown as PatchError).message).toMatch(c.error);
       expect((thrown as PatchError).path).toBe(c.path);
-      // Failures happen before anything is written, except for parents created on the way.
-      if (c.op !== 'add') expect(JSON.stringify(doc)).toBe(before);
+      // A failed operation leaves the document as it was, parents it created included.
+      expect(JSON.stringify(doc)).toBe(before);
       return;
     }
     const fresh = loadFixture('deployment') as Loose;

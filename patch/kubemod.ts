@@ -113,46 +113,74 @@ function add(root: JsonValue, tokens: readonly string[], value: JsonValue): Json
   }
   if (!isContainer(root)) throw new PatchError(`cannot add ${path}: the document is ${describe(root)}`, path);
   let doc: Container = root;
-  // EnsurePathExistsOnAdd: create missing (or null) parents, an array when the next token is an index.
-  for (let i = 0; i < tokens.length - 1; i++) {
-    const part = tokens[i];
-    const target = getChild(doc, part);
-    if (isContainer(target)) {
-      doc = target;
-      continue;
-    }
-    if (target !== undefined && target !== null) {
-      const at = formatPointer(tokens.slice(0, i + 1));
-      throw new PatchError(`cannot add ${path}: ${at} is ${describe(target)}, not an object or array`, path);
-    }
-    if (Array.isArray(doc)) {
-      const idx = atoi(part);
-      if (idx !== null && idx > doc.length) padArray(doc, idx, path);
-    }
-    const next = tokens[i + 1];
-    const nextIdx = atoi(next);
-    let created: Container;
-    if (nextIdx !== null || next === '-') {
-      let length = nextIdx ?? 0;
-      if (length < 0) {
-        if (length < -1) {
-          throw new PatchError(
-            `cannot add ${path}: cannot create an array for negative index ${length}`,
-            path,
-          );
-        }
-        length = 0;
+  // Everything below the first container created is new, so undoing that first change restores the document.
+  let undo: (() => void) | undefined;
+  try {
+    // EnsurePathExistsOnAdd: create missing (or null) parents, an array when the next token is an index.
+    for (let i = 0; i < tokens.length - 1; i++) {
+      const part = tokens[i];
+      const target = getChild(doc, part);
+      if (isContainer(target)) {
+        doc = target;
+        continue;
       }
-      created = [];
-      padArray(created, length, path);
-    } else {
-      created = {};
+      if (target !== undefined && target !== null) {
+        const at = formatPointer(tokens.slice(0, i + 1));
+        throw new PatchError(
+          `cannot add ${path}: ${at} is ${describe(target)}, not an object or array`,
+          path,
+        );
+      }
+      if (undo === undefined) undo = undoFor(doc, part);
+      if (Array.isArray(doc)) {
+        const idx = atoi(part);
+        if (idx !== null && idx > doc.length) padArray(doc, idx, path);
+      }
+      const next = tokens[i + 1];
+      const nextIdx = atoi(next);
+      let created: Container;
+      if (nextIdx !== null || next === '-') {
+        let length = nextIdx ?? 0;
+        if (length < 0) {
+          if (length < -1) {
+            throw new PatchError(
+              `cannot add ${path}: cannot create an array for negative index ${length}`,
+              path,
+            );
+          }
+          length = 0;
+        }
+        created = [];
+        padArray(created, length, path);
+      } else {
+        created = {};
+      }
+      insertChild(doc, part, created, path);
+      doc = created;
     }
-    insertChild(doc, part, created, path);
-    doc = created;
+    insertChild(doc, tokens[tokens.length - 1], cloneValue(value), path);
+  } catch (e) {
+    undo?.();
+    throw e;
   }
-  insertChild(doc, tokens[tokens.length - 1], cloneValue(value), path);
   return root;
+}
+
+/** Restores doc[key] (and the array's length and order) as it is now. */
+function undoFor(doc: Container, key: string): () => void {
+  if (Array.isArray(doc)) {
+    const snapshot = doc.slice();
+    return () => {
+      doc.length = 0;
+      for (const v of snapshot) doc.push(v);
+    };
+  }
+  const had = hasOwn(doc, key);
+  const old = doc[key];
+  return () => {
+    if (had) setOwn(doc, key, old);
+    else delete doc[key];
+  };
 }
 
 function replace(root: JsonValue, tokens: readonly string[], value: JsonValue): JsonValue {
