@@ -3,6 +3,7 @@ import { JsonObject, JsonValue } from '../json/value';
 import { applyKubeModOperation, MAX_ARRAY_PADDING } from './kubemod';
 import { PatchError } from './operation';
 import { parsePointer } from './pointer';
+import { applyPatch } from './rfc6902';
 
 // Loose accessors for building expected objects by hand in the tests.
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -696,5 +697,39 @@ describe('applyKubeModOperation details', () => {
 
   test('an unknown op is a PatchError', () => {
     expect(() => applyKubeModOperation({}, 'move' as 'add', ['a'], 1)).toThrow(/unsupported operation/);
+  });
+});
+
+describe('applyKubeModOperation agrees with strict RFC 6902 where both apply', () => {
+  /** Every pointer in doc (except the root), in document order. */
+  function pointers(doc: JsonValue, prefix = '', out: string[] = []): string[] {
+    if (typeof doc !== 'object' || doc === null) return out;
+    const entries: Array<[string, JsonValue]> = Array.isArray(doc)
+      ? doc.map((v, i) => [String(i), v])
+      : Object.entries(doc);
+    for (const [k, v] of entries) {
+      const p = `${prefix}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      out.push(p);
+      pointers(v, p, out);
+    }
+    return out;
+  }
+
+  const all = pointers(loadFixture('deployment'));
+
+  test('the Deployment has a realistic number of locations', () => {
+    expect(all.length).toBeGreaterThan(60);
+  });
+
+  test.each(['add', 'replace', 'remove'] as const)('%s at every existing location', (op) => {
+    const value = { injected: ['by', 'modrule'] };
+    for (const path of all) {
+      const want = applyPatch(
+        loadFixture('deployment'),
+        op === 'remove' ? [{ op, path }] : [{ op, path, value }],
+      );
+      const got = applyKubeModOperation(loadFixture('deployment'), op, parsePointer(path), value);
+      expect({ path, doc: got }).toEqual({ path, doc: want });
+    }
   });
 });
