@@ -1,0 +1,194 @@
+import { JsonObject } from '../json/value';
+import { silentLogger } from '../log/logger';
+import { Informer } from './informer';
+import { createKubeClient, KubeApiError } from './kube';
+import { FakeApiServer } from './testing/fake-apiserver';
+
+/** A handler that mirrors what it is told into a map, the way the store does. */
+function mirror() {
+  const items = new Map<string, JsonObject>();
+  const name = (o: JsonObject) => String((o.metadata as JsonObject).name);
+  return {
+    items,
+    names: () => [...items.keys()].sort(),
+    handlers: {
+      replace: (list: JsonObject[]) => {
+        items.clear();
+        for (const o of list) items.set(name(o), o);
+      },
+      upsert: (o: JsonObject) => items.set(name(o), o),
+      remove: (o: JsonObject) => items.delete(name(o)),
+    },
+  };
+}
+
+async function eventually(check: () => boolean | void, timeoutMs = 5000): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    try {
+      if (check() !== false) return;
+    } catch (err) {
+      if (Date.now() - start > timeoutMs) throw err;
+    }
+    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const ns = (name: string, labels: Record<string, string> = {}): JsonObject => ({
+  apiVersion: 'v1',
+  kind: 'Namespace',
+  metadata: { name, labels },
+});
+
+describe('Informer against the fake API server', () => {
+  let api: FakeApiServer;
+  let informer: Informer | null = null;
+
+  beforeEach(async () => {
+    api = await FakeApiServer.start();
+  });
+  afterEach(async () => {
+    await informer?.stop();
+    informer = null;
+    await api.close();
+  });
+
+  function start(m: ReturnType<typeof mirror>): Informer {
+    informer = new Informer({
+      client: createKubeClient(api.kubeConfig()),
+      path: '/api/v1/namespaces',
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      handlers: m.handlers,
+      logger: silentLogger(),
+      backoff: { initialMs: 10, maxMs: 50 },
+      watchTimeoutSeconds: 60,
+    });
+    informer.start();
+    return informer;
+  }
+
+  it('lists, then follows adds, updates and deletes; list items get apiVersion and kind', async () => {
+    api.put('namespaces', ns('a'));
+    const m = mirror();
+    const inf = start(m);
+    await inf.synced;
+    expect(m.names()).toEqual(['a']);
+    expect(m.items.get('a')).toMatchObject({ apiVersion: 'v1', kind: 'Namespace' });
+    await eventually(() => api.openWatches === 1);
+    api.put('namespaces', ns('b'));
+    api.put('namespaces', ns('a', { color: 'blue' }));
+    await eventually(
+      () => m.names().join() === 'a,b' && (m.items.get('a')?.metadata as JsonObject).labels !== undefined,
+    );
+    expect((m.items.get('a')?.metadata as JsonObject).labels).toEqual({ color: 'blue' });
+    api.remove('namespaces', null, 'b');
+    await eventually(() => m.names().join() === 'a');
+  });
+
+  it('resumes from its last resourceVersion after a dropped watch without relisting', async () => {
+    const m = mirror();
+    const inf = start(m);
+    await inf.synced;
+    await eventually(() => api.openWatches === 1);
+    api.dropWatches();
+    api.put('namespaces', ns('during-drop'));
+    await eventually(() => m.names().join() === 'during-drop');
+    expect(inf.listCount).toBe(1);
+  });
+
+  it.each(['event', 'status'] as const)(
+    'relists after 410 Gone (reported as %s): objects deleted while disconnected disappear',
+    async (expiredAs) => {
+      api.expiredAs = expiredAs;
+      api.put('namespaces', ns('keep'));
+      api.put('namespaces', ns('doomed'));
+      const m = mirror();
+      const inf = start(m);
+      await inf.synced;
+      await eventually(() => api.openWatches === 1);
+      await api.goDown();
+      api.remove('namespaces', null, 'doomed');
+      api.put('namespaces', ns('new'));
+      api.compact();
+      await api.comeUp();
+      await eventually(() => m.names().join() === 'keep,new');
+      expect(inf.listCount).toBe(2);
+    },
+  );
+
+  it('keeps retrying while the API server fails, then syncs', async () => {
+    api.put('namespaces', ns('a'));
+    let failures = 3;
+    api.interceptor = () => (failures-- > 0 ? { status: 503 } : undefined);
+    const m = mirror();
+    const inf = start(m);
+    await inf.synced;
+    expect(m.names()).toEqual(['a']);
+    expect(api.requestsTo('GET', '/api/v1/namespaces').length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('is not synced while the first list has not arrived', async () => {
+    api.interceptor = () => ({ status: 500 });
+    const m = mirror();
+    const inf = start(m);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(inf.hasSynced()).toBe(false);
+    api.interceptor = null;
+    await inf.synced;
+    expect(inf.hasSynced()).toBe(true);
+  });
+
+  it('survives a handler that throws', async () => {
+    const m = mirror();
+    let thrown = false;
+    const handlers = {
+      ...m.handlers,
+      upsert: (o: JsonObject) => {
+        if (!thrown) {
+          thrown = true;
+          throw new Error('boom');
+        }
+        m.handlers.upsert(o);
+      },
+    };
+    informer = new Informer({
+      client: createKubeClient(api.kubeConfig()),
+      path: '/api/v1/namespaces',
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      handlers,
+      logger: silentLogger(),
+      backoff: { initialMs: 10, maxMs: 50 },
+    });
+    informer.start();
+    await informer.synced;
+    await eventually(() => api.openWatches === 1);
+    api.put('namespaces', ns('first'));
+    api.put('namespaces', ns('second'));
+    await eventually(() => m.names().join() === 'second');
+  });
+});
+
+describe('KubeClient', () => {
+  it('turns Status responses into KubeApiError with code and reason', async () => {
+    const api = await FakeApiServer.start();
+    try {
+      const client = createKubeClient(api.kubeConfig());
+      const err = await client.request('GET', '/api/v1/namespaces/missing').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(KubeApiError);
+      expect(err).toMatchObject({ status: 404, reason: 'NotFound' });
+      expect(api.requests[0]).toMatchObject({ method: 'GET', path: '/api/v1/namespaces/missing' });
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('reports an unreachable server as status 0', async () => {
+    const api = await FakeApiServer.start();
+    const client = createKubeClient(api.kubeConfig());
+    await api.close();
+    await expect(client.request('GET', '/api/v1/nodes')).rejects.toMatchObject({ status: 0 });
+  });
+});

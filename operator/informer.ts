@@ -1,0 +1,203 @@
+import { isJsonObject, JsonObject } from '../json/value';
+import { Logger } from '../log/logger';
+import { Backoff, BackoffOptions, sleep } from './backoff';
+import { KubeApiError, KubeClient, WatchEvent } from './kube';
+
+/** What an informer feeds: a full list (initial and every relist), then single changes. */
+export interface InformerHandlers {
+  replace(items: JsonObject[]): void;
+  upsert(obj: JsonObject): void;
+  remove(obj: JsonObject): void;
+}
+
+export interface InformerOptions {
+  client: KubeClient;
+  /** Collection path, e.g. /api/v1/namespaces or /apis/api.kubemod.io/v1beta1/modrules. */
+  path: string;
+  /** apiVersion and kind to put on list items (core lists leave them out). */
+  apiVersion: string;
+  kind: string;
+  fieldSelector?: string;
+  labelSelector?: string;
+  handlers: InformerHandlers;
+  logger: Logger;
+  backoff?: BackoffOptions;
+  /** Server-side watch timeout; default a random 300-600 s so replicas do not reconnect together. */
+  watchTimeoutSeconds?: number;
+  /** Items per list page; default 500. */
+  pageSize?: number;
+}
+
+function resourceVersionOf(obj: JsonObject): string | undefined {
+  const meta = obj.metadata;
+  return isJsonObject(meta) && typeof meta.resourceVersion === 'string' ? meta.resourceVersion : undefined;
+}
+
+class ExpiredError extends Error {}
+
+function isExpired(err: unknown): boolean {
+  return (
+    err instanceof ExpiredError ||
+    (err instanceof KubeApiError && (err.status === 410 || err.reason === 'Expired'))
+  );
+}
+
+/**
+ * List + watch of one collection, forever: relists (and replaces everything) after 410 Gone or when it lost
+ * track, re-watches from the last seen resourceVersion after normal stream ends, backs off on errors.
+ */
+export class Informer {
+  private readonly controller = new AbortController();
+  private watch: { abort(): void } | null = null;
+  private loop: Promise<void> | null = null;
+  private syncedFlag = false;
+  private resolveSynced!: () => void;
+  /** Resolves after the first full list has been handed to replace(). */
+  readonly synced: Promise<void> = new Promise((r) => (this.resolveSynced = r));
+  /** How many full lists have been handed over (tests and metrics). */
+  listCount = 0;
+
+  constructor(private readonly options: InformerOptions) {}
+
+  /** Starts the list/watch loop (idempotent). */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops watching; resolves when the loop has ended. */
+  async stop(): Promise<void> {
+    this.controller.abort();
+    this.watch?.abort();
+    await this.loop;
+  }
+
+  hasSynced(): boolean {
+    return this.syncedFlag;
+  }
+
+  private get stopped(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    const { logger, path } = this.options;
+    const backoff = new Backoff(this.options.backoff);
+    let resourceVersion: string | null = null;
+    while (!this.stopped) {
+      try {
+        if (resourceVersion === null) {
+          resourceVersion = await this.list();
+          backoff.reset();
+        }
+        const started = Date.now();
+        const { lastVersion, events } = await this.watchFrom(resourceVersion);
+        resourceVersion = lastVersion;
+        // A stream that ends at once without events is as bad as an error: do not spin on it.
+        if (events === 0 && Date.now() - started < 1000 && !this.stopped)
+          await sleep(backoff.next(), this.controller.signal);
+        else backoff.reset();
+      } catch (err) {
+        if (this.stopped) break;
+        if (isExpired(err)) {
+          logger.info('watch expired; relisting', { path });
+          resourceVersion = null;
+          // Relisting right away is normal after a compaction; only repeated failures wait.
+          if (backoff.failures === 0) {
+            backoff.next();
+            continue;
+          }
+        } else {
+          logger.warn('list/watch failed; retrying', { path, error: (err as Error).message });
+        }
+        await sleep(backoff.next(), this.controller.signal);
+      }
+    }
+  }
+
+  /** Lists every page, hands the items to replace() and returns the list's resourceVersion. */
+  private async list(): Promise<string> {
+    const { client, path, apiVersion, kind, handlers } = this.options;
+    const items: JsonObject[] = [];
+    let token: string | undefined;
+    let version = '';
+    do {
+      const page = await client.request('GET', path, {
+        query: {
+          limit: this.options.pageSize ?? 500,
+          continue: token,
+          fieldSelector: this.options.fieldSelector,
+          labelSelector: this.options.labelSelector,
+        },
+      });
+      const meta = isJsonObject(page.metadata) ? page.metadata : {};
+      token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
+      if (typeof meta.resourceVersion === 'string') version = meta.resourceVersion;
+      const pageItems = Array.isArray(page.items) ? page.items : [];
+      for (const item of pageItems) if (isJsonObject(item)) items.push({ apiVersion, kind, ...item });
+    } while (token && !this.stopped);
+    if (this.stopped) return version;
+    this.safely('replace', () => handlers.replace(items));
+    this.listCount++;
+    if (!this.syncedFlag) {
+      this.syncedFlag = true;
+      this.resolveSynced();
+    }
+    return version;
+  }
+
+  private async watchFrom(resourceVersion: string): Promise<{ lastVersion: string; events: number }> {
+    const { client, path, apiVersion, kind, handlers } = this.options;
+    let lastVersion = resourceVersion;
+    let events = 0;
+    let failure: Error | null = null;
+    const timeoutSeconds = this.options.watchTimeoutSeconds ?? 300 + Math.floor(Math.random() * 300);
+    const handle = client.watch(
+      path,
+      {
+        resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+        fieldSelector: this.options.fieldSelector,
+        labelSelector: this.options.labelSelector,
+      },
+      (event: WatchEvent) => {
+        if (failure) return;
+        events++;
+        if (event.type === 'ERROR') {
+          const code = typeof event.object.code === 'number' ? event.object.code : 0;
+          const message = typeof event.object.message === 'string' ? event.object.message : 'watch error';
+          failure = code === 410 ? new ExpiredError(message) : new KubeApiError(message, code, 'WatchError');
+          handle.abort();
+          return;
+        }
+        const version = resourceVersionOf(event.object);
+        if (version) lastVersion = version;
+        if (event.type === 'BOOKMARK') return;
+        const obj: JsonObject = { apiVersion, kind, ...event.object };
+        if (event.type === 'DELETED') this.safely('remove', () => handlers.remove(obj));
+        else this.safely('upsert', () => handlers.upsert(obj));
+      },
+    );
+    this.watch = handle;
+    try {
+      await handle.done;
+    } finally {
+      this.watch = null;
+    }
+    if (failure) throw failure;
+    return { lastVersion, events };
+  }
+
+  // A handler bug must not kill the loop (and with it every later update).
+  private safely(what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.options.logger.error('informer handler failed', {
+        path: this.options.path,
+        handler: what,
+        error: (err as Error).message,
+      });
+    }
+  }
+}

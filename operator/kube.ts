@@ -1,0 +1,237 @@
+import http from 'node:http';
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import { isJsonObject, JsonObject } from '../json/value';
+
+/** An API call that got an error response (or none at all: status 0). */
+export class KubeApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly reason: string,
+    readonly body: JsonObject | null = null,
+  ) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
+}
+
+/** One event of a watch stream. */
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: JsonObject;
+}
+
+/** A running watch: done resolves when the server ends the stream (or abort() is called), rejects on errors. */
+export interface WatchHandle {
+  readonly done: Promise<void>;
+  abort(): void;
+}
+
+export type QueryValue = string | number | boolean | undefined;
+
+export interface RequestOptions {
+  query?: Record<string, QueryValue>;
+  body?: unknown;
+  /** Content-Type of the body; default application/json. */
+  contentType?: string;
+  timeoutMs?: number;
+}
+
+/** The few API calls the operator makes; everything else codes against this, not the HTTP details. */
+export interface KubeClient {
+  request(method: string, path: string, options?: RequestOptions): Promise<JsonObject>;
+  watch(path: string, query: Record<string, QueryValue>, onEvent: (event: WatchEvent) => void): WatchHandle;
+}
+
+export const MERGE_PATCH = 'application/merge-patch+json';
+export const JSON_PATCH = 'application/json-patch+json';
+
+/** True for errors worth retrying: no response, throttling, server-side failures. */
+export function isTransient(err: unknown): boolean {
+  if (!(err instanceof KubeApiError)) return true;
+  return err.status === 0 || err.status === 429 || err.status >= 500;
+}
+
+/** The in-cluster config when running in a pod, else KUBECONFIG / ~/.kube/config. */
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  if (process.env.KUBERNETES_SERVICE_HOST && !process.env.KUBECONFIG) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+/** A KubeConfig for a plain-HTTP test server (the fake API server). */
+export function kubeConfigForServer(server: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'test', server, skipTLSVerify: true }],
+    users: [{ name: 'test', token: 'test-token' }],
+    contexts: [{ name: 'test', cluster: 'test', user: 'test' }],
+    currentContext: 'test',
+  });
+  return kc;
+}
+
+function queryString(query: Record<string, QueryValue> | undefined): string {
+  if (!query) return '';
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+  const s = params.toString();
+  return s ? `?${s}` : '';
+}
+
+function statusError(status: number, text: string): KubeApiError {
+  let body: JsonObject | null = null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (isJsonObject(parsed)) body = parsed;
+  } catch {
+    // not a Status object
+  }
+  const reason =
+    body && typeof body.reason === 'string' ? body.reason : (http.STATUS_CODES[status] ?? 'Unknown');
+  const message = body && typeof body.message === 'string' ? body.message : text.slice(0, 500);
+  return new KubeApiError(`${status} ${reason}: ${message}`, status, reason, body);
+}
+
+/**
+ * A KubeClient over node:http(s). Authentication and TLS come from @kubernetes/client-node's KubeConfig (tokens,
+ * client certificates, exec plugins, in-cluster token rotation); the HTTP is ours so watches, timeouts and error
+ * statuses behave exactly as the informers need.
+ */
+export function createKubeClient(kc: KubeConfig): KubeClient {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const base = new URL(cluster.server);
+  const plain = base.protocol === 'http:';
+  const prefix = base.pathname.replace(/\/$/, '');
+
+  async function open(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+  ): Promise<http.ClientRequest> {
+    const opts: https.RequestOptions = { method, headers: { ...headers } };
+    await kc.applyToHTTPSOptions(opts);
+    // The config's agent is an https.Agent; node:http refuses it for plain-HTTP servers.
+    if (plain) delete opts.agent;
+    const url = new URL(prefix + path, base);
+    return (plain ? http : https).request(url, opts);
+  }
+
+  async function request(method: string, path: string, options: RequestOptions = {}): Promise<JsonObject> {
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': 'modrule-operator' };
+    if (body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
+    const req = await open(method, path + queryString(options.query), headers);
+    return new Promise<JsonObject>((resolve, reject) => {
+      req.setTimeout(options.timeoutMs ?? 30_000, () =>
+        req.destroy(new Error(`${method} ${path}: timed out`)),
+      );
+      req.on('error', (err) =>
+        reject(new KubeApiError(`${method} ${path}: ${err.message}`, 0, 'ConnectionError')),
+      );
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err) =>
+          reject(new KubeApiError(`${method} ${path}: ${err.message}`, 0, 'ConnectionError')),
+        );
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status >= 300) {
+            reject(statusError(status, text));
+            return;
+          }
+          try {
+            const parsed: unknown = text ? JSON.parse(text) : {};
+            resolve(isJsonObject(parsed) ? parsed : {});
+          } catch (err) {
+            reject(
+              new KubeApiError(
+                `${method} ${path}: bad JSON: ${(err as Error).message}`,
+                status,
+                'BadResponse',
+              ),
+            );
+          }
+        });
+      });
+      req.end(body);
+    });
+  }
+
+  function watch(
+    path: string,
+    query: Record<string, QueryValue>,
+    onEvent: (e: WatchEvent) => void,
+  ): WatchHandle {
+    let req: http.ClientRequest | null = null;
+    let aborted = false;
+    // Without traffic for this long the connection is presumed dead (a half-open TCP connection never errors).
+    const idleMs = (Number(query.timeoutSeconds ?? 300) + 60) * 1000;
+    const done = new Promise<void>((resolve, reject) => {
+      const fail = (err: Error) => (aborted ? resolve() : reject(err));
+      open('GET', path + queryString({ ...query, watch: true }), { Accept: 'application/json' }).then((r) => {
+        req = r;
+        if (aborted) {
+          r.destroy();
+          resolve();
+          return;
+        }
+        r.setTimeout(idleMs, () => r.destroy(new Error('watch idle timeout')));
+        r.on('error', (err) => fail(new KubeApiError(`watch ${path}: ${err.message}`, 0, 'ConnectionError')));
+        r.on('response', (res) => {
+          const status = res.statusCode ?? 0;
+          res.setEncoding('utf8');
+          if (status !== 200) {
+            let text = '';
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => fail(statusError(status, text)));
+            res.on('error', (err) => fail(err));
+            return;
+          }
+          let buffer = '';
+          res.on('data', (chunk: string) => {
+            buffer += chunk;
+            let nl: number;
+            while ((nl = buffer.indexOf('\n')) >= 0) {
+              const line = buffer.slice(0, nl).trim();
+              buffer = buffer.slice(nl + 1);
+              if (!line || aborted) continue;
+              let event: unknown;
+              try {
+                event = JSON.parse(line);
+              } catch {
+                r.destroy(new Error(`watch ${path}: bad JSON line`));
+                return;
+              }
+              if (isJsonObject(event) && typeof event.type === 'string' && isJsonObject(event.object)) {
+                onEvent({ type: event.type as WatchEvent['type'], object: event.object });
+              }
+            }
+          });
+          res.on('end', () => resolve());
+          res.on('error', (err) =>
+            fail(new KubeApiError(`watch ${path}: ${err.message}`, 0, 'ConnectionError')),
+          );
+          res.on('close', () =>
+            res.complete ? resolve() : fail(new KubeApiError(`watch ${path}: closed`, 0, 'ConnectionError')),
+          );
+        });
+        r.end();
+      }, fail);
+    });
+    return {
+      done,
+      abort: () => {
+        aborted = true;
+        req?.destroy();
+      },
+    };
+  }
+
+  return { request, watch };
+}
