@@ -272,7 +272,12 @@ function compileSegments(segments: readonly Segment[], i: number): Cont {
       ): void => {
         visit(ctx);
         next(ctx, v, p, { parent: ix, key: rel });
-        if (depth >= MAX_DESCENT_DEPTH) return;
+        if (
+          depth >= MAX_DESCENT_DEPTH &&
+          (Array.isArray(v) ? v.length : isJsonObject(v) ? Object.keys(v).length : 0)
+        ) {
+          throw new JsonPathLimitError(`recursive descent deeper than ${MAX_DESCENT_DEPTH} levels`);
+        }
         if (Array.isArray(v)) {
           for (let j = 0; j < v.length; j++)
             descend(ctx, v[j], { parent: p, key: j }, ix, `${rel}/${j}`, depth + 1);

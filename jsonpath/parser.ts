@@ -204,9 +204,9 @@ class Parser {
 
   private parseBracket(): Segment {
     this.expect('[');
-    if (this.peek().type === 'op' && this.peek().text === '*' && this.is(']', 1)) {
+    if (this.is('*')) {
       this.next();
-      this.next();
+      this.expect(']');
       return { type: 'wildcard' };
     }
     if (this.is('?')) {
