@@ -26,6 +26,14 @@ describe('json values', () => {
     expect(jsonEqual(a, b)).toBe(expected);
   });
 
+  it('keeps a __proto__ key as a plain member', () => {
+    const parsed = JSON.parse('{"metadata":{"labels":{"__proto__":{"polluted":"yes"}}}}') as JsonValue;
+    const copy = cloneJson(parsed) as { metadata: { labels: Record<string, unknown> } };
+    expect(Object.keys(copy.metadata.labels)).toEqual(['__proto__']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(jsonEqual(copy, parsed)).toBe(true);
+  });
+
   it('tells objects from arrays and null', () => {
     expect(isJsonObject({})).toBe(true);
     expect(isJsonObject([])).toBe(false);

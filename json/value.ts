@@ -15,7 +15,13 @@ export function cloneJson<T extends JsonValue>(v: T): T {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) return v.map((x) => cloneJson(x)) as T;
   const out: JsonObject = {};
-  for (const k of Object.keys(v)) out[k] = cloneJson((v as JsonObject)[k]);
+  for (const k of Object.keys(v)) {
+    const copy = cloneJson((v as JsonObject)[k]);
+    // A "__proto__" key from an admitted object must stay a plain member, not become the copy's prototype.
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: copy, enumerable: true, writable: true, configurable: true });
+    else out[k] = copy;
+  }
   return out as T;
 }
 
