@@ -2,6 +2,7 @@ import { JsonObject } from '../json/value';
 import { silentLogger } from '../log/logger';
 import { Informer } from './informer';
 import { createKubeClient, KubeApiError } from './kube';
+import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
 
 /** A handler that mirrors what it is told into a map, the way the store does. */
@@ -20,19 +21,6 @@ function mirror() {
       remove: (o: JsonObject) => items.delete(name(o)),
     },
   };
-}
-
-async function eventually(check: () => boolean | void, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  for (;;) {
-    try {
-      if (check() !== false) return;
-    } catch (err) {
-      if (Date.now() - start > timeoutMs) throw err;
-    }
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const ns = (name: string, labels: Record<string, string> = {}): JsonObject => ({

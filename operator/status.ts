@@ -1,0 +1,270 @@
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import { isJsonObject, JsonObject } from '../json/value';
+import { Logger } from '../log/logger';
+import { formatProblems, ValidationProblem } from '../modrule/validate';
+import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
+import { Backoff, sleep } from './backoff';
+import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from './kube';
+
+/** Kubernetes caps condition messages at 32 KiB; a readable status needs far less. */
+const MAX_MESSAGE = 4096;
+
+export const READY_REASON_VALID = 'Valid';
+export const READY_REASON_INVALID = 'Invalid';
+export const INVALID_EVENT_REASON = 'InvalidModRule';
+
+/** The Ready condition as we want it on the ModRule, without lastTransitionTime. */
+export interface ReadyCondition {
+  type: 'Ready';
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+}
+
+interface RuleIdentity {
+  namespace: string;
+  name: string;
+  uid: string;
+  generation: number | undefined;
+  resourceVersion: string;
+}
+
+function identity(rule: JsonObject): RuleIdentity | null {
+  const m = isJsonObject(rule.metadata) ? rule.metadata : null;
+  if (!m || typeof m.name !== 'string' || typeof m.namespace !== 'string') return null;
+  return {
+    namespace: m.namespace,
+    name: m.name,
+    uid: typeof m.uid === 'string' ? m.uid : '',
+    generation: typeof m.generation === 'number' ? m.generation : undefined,
+    resourceVersion: typeof m.resourceVersion === 'string' ? m.resourceVersion : '',
+  };
+}
+
+function truncate(s: string): string {
+  return s.length <= MAX_MESSAGE ? s : `${s.slice(0, MAX_MESSAGE - 3)}...`;
+}
+
+/** The Ready condition a ModRule should carry given its validation problems. */
+export function readyCondition(
+  generation: number | undefined,
+  problems: readonly ValidationProblem[],
+): ReadyCondition {
+  const base = generation === undefined ? {} : { observedGeneration: generation };
+  return problems.length === 0
+    ? {
+        type: 'Ready',
+        status: 'True',
+        reason: READY_REASON_VALID,
+        message: 'ModRule is valid and in effect',
+        ...base,
+      }
+    : {
+        type: 'Ready',
+        status: 'False',
+        reason: READY_REASON_INVALID,
+        message: truncate(formatProblems(problems)),
+        ...base,
+      };
+}
+
+function currentReady(rule: JsonObject): JsonObject | undefined {
+  const status = isJsonObject(rule.status) ? rule.status : {};
+  const conditions = Array.isArray(status.conditions) ? status.conditions : [];
+  return conditions.find((c): c is JsonObject => isJsonObject(c) && c.type === 'Ready');
+}
+
+/** True when the rule's status already says what `want` says (lastTransitionTime aside). */
+export function statusUpToDate(rule: JsonObject, want: ReadyCondition): boolean {
+  const status = isJsonObject(rule.status) ? rule.status : {};
+  const have = currentReady(rule);
+  return (
+    !!have &&
+    have.status === want.status &&
+    have.reason === want.reason &&
+    have.message === want.message &&
+    have.observedGeneration === want.observedGeneration &&
+    status.observedGeneration === want.observedGeneration
+  );
+}
+
+/** The merge patch for the status subresource; keeps lastTransitionTime while the status value stays the same. */
+export function statusPatch(rule: JsonObject, want: ReadyCondition, now: Date): JsonObject {
+  const have = currentReady(rule);
+  const lastTransitionTime =
+    have && have.status === want.status && typeof have.lastTransitionTime === 'string'
+      ? have.lastTransitionTime
+      : now.toISOString().replace(/\.\d+Z$/, 'Z');
+  const condition: JsonObject = { ...want, lastTransitionTime };
+  return { status: { observedGeneration: want.observedGeneration ?? null, conditions: [condition] } };
+}
+
+/** A core/v1 Warning Event on the ModRule; its name is derived from the content so replicas create it only once. */
+export function invalidRuleEvent(rule: JsonObject, message: string, now: Date, instance: string): JsonObject {
+  const id = identity(rule);
+  if (!id) throw new Error('ModRule without name/namespace');
+  const digest = createHash('sha256')
+    .update(`${id.uid}\n${id.generation ?? ''}\n${message}`)
+    .digest('hex')
+    .slice(0, 16);
+  const time = now.toISOString().replace(/\.\d+Z$/, 'Z');
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${id.name.slice(0, 200)}.${digest}`, namespace: id.namespace },
+    involvedObject: {
+      apiVersion: MODRULE_API_VERSION,
+      kind: MODRULE_KIND,
+      name: id.name,
+      namespace: id.namespace,
+      uid: id.uid,
+      resourceVersion: id.resourceVersion,
+    },
+    reason: INVALID_EVENT_REASON,
+    message: truncate(`ModRule is invalid and is not applied: ${message}`),
+    type: 'Warning',
+    source: { component: 'modrule-operator' },
+    reportingComponent: 'modrule-operator',
+    reportingInstance: instance,
+    firstTimestamp: time,
+    lastTimestamp: time,
+    count: 1,
+  };
+}
+
+export interface StatusReporterOptions {
+  client: KubeClient;
+  logger: Logger;
+  /** Clock; injectable for tests. */
+  now?: () => Date;
+  /** Tries per status write for transient errors; default 5. */
+  attempts?: number;
+  backoffMs?: number;
+}
+
+interface Pending {
+  rule: JsonObject;
+  problems: readonly ValidationProblem[];
+}
+
+/**
+ * Writes the Ready condition to ModRules' status subresource and emits an Event when one is invalid. Writes only
+ * when the status differs from what the rule already carries, so the watch event our own write causes is a no-op.
+ */
+export class StatusReporter {
+  private readonly pending = new Map<string, Pending>();
+  private readonly written = new Map<string, string>();
+  private running: Promise<void> | null = null;
+  private readonly controller = new AbortController();
+  private readonly now: () => Date;
+  private readonly instance = hostname();
+  private disabledLogged = false;
+  /** Status writes and events sent (tests and metrics). */
+  writes = 0;
+
+  constructor(private readonly options: StatusReporterOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Queues a status update for a rule; a newer report for the same rule replaces a queued one. */
+  report(rule: JsonObject, problems: readonly ValidationProblem[]): void {
+    const id = identity(rule);
+    if (!id || this.controller.signal.aborted) return;
+    this.pending.set(`${id.namespace}/${id.name}`, { rule, problems });
+    this.running ??= this.drain().finally(() => {
+      this.running = null;
+      if (this.pending.size > 0 && !this.controller.signal.aborted) this.running = this.drain();
+    });
+  }
+
+  /** Drops queued work for a deleted rule. */
+  forget(namespace: string, name: string): void {
+    this.pending.delete(`${namespace}/${name}`);
+  }
+
+  /** Resolves once every queued write has been attempted. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.controller.abort();
+    this.pending.clear();
+    await this.idle();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.size > 0 && !this.controller.signal.aborted) {
+      const [key, item] = this.pending.entries().next().value as [string, Pending];
+      this.pending.delete(key);
+      await this.write(key, item);
+    }
+  }
+
+  private async write(key: string, { rule, problems }: Pending): Promise<void> {
+    const id = identity(rule);
+    if (!id) return;
+    const want = readyCondition(id.generation, problems);
+    if (statusUpToDate(rule, want)) return;
+    // If the CRD prunes status, our write changes nothing and the rule never shows it: do not rewrite it forever.
+    const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}`;
+    if (this.written.get(key) === signature) return;
+    const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(id.namespace)}/modrules/${encodeURIComponent(id.name)}/status`;
+    const backoff = new Backoff({ initialMs: this.options.backoffMs ?? 500 });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.options.client.request('PATCH', path, {
+          body: statusPatch(rule, want, this.now()),
+          contentType: MERGE_PATCH,
+        });
+        this.writes++;
+        this.written.set(key, signature);
+        break;
+      } catch (err) {
+        if (err instanceof KubeApiError && err.status === 404) {
+          // The rule is gone, or the CRD has no status subresource (KubeMod's original CRD).
+          if (!this.disabledLogged) {
+            this.disabledLogged = true;
+            this.options.logger.warn(
+              'cannot write ModRule status (rule deleted, or CRD without status subresource)',
+              {
+                namespace: id.namespace,
+                name: id.name,
+              },
+            );
+          }
+          return;
+        }
+        if (!isTransient(err) || attempt >= (this.options.attempts ?? 5) || this.controller.signal.aborted) {
+          this.options.logger.warn('failed to write ModRule status', {
+            namespace: id.namespace,
+            name: id.name,
+            error: (err as Error).message,
+          });
+          return;
+        }
+        await sleep(backoff.next(), this.controller.signal);
+        // A newer version of the rule arrived meanwhile: that report supersedes this one.
+        if (this.pending.has(key)) return;
+      }
+    }
+    if (want.status === 'False') await this.emitEvent(rule, want.message);
+  }
+
+  private async emitEvent(rule: JsonObject, message: string): Promise<void> {
+    const event = invalidRuleEvent(rule, message, this.now(), this.instance);
+    const ns = String((event.metadata as JsonObject).namespace);
+    try {
+      await this.options.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {
+        body: event,
+      });
+    } catch (err) {
+      // 409: another replica already reported this very problem. Events are best-effort either way.
+      if (!(err instanceof KubeApiError && err.status === 409)) {
+        this.options.logger.debug('failed to emit event', { error: (err as Error).message });
+      }
+    }
+  }
+}

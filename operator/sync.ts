@@ -1,0 +1,164 @@
+import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { Logger } from '../log/logger';
+import { formatProblems, ValidationProblem } from '../modrule/validate';
+import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
+import { RuleStore } from '../store/rules';
+import { BackoffOptions } from './backoff';
+import { Informer, InformerHandlers } from './informer';
+import { KubeClient } from './kube';
+import { StatusReporter } from './status';
+
+export const MODRULES_PATH = '/apis/api.kubemod.io/v1beta1/modrules';
+export const NAMESPACES_PATH = '/api/v1/namespaces';
+export const NODES_PATH = '/api/v1/nodes';
+
+export interface ClusterSyncOptions {
+  client: KubeClient;
+  store: RuleStore;
+  logger: Logger;
+  /** Where Ready conditions and events go; null to write nothing back (read-only runs). */
+  status: StatusReporter | null;
+  backoff?: BackoffOptions;
+  watchTimeoutSeconds?: number;
+}
+
+interface Seen {
+  uid: JsonValue;
+  spec: JsonValue;
+  problems: readonly ValidationProblem[];
+}
+
+function nameOf(obj: JsonObject): { namespace: string; name: string } {
+  const m = isJsonObject(obj.metadata) ? obj.metadata : {};
+  return {
+    namespace: typeof m.namespace === 'string' ? m.namespace : '',
+    name: typeof m.name === 'string' ? m.name : '',
+  };
+}
+
+/**
+ * Feeds the rule store from the cluster: ModRules (all namespaces), Namespaces and Nodes, each by its own
+ * informer. Ready once all three have delivered their first full list.
+ */
+export class ClusterSync {
+  private readonly informers: Informer[];
+  // Last spec compiled per rule: status-only updates (our own writes) then skip recompiling.
+  private readonly seen = new Map<string, Seen>();
+  /** Resolves when all three initial lists are in. */
+  readonly synced: Promise<void>;
+
+  constructor(private readonly options: ClusterSyncOptions) {
+    const { client, logger } = options;
+    const common = {
+      client,
+      logger,
+      backoff: options.backoff,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+    };
+    this.informers = [
+      new Informer({
+        ...common,
+        path: MODRULES_PATH,
+        apiVersion: MODRULE_API_VERSION,
+        kind: MODRULE_KIND,
+        handlers: this.ruleHandlers(),
+      }),
+      new Informer({
+        ...common,
+        path: NAMESPACES_PATH,
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        handlers: this.namespaceHandlers(),
+      }),
+      new Informer({
+        ...common,
+        path: NODES_PATH,
+        apiVersion: 'v1',
+        kind: 'Node',
+        handlers: this.nodeHandlers(),
+      }),
+    ];
+    this.synced = Promise.all(this.informers.map((i) => i.synced)).then(() => undefined);
+  }
+
+  start(): void {
+    for (const i of this.informers) i.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.stop()));
+  }
+
+  /** True once ModRules, Namespaces and Nodes have all been listed. */
+  isReady(): boolean {
+    return this.informers.every((i) => i.hasSynced());
+  }
+
+  private ruleHandlers(): InformerHandlers {
+    const { store, logger, status } = this.options;
+    const logInvalid = (ns: string, name: string, problems: readonly ValidationProblem[]) =>
+      logger.warn('invalid ModRule skipped', { namespace: ns, name, problems: formatProblems(problems) });
+    return {
+      replace: (items) => {
+        const rejected = new Map(
+          store.replaceRules(items).map((r) => [`${r.namespace}/${r.name}`, r.problems]),
+        );
+        this.seen.clear();
+        for (const item of items) {
+          const { namespace, name } = nameOf(item);
+          const key = `${namespace}/${name}`;
+          const problems = rejected.get(key) ?? [];
+          if (problems.length > 0) logInvalid(namespace, name, problems);
+          this.seen.set(key, {
+            uid: (item.metadata as JsonObject).uid ?? null,
+            spec: item.spec ?? null,
+            problems,
+          });
+          status?.report(item, problems);
+        }
+        logger.info('ModRules loaded', { rules: store.snapshot().ruleCount, invalid: rejected.size });
+      },
+      upsert: (obj) => {
+        const { namespace, name } = nameOf(obj);
+        const key = `${namespace}/${name}`;
+        const uid = (obj.metadata as JsonObject).uid ?? null;
+        const previous = this.seen.get(key);
+        let problems: readonly ValidationProblem[];
+        if (previous && previous.uid === uid && jsonEqual(previous.spec, obj.spec ?? null)) {
+          problems = previous.problems;
+        } else {
+          problems = store.upsertRule(obj);
+          this.seen.set(key, { uid, spec: obj.spec ?? null, problems });
+          if (problems.length > 0) logInvalid(namespace, name, problems);
+          else logger.info('ModRule updated', { namespace, name });
+        }
+        status?.report(obj, problems);
+      },
+      remove: (obj) => {
+        const { namespace, name } = nameOf(obj);
+        store.deleteRule(namespace, name);
+        this.seen.delete(`${namespace}/${name}`);
+        status?.forget(namespace, name);
+        logger.info('ModRule deleted', { namespace, name });
+      },
+    };
+  }
+
+  private namespaceHandlers(): InformerHandlers {
+    const { store } = this.options;
+    return {
+      replace: (items) => store.replaceNamespaces(items),
+      upsert: (obj) => store.upsertNamespace(obj),
+      remove: (obj) => store.deleteNamespace(nameOf(obj).name),
+    };
+  }
+
+  private nodeHandlers(): InformerHandlers {
+    const { store } = this.options;
+    return {
+      replace: (items) => store.replaceNodes(items),
+      upsert: (obj) => store.upsertNode(obj),
+      remove: (obj) => store.deleteNode(nameOf(obj).name),
+    };
+  }
+}
