@@ -27,6 +27,12 @@ export function buildKustomization(dir: string): string {
   return emitYamlDocuments(loadKustomization(dir));
 }
 
+// Without fifo, kustomize reorders the output by kind ("legacy" order), which this assembler does not do.
+function requireFifo(file: string, k: JsonObject): void {
+  if (!isJsonObject(k.sortOptions) || k.sortOptions.order !== 'fifo')
+    throw new KustomizeError(`${file}: the top-level kustomization needs sortOptions: {order: fifo}`);
+}
+
 /** The resources of `dir`'s kustomization, in output order, with its transformations applied. */
 export function loadKustomization(dir: string, seen: ReadonlySet<string> = new Set()): JsonObject[] {
   const abs = path.resolve(dir);
@@ -37,10 +43,12 @@ export function loadKustomization(dir: string, seen: ReadonlySet<string> = new S
   if (docs.length !== 1 || !isJsonObject(docs[0])) throw new KustomizeError(`${file}: expected one mapping`);
   const k = docs[0];
   for (const key of Object.keys(k)) {
-    if (!ALLOWED_KEYS.has(key)) throw new KustomizeError(`${file}: "${key}" is not supported by config/build.ts`);
+    if (!ALLOWED_KEYS.has(key))
+      throw new KustomizeError(`${file}: "${key}" is not supported by config/build.ts`);
   }
-  if (k.sortOptions !== undefined && !(isJsonObject(k.sortOptions) && k.sortOptions.order === 'fifo'))
-    throw new KustomizeError(`${file}: only sortOptions.order fifo is supported`);
+  if (seen.size === 0) requireFifo(file, k);
+  else if (k.sortOptions !== undefined)
+    throw new KustomizeError(`${file}: sortOptions only at the top level`);
 
   const inner = new Set(seen).add(abs);
   const resources: JsonObject[] = [];
@@ -65,7 +73,8 @@ function imageList(value: JsonValue | undefined, file: string): ImageOverride[] 
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new KustomizeError(`${file}: images must be a list`);
   return value.map((v) => {
-    if (!isJsonObject(v) || typeof v.name !== 'string') throw new KustomizeError(`${file}: images[] needs a name`);
+    if (!isJsonObject(v) || typeof v.name !== 'string')
+      throw new KustomizeError(`${file}: images[] needs a name`);
     const extra = Object.keys(v).filter((key) => !['name', 'newName', 'newTag', 'digest'].includes(key));
     if (extra.length > 0) throw new KustomizeError(`${file}: images[] field ${extra[0]} is not supported`);
     const image: ImageOverride = { name: v.name };

@@ -163,7 +163,8 @@ interface Analysis {
 }
 
 const isBreak = (c: string | undefined): boolean => c === '\n' || c === '\r';
-const isBlankOrEnd = (c: string | undefined): boolean => c === undefined || c === ' ' || c === '\t' || isBreak(c);
+const isBlankOrEnd = (c: string | undefined): boolean =>
+  c === undefined || c === ' ' || c === '\t' || isBreak(c);
 
 function isPrintable(c: string): boolean {
   const code = c.codePointAt(0) ?? 0;
@@ -277,7 +278,8 @@ const NON_STRING_WORDS = new Set([
 ]);
 const INT = /^[-+]?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|0[0-7]*|[1-9][0-9]*)$/;
 const FLOAT = /^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/;
-const TIMESTAMP = /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt]| +)[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]*)?(Z|[-+][0-9]{1,2}(:[0-9]{2})?)?)?$/;
+const TIMESTAMP =
+  /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt]| +)[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]*)?(Z|[-+][0-9]{1,2}(:[0-9]{2})?)?)?$/;
 
 // True when go-yaml would read `s`, written plain, back as a string (YAML 1.1 rules).
 function resolvesToString(s: string): boolean {
@@ -313,7 +315,14 @@ function writeSingle(out: Writer, s: string, indent: number, breaks: boolean): v
   const chars = Array.from(s);
   chars.forEach((c, i) => {
     if (c === ' ') {
-      if (breaks && !spaces && out.column > BEST_WIDTH && i !== 0 && i !== chars.length - 1 && chars[i + 1] !== ' ')
+      if (
+        breaks &&
+        !spaces &&
+        out.column > BEST_WIDTH &&
+        i !== 0 &&
+        i !== chars.length - 1 &&
+        chars[i + 1] !== ' '
+      )
         out.indent(indent);
       else out.put(c);
       spaces = true;
@@ -349,7 +358,16 @@ function writeDouble(out: Writer, s: string, indent: number, breaks: boolean): v
   const chars = Array.from(s);
   chars.forEach((c, i) => {
     const code = c.codePointAt(0) ?? 0;
-    if (!isPrintable(c) || c === '\ufeff' || isBreak(c) || c === '"' || c === '\\' || c === '\x85' || c === '\u2028' || c === '\u2029') {
+    if (
+      !isPrintable(c) ||
+      c === '\ufeff' ||
+      isBreak(c) ||
+      c === '"' ||
+      c === '\\' ||
+      c === '\x85' ||
+      c === '\u2028' ||
+      c === '\u2029'
+    ) {
       const named = ESCAPES[c];
       if (named) out.put(named);
       else if (code <= 0xff) out.put(`\\x${code.toString(16).toUpperCase().padStart(2, '0')}`);

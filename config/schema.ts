@@ -20,7 +20,8 @@ export function toJsonSchema(schema: JsonValue): JsonValue {
   for (const [key, value] of Object.entries(schema)) {
     if (key.startsWith('x-kubernetes-') || key === 'nullable') continue;
     // Under `properties` every key is a field name, not a keyword.
-    out[key] = key === 'properties' && isJsonObject(value) ? mapValues(value, toJsonSchema) : toJsonSchema(value);
+    out[key] =
+      key === 'properties' && isJsonObject(value) ? mapValues(value, toJsonSchema) : toJsonSchema(value);
   }
   if (schema.nullable === true && typeof schema.type === 'string') {
     out.type = [schema.type, 'null'];
@@ -47,10 +48,12 @@ export type SchemaValidator = (obj: JsonValue) => SchemaProblem[];
 /** A validator for the schema of `version` (default: the storage version) of a CustomResourceDefinition. */
 export function crdValidator(crd: JsonObject, version?: string): SchemaValidator {
   const spec = crd.spec;
-  const versions = isJsonObject(spec) && Array.isArray(spec.versions) ? spec.versions.filter(isJsonObject) : [];
+  const versions =
+    isJsonObject(spec) && Array.isArray(spec.versions) ? spec.versions.filter(isJsonObject) : [];
   const v = versions.find((x) => (version === undefined ? x.storage === true : x.name === version));
   const schema = v && isJsonObject(v.schema) ? v.schema.openAPIV3Schema : undefined;
-  if (!isJsonObject(schema)) throw new Error(`CRD has no openAPIV3Schema for ${version ?? 'its storage version'}`);
+  if (!isJsonObject(schema))
+    throw new Error(`CRD has no openAPIV3Schema for ${version ?? 'its storage version'}`);
   const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
   const validate = ajv.compile(toJsonSchema(schema) as object);
   return (obj) => {
@@ -71,7 +74,8 @@ export function untypedSchemaNodes(schema: JsonValue, at = ''): string[] {
     schema['x-kubernetes-preserve-unknown-fields'] === true || schema['x-kubernetes-int-or-string'] === true;
   if (typeof schema.type !== 'string' && !preserves) out.push(at || '/');
   if (isJsonObject(schema.properties)) {
-    for (const [k, v] of Object.entries(schema.properties)) out.push(...untypedSchemaNodes(v, `${at}/properties/${k}`));
+    for (const [k, v] of Object.entries(schema.properties))
+      out.push(...untypedSchemaNodes(v, `${at}/properties/${k}`));
   }
   if (schema.items !== undefined) out.push(...untypedSchemaNodes(schema.items, `${at}/items`));
   if (isJsonObject(schema.additionalProperties))

@@ -1,0 +1,479 @@
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { JsonObject, JsonValue, isJsonObject } from '../json/value';
+import { IGNORE_LABEL } from '../modrule/types';
+import { buildKustomization } from './build';
+
+const ROOT = path.resolve(__dirname, '..');
+const BUNDLE = path.join(ROOT, 'bundle.yaml');
+const bundleText = fs.readFileSync(BUNDLE, 'utf8');
+const parsed = parseAllDocuments(bundleText);
+const docs = parsed.map((d) => d.toJS() as JsonObject);
+
+const NS = 'kubemod-system';
+const LABEL_SELECTOR = {
+  'app.kubernetes.io/component': 'kubemod-operator',
+  'control-plane': 'controller-manager',
+};
+const DEFAULT_TARGETS = [
+  'namespaces',
+  'nodes',
+  'configmaps',
+  'persistentvolumeclaims',
+  'persistentvolumes',
+  'secrets',
+  'services',
+  'daemonsets',
+  'deployments',
+  'replicasets',
+  'statefulsets',
+  'horizontalpodautoscalers',
+  'ingresses',
+  'pods',
+  'cronjobs',
+  'jobs',
+  'serviceaccounts',
+  'clusterrolebindings',
+  'clusterroles',
+  'rolebindings',
+  'roles',
+];
+
+// JSON-ish accessor for tests: obj('spec.template.spec') and the like.
+function at(value: JsonValue | undefined, dotted: string): JsonValue | undefined {
+  let v = value;
+  for (const key of dotted.split('.')) {
+    if (Array.isArray(v)) v = v[Number(key)];
+    else if (isJsonObject(v)) v = v[key];
+    else return undefined;
+  }
+  return v;
+}
+
+function find(kind: string, name: string): JsonObject {
+  const found = docs.filter((d) => d.kind === kind && at(d, 'metadata.name') === name);
+  if (found.length !== 1)
+    throw new Error(`expected one ${kind} ${name} in bundle.yaml, found ${found.length}`);
+  return found[0];
+}
+
+function kubectl(args: string[]): { ok: boolean; stdout: string; stderr: string } {
+  const r = spawnSync('kubectl', args, { cwd: ROOT, encoding: 'utf8', timeout: 30000 });
+  return { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+const hasCluster =
+  hasKubectl &&
+  spawnSync('kubectl', ['version', '--request-timeout=3s'], { encoding: 'utf8', timeout: 10000 }).status ===
+    0;
+const withKubectl = hasKubectl ? it : it.skip;
+const withCluster = hasCluster ? it : it.skip;
+
+describe('bundle.yaml', () => {
+  it('parses as YAML, one Kubernetes object per document', () => {
+    expect(parsed.flatMap((d) => d.errors)).toEqual([]);
+    expect(docs.length).toBeGreaterThan(10);
+    for (const d of docs) {
+      expect(typeof d.apiVersion).toBe('string');
+      expect(typeof d.kind).toBe('string');
+      expect(typeof at(d, 'metadata.name')).toBe('string');
+    }
+  });
+
+  it('is up to date with config/ (regenerate: node dist/config/build.js > bundle.yaml)', () => {
+    expect(bundleText).toBe(buildKustomization(path.join(ROOT, 'config/default')));
+  });
+
+  withKubectl('is byte-identical to kubectl kustomize config/default', () => {
+    const r = kubectl(['kustomize', 'config/default']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(bundleText);
+  });
+
+  withCluster('passes kubectl apply --dry-run=client', () => {
+    const r = kubectl(['apply', '--dry-run=client', '-f', 'bundle.yaml']);
+    expect(r.stderr).toBe('');
+    expect(r.ok).toBe(true);
+  });
+
+  it('creates namespaces first, the CRD before RBAC, and the webhooks last', () => {
+    const kinds = docs.map((d) => d.kind);
+    expect(kinds.slice(0, 3)).toEqual(['Namespace', 'Namespace', 'CustomResourceDefinition']);
+    expect(kinds.slice(-2)).toEqual(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
+  });
+
+  it('puts every namespaced object in kubemod-system', () => {
+    const clusterScoped = new Set([
+      'Namespace',
+      'CustomResourceDefinition',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'MutatingWebhookConfiguration',
+      'ValidatingWebhookConfiguration',
+    ]);
+    for (const d of docs) {
+      if (clusterScoped.has(d.kind as string)) expect(at(d, 'metadata.namespace')).toBeUndefined();
+      else expect([d.kind, at(d, 'metadata.namespace')]).toEqual([d.kind, NS]);
+    }
+  });
+});
+
+describe('namespaces', () => {
+  it.each([NS, 'kube-system'])('labels %s ignored by the dragnet', (name) => {
+    expect(at(find('Namespace', name), 'metadata.labels')).toMatchObject({ [IGNORE_LABEL]: 'true' });
+  });
+
+  it('touches nothing on kube-system but the ignore label', () => {
+    expect(find('Namespace', 'kube-system')).toEqual({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'kube-system', labels: { [IGNORE_LABEL]: 'true' } },
+    });
+  });
+
+  it('enforces the restricted Pod Security profile on kubemod-system', () => {
+    expect(at(find('Namespace', NS), 'metadata.labels')).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'restricted',
+    });
+  });
+});
+
+describe('operator Deployment', () => {
+  const deployment = find('Deployment', 'kubemod-operator');
+  const pod = at(deployment, 'spec.template.spec') as JsonObject;
+  const containers = pod.containers as JsonObject[];
+  const c = containers[0];
+
+  it('runs two replicas that a rollout never takes below two', () => {
+    expect(at(deployment, 'spec.replicas')).toBe(2);
+    expect(at(deployment, 'spec.strategy.rollingUpdate.maxUnavailable')).toBe(0);
+  });
+
+  it("keeps KubeMod's immutable selector so it upgrades KubeMod's Deployment in place", () => {
+    expect(at(deployment, 'spec.selector')).toEqual({ matchLabels: LABEL_SELECTOR });
+    expect(at(deployment, 'spec.template.metadata.labels')).toMatchObject(LABEL_SELECTOR);
+  });
+
+  it('spreads replicas over nodes', () => {
+    const terms = at(
+      pod,
+      'affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution',
+    ) as JsonObject[];
+    expect(terms).toHaveLength(1);
+    expect(at(terms[0], 'podAffinityTerm.topologyKey')).toBe('kubernetes.io/hostname');
+    expect(at(terms[0], 'podAffinityTerm.labelSelector.matchLabels')).toEqual(LABEL_SELECTOR);
+  });
+
+  it('runs `modrule operator` as its own service account', () => {
+    expect(containers).toHaveLength(1);
+    expect(c.args).toEqual(['operator']);
+    expect(c.command).toBeUndefined();
+    expect(pod.serviceAccountName).toBe('kubemod-operator');
+  });
+
+  it('exposes the webhook and health ports and probes /readyz and /healthz', () => {
+    expect(c.ports).toEqual([
+      { name: 'webhook', containerPort: 9443, protocol: 'TCP' },
+      { name: 'health', containerPort: 8081, protocol: 'TCP' },
+    ]);
+    expect(at(c, 'readinessProbe.httpGet')).toEqual({ path: '/readyz', port: 8081 });
+    expect(at(c, 'livenessProbe.httpGet')).toEqual({ path: '/healthz', port: 8081 });
+  });
+
+  it('knows its namespace from the downward API', () => {
+    expect(c.env).toContainEqual({
+      name: 'POD_NAMESPACE',
+      valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } },
+    });
+  });
+
+  it('sets resource requests and limits', () => {
+    for (const key of ['requests.cpu', 'requests.memory', 'limits.cpu', 'limits.memory'])
+      expect(typeof at(c, `resources.${key}`)).toBe('string');
+  });
+
+  it('is locked down: non-root, read-only root, no capabilities, no escalation, RuntimeDefault seccomp', () => {
+    expect(at(pod, 'securityContext')).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(at(pod, 'securityContext.runAsUser')).toBeGreaterThan(0);
+    expect(c.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+  });
+
+  it('gives it a writable /tmp (self-signed certificates go to /tmp/k8s-webhook-server/serving-certs)', () => {
+    expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
+    expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }]);
+  });
+
+  it('uses the image named in config/default and the Makefile', () => {
+    const makefile = fs.readFileSync(path.join(ROOT, 'Makefile'), 'utf8');
+    const image = /^IMAGE \?= (\S+)$/m.exec(makefile)?.[1];
+    const kustomization = parseAllDocuments(
+      fs.readFileSync(path.join(ROOT, 'config/default/kustomization.yaml'), 'utf8'),
+    )[0].toJS() as JsonObject;
+    const override = (kustomization.images as JsonObject[]).find((i) => i.name === 'modrule') as JsonObject;
+    expect(image).toBe(`${override.newName}:${override.newTag}`);
+    expect(c.image).toBe(image);
+  });
+});
+
+describe('Service and PodDisruptionBudget', () => {
+  it('routes kubemod-webhook-service:443 to the webhook port 9443 of the operator pods', () => {
+    const service = find('Service', 'kubemod-webhook-service');
+    expect(at(service, 'spec.selector')).toEqual(LABEL_SELECTOR);
+    expect(at(service, 'spec.ports')).toEqual([
+      { name: 'webhook', port: 443, targetPort: 9443, protocol: 'TCP' },
+    ]);
+  });
+
+  it('keeps at least one replica through voluntary disruptions', () => {
+    const pdb = find('PodDisruptionBudget', 'kubemod-operator');
+    expect(pdb.apiVersion).toBe('policy/v1');
+    expect(pdb.spec).toEqual({ minAvailable: 1, selector: { matchLabels: LABEL_SELECTOR } });
+  });
+});
+
+describe('webhook configurations', () => {
+  const mutating = find('MutatingWebhookConfiguration', 'kubemod-mutating-webhook-configuration');
+  const validating = find('ValidatingWebhookConfiguration', 'kubemod-validating-webhook-configuration');
+  const hooks = [...(mutating.webhooks as JsonObject[]), ...(validating.webhooks as JsonObject[])];
+  const hook = (name: string): JsonObject => hooks.find((h) => h.name === name) as JsonObject;
+  const ignoreSelector = {
+    key: IGNORE_LABEL,
+    operator: 'NotIn',
+    values: ['true'],
+  };
+
+  it('has exactly the four KubeMod webhooks', () => {
+    expect((mutating.webhooks as JsonObject[]).map((h) => h.name)).toEqual([
+      'mmodrule.kubemod.io',
+      'dragnet.kubemod.io',
+      'podbinding.kubemod.io',
+    ]);
+    expect((validating.webhooks as JsonObject[]).map((h) => h.name)).toEqual(['vmodrule.kubemod.io']);
+  });
+
+  it.each([
+    ['dragnet.kubemod.io', '/dragnet-webhook'],
+    ['mmodrule.kubemod.io', '/mutate-api-kubemod-io-v1beta1-modrule'],
+    ['vmodrule.kubemod.io', '/validate-api-kubemod-io-v1beta1-modrule'],
+    ['podbinding.kubemod.io', '/podbinding-webhook'],
+  ])('%s calls kubemod-webhook-service at %s, caBundle left to the operator', (name, servicePath) => {
+    const h = hook(name);
+    expect(h.clientConfig).toEqual({
+      service: { name: 'kubemod-webhook-service', namespace: NS, path: servicePath },
+    });
+    expect(h.admissionReviewVersions).toEqual(['v1', 'v1beta1']);
+    expect(h.matchPolicy).toBe('Equivalent');
+    expect(h.timeoutSeconds).toBeGreaterThanOrEqual(1);
+    expect(h.timeoutSeconds).toBeLessThanOrEqual(10);
+  });
+
+  it('sends the default target resources to the dragnet on CREATE, UPDATE and DELETE', () => {
+    const h = hook('dragnet.kubemod.io');
+    expect(h.rules).toEqual([
+      {
+        apiGroups: ['*'],
+        apiVersions: ['*'],
+        operations: ['CREATE', 'UPDATE', 'DELETE'],
+        resources: DEFAULT_TARGETS,
+        scope: '*',
+      },
+    ]);
+    expect(h).toMatchObject({
+      failurePolicy: 'Ignore',
+      reinvocationPolicy: 'IfNeeded',
+      sideEffects: 'None',
+      timeoutSeconds: 10,
+    });
+  });
+
+  it.each(['dragnet.kubemod.io', 'podbinding.kubemod.io'])(
+    '%s skips ignored namespaces and never sees the operator namespace',
+    (name) => {
+      expect(at(hook(name), 'namespaceSelector.matchExpressions')).toEqual([
+        ignoreSelector,
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NS] },
+      ]);
+    },
+  );
+
+  it('annotates pods on binding without ever blocking scheduling', () => {
+    const h = hook('podbinding.kubemod.io');
+    expect(h.rules).toEqual([
+      {
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        operations: ['CREATE'],
+        resources: ['pods/binding'],
+        scope: 'Namespaced',
+      },
+    ]);
+    expect(h).toMatchObject({ failurePolicy: 'Ignore', sideEffects: 'NoneOnDryRun' });
+  });
+
+  it.each(['mmodrule.kubemod.io', 'vmodrule.kubemod.io'])(
+    '%s sees every ModRule, including the cluster-wide ones in kubemod-system, and fails closed',
+    (name) => {
+      const h = hook(name);
+      expect(h.namespaceSelector).toBeUndefined();
+      expect(h.rules).toEqual([
+        {
+          apiGroups: ['api.kubemod.io'],
+          apiVersions: ['v1beta1'],
+          operations: ['CREATE', 'UPDATE'],
+          resources: ['modrules'],
+          scope: 'Namespaced',
+        },
+      ]);
+      expect(h).toMatchObject({ failurePolicy: 'Fail', sideEffects: 'None' });
+    },
+  );
+});
+
+describe('RBAC', () => {
+  const rbacKinds = new Set(['ClusterRole', 'Role']);
+  const roles = docs.filter((d) => rbacKinds.has(d.kind as string));
+  const rules = roles.flatMap((r) => (r.rules as JsonObject[]).map((rule) => ({ role: r, rule })));
+
+  it('has one ClusterRole and one Role, both named kubemod-operator', () => {
+    expect(roles.map((r) => `${r.kind}/${at(r, 'metadata.name')}`)).toEqual([
+      'ClusterRole/kubemod-operator',
+      'Role/kubemod-operator',
+    ]);
+  });
+
+  it('uses no wildcards', () => {
+    for (const { rule } of rules)
+      for (const field of ['apiGroups', 'resources', 'verbs', 'resourceNames'])
+        expect(((rule[field] as string[] | undefined) ?? []).filter((v) => v.includes('*'))).toEqual([]);
+  });
+
+  it('only reads ModRules, namespaces and nodes, and writes ModRule status', () => {
+    const cr = find('ClusterRole', 'kubemod-operator');
+    const verbsFor = (group: string, resource: string): string[] =>
+      (cr.rules as JsonObject[])
+        .filter(
+          (r) => (r.apiGroups as string[]).includes(group) && (r.resources as string[]).includes(resource),
+        )
+        .flatMap((r) => r.verbs as string[])
+        .sort();
+    expect(verbsFor('api.kubemod.io', 'modrules')).toEqual(['get', 'list', 'watch']);
+    expect(verbsFor('api.kubemod.io', 'modrules/status')).toEqual(['patch', 'update']);
+    expect(verbsFor('', 'namespaces')).toEqual(['get', 'list', 'watch']);
+    expect(verbsFor('', 'nodes')).toEqual(['get', 'list', 'watch']);
+    expect(verbsFor('', 'pods')).toEqual(['get', 'list', 'patch', 'watch']);
+    expect(verbsFor('', 'events')).toEqual(['create', 'patch']);
+    expect(verbsFor('events.k8s.io', 'events')).toEqual(['create', 'patch']);
+    expect(verbsFor('', 'secrets')).toEqual([]);
+  });
+
+  it('may only get/update/patch its own two webhook configurations', () => {
+    const webhookRules = rules.filter(({ rule }) =>
+      (rule.apiGroups as string[]).includes('admissionregistration.k8s.io'),
+    );
+    expect(webhookRules.map(({ rule }) => rule)).toEqual([
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations'],
+        resourceNames: ['kubemod-mutating-webhook-configuration'],
+        verbs: ['get', 'update', 'patch'],
+      },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['validatingwebhookconfigurations'],
+        resourceNames: ['kubemod-validating-webhook-configuration'],
+        verbs: ['get', 'update', 'patch'],
+      },
+    ]);
+  });
+
+  it('touches secrets only in kubemod-system, and only the serving certificate beyond create', () => {
+    const secretRules = rules.filter(({ rule }) => (rule.resources as string[]).includes('secrets'));
+    expect(secretRules.length).toBeGreaterThan(0);
+    for (const { role, rule } of secretRules) {
+      expect(role.kind).toBe('Role');
+      expect(at(role, 'metadata.namespace')).toBe(NS);
+      expect(rule.resources).toEqual(['secrets']);
+      const verbs = rule.verbs as string[];
+      if (verbs.includes('create')) expect(verbs).toEqual(['create']);
+      else expect(rule.resourceNames).toEqual(['kubemod-webhook-server-cert']);
+      expect(verbs.filter((v) => ['list', 'watch', 'delete', 'deletecollection'].includes(v))).toEqual([]);
+    }
+  });
+
+  it('binds both roles to the kubemod-operator service account', () => {
+    expect(find('ServiceAccount', 'kubemod-operator')).toBeDefined();
+    const subject = [{ kind: 'ServiceAccount', name: 'kubemod-operator', namespace: NS }];
+    expect(find('ClusterRoleBinding', 'kubemod-operator')).toMatchObject({
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'kubemod-operator' },
+      subjects: subject,
+    });
+    expect(find('RoleBinding', 'kubemod-operator')).toMatchObject({
+      metadata: { namespace: NS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'kubemod-operator' },
+      subjects: subject,
+    });
+  });
+});
+
+describe('config/cert-manager overlay', () => {
+  withKubectl(
+    'builds, injects the CA into both webhook configurations and runs with external certificates',
+    () => {
+      const r = kubectl(['kustomize', 'config/cert-manager']);
+      expect(r.stderr).toBe('');
+      const out = parseAllDocuments(r.stdout).map((d) => d.toJS() as JsonObject);
+      const annotation = 'cert-manager.io/inject-ca-from';
+      for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+        const cfg = out.find((d) => d.kind === kind) as JsonObject;
+        expect(at(cfg, `metadata.annotations`)).toEqual({
+          [annotation]: `${NS}/kubemod-webhook-server-cert`,
+        });
+      }
+      const cert = out.find((d) => d.kind === 'Certificate') as JsonObject;
+      expect(at(cert, 'spec.secretName')).toBe('kubemod-webhook-server-cert');
+      expect(at(cert, 'spec.dnsNames')).toContain('kubemod-webhook-service.kubemod-system.svc');
+      const c = at(
+        out.find((d) => d.kind === 'Deployment'),
+        'spec.template.spec.containers.0',
+      ) as JsonObject;
+      expect(c.args).toEqual(['operator', '--cert-mode=external']);
+      expect(c.volumeMounts).toContainEqual({
+        name: 'serving-cert',
+        mountPath: '/tmp/k8s-webhook-server/serving-certs',
+        readOnly: true,
+      });
+    },
+  );
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+
+  it('builds on node:20-bookworm and runs on node:20-bookworm-slim', () => {
+    const froms = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+    expect(froms[0]).toMatch(/^node:20-bookworm(@|$)/);
+    expect(froms[froms.length - 1]).toMatch(/^node:20-bookworm-slim(@|$)/);
+  });
+
+  it('runs as a numeric non-root user with the CLI as entrypoint', () => {
+    const users = [...dockerfile.matchAll(/^USER (\S+)/gm)].map((m) => m[1]);
+    expect(users[users.length - 1]).toMatch(/^[1-9][0-9]*(:[1-9][0-9]*)?$/);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "\/app\/dist\/cli\/main\.js"\]$/m);
+  });
+
+  it('installs only production dependencies in the final image', () => {
+    expect(dockerfile).toMatch(/npm ci/);
+    expect(dockerfile).toMatch(/--omit=dev/);
+  });
+});
