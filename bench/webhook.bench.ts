@@ -1,0 +1,141 @@
+import autocannon from 'autocannon';
+import { readFileSync } from 'node:fs';
+import { createServer, Server } from 'node:https';
+import { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { packageRoot } from '../cli/serve';
+import { JsonObject } from '../json/value';
+import { silentLogger } from '../log/logger';
+import { RuleStore } from '../store/rules';
+import { generateCertificates } from '../webhook/certs';
+import { listManifestFiles, loadManifestFile } from '../webhook/local/load';
+import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
+import { MemoryTlsSource, TLS_MIN_VERSION } from '../webhook/tls';
+import { BenchRow } from './types';
+
+// Loopback only. Each point runs this many seconds (MODRULE_BENCH_SECONDS overrides, e.g. 1 for a smoke run).
+const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 5);
+const CONNECTIONS = [1, 16, 64];
+const NON_MATCHING_RULES = 100;
+
+/** Rules that are evaluated for every Deployment in "default" but never match: the cost of a crowded namespace. */
+function nonMatchingRules(): JsonObject[] {
+  return Array.from({ length: NON_MATCHING_RULES }, (_, i) => ({
+    apiVersion: 'api.kubemod.io/v1beta1',
+    kind: 'ModRule',
+    metadata: { name: `unrelated-${i}`, namespace: i % 2 === 0 ? 'default' : 'kubemod-system' },
+    spec: {
+      type: i % 3 === 0 ? 'Reject' : 'Patch',
+      ...(i % 2 === 0 ? {} : { targetNamespaceRegex: '.*' }),
+      match: [
+        { select: '$.kind', matchValue: 'Deployment' },
+        { select: '$.metadata.labels.app', matchValue: `app-${i}` },
+      ],
+      ...(i % 3 === 0
+        ? {}
+        : { patch: [{ op: 'add', path: '/metadata/labels/unrelated', value: String(i) }] }),
+    },
+  }));
+}
+
+/** The floor: an HTTPS server that only reads and parses the body and answers allowed. */
+function startFloor(cert: string, key: string): Promise<Server> {
+  const server = createServer({ cert, key, minVersion: TLS_MIN_VERSION }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        apiVersion: string;
+        request: { uid: string };
+      };
+      const body = JSON.stringify({
+        apiVersion: review.apiVersion,
+        kind: 'AdmissionReview',
+        response: { uid: review.request.uid, allowed: true },
+      });
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+interface Point {
+  rps: number;
+  p50: number;
+  p99: number;
+  bad: number;
+}
+
+async function load(url: string, body: string, connections: number): Promise<Point> {
+  const result = await autocannon({
+    url,
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/json' },
+    connections,
+    duration: SECONDS,
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    bad: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+/** Requests per second and latency of /dragnet-webhook next to a bare HTTPS floor, at 1, 16 and 64 connections. */
+export async function run(): Promise<BenchRow[]> {
+  const root = packageRoot();
+  const certs = generateCertificates({ hosts: ['127.0.0.1'] });
+  const examples = join(root, 'examples', 'local');
+  const docs = (await Promise.all((await listManifestFiles([examples])).map(loadManifestFile))).flat();
+  const exampleRules = docs.filter((d) => d.kind === 'ModRule');
+  const store = new RuleStore();
+  const rejected = store.replaceRules([...exampleRules, ...nonMatchingRules()]);
+  if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
+  store.replaceNamespaces(docs.filter((d) => d.kind === 'Namespace'));
+  store.replaceNodes(docs.filter((d) => d.kind === 'Node'));
+
+  const webhook = await startWebhookServer({
+    store,
+    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
+    port: 0,
+    host: '127.0.0.1',
+    healthPort: 0,
+    logger: silentLogger(),
+    isReady: () => true,
+  });
+  const floor = await startFloor(certs.cert, certs.key);
+  const floorUrl = `https://127.0.0.1:${(floor.address() as AddressInfo).port}${WEBHOOK_PATHS.dragnet}`;
+  const body = readFileSync(join(examples, 'reviews', 'deployment-create.json'), 'utf8');
+  const rows: BenchRow[] = [];
+  try {
+    for (const c of CONNECTIONS) {
+      const floorPoint = await load(floorUrl, body, c);
+      const point = await load(webhook.url + WEBHOOK_PATHS.dragnet, body, c);
+      const ms = (p: Point) => `p50 ${p.p50} ms, p99 ${p.p99} ms`;
+      rows.push({
+        suite: 'webhook',
+        case: `floor (parse + allowed) c=${c}`,
+        opsPerSec: floorPoint.rps,
+        notes: ms(floorPoint) + (floorPoint.bad ? `, ${floorPoint.bad} failed` : ''),
+      });
+      rows.push({
+        suite: 'webhook',
+        case: `dragnet Deployment CREATE c=${c}`,
+        opsPerSec: point.rps,
+        notes:
+          `${ms(point)}, ${(point.rps / floorPoint.rps).toFixed(2)}x floor, ` +
+          `${exampleRules.length + NON_MATCHING_RULES} rules` +
+          (point.bad ? `, ${point.bad} failed` : ''),
+      });
+    }
+  } finally {
+    await webhook.close();
+    await new Promise((r) => floor.close(r));
+    floor.closeAllConnections();
+  }
+  return rows;
+}

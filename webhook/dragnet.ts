@@ -1,0 +1,149 @@
+import { AdmissionRequest, AdmissionResponse } from '../admission/types';
+import { admit, AdmissionOutcome, RuleRef } from '../engine/admit';
+import { JsonObject } from '../json/value';
+import { RuleSnapshot } from '../store/rules';
+import { BadRequestError, denyResponse, patchResponse } from './review';
+
+/** How a request ended, as the metrics label it. */
+export type AdmissionResult = 'allowed' | 'patched' | 'rejected' | 'error' | 'bad_request';
+
+/** What the dragnet endpoint decided, with what the server needs to log and count. */
+export interface DragnetDecision {
+  response: AdmissionResponse;
+  result: AdmissionResult;
+  /** null when nothing was evaluated (subresource) or the engine threw. */
+  outcome: AdmissionOutcome | null;
+  /** Patch rules that matched and ran without failing. */
+  applied: RuleRef[];
+  /** Why the request was let through without evaluation, if it was. */
+  skipped?: string;
+  /** The engine's own failure, answered fail-open. */
+  error?: Error;
+}
+
+/** Longest single warning we send back: the API server shows them to kubectl users. */
+const MAX_WARNING_CHARS = 400;
+const MAX_WARNINGS = 10;
+
+/** The rule's display name, as KubeMod prints it. */
+export function ruleName(ref: RuleRef): string {
+  return `${ref.namespace}/${ref.name}`;
+}
+
+/** The namespace the store is asked about: Namespace objects are cluster-scoped even when the request names one. */
+export function storeNamespace(request: AdmissionRequest, object: JsonObject | null): string | null {
+  const kind = request.kind ?? {
+    group: '',
+    version: '',
+    kind: typeof object?.kind === 'string' ? object.kind : '',
+  };
+  if (kind.group === '' && kind.kind === 'Namespace') return null;
+  return request.namespace ? request.namespace : null;
+}
+
+/** KubeMod's rejection message: `operation rejected by the following ModRule(s): ns/a: "msg",ns/b`. */
+export function rejectionMessage(rejections: AdmissionOutcome['rejections']): string {
+  const parts = rejections.map((r) => (r.message ? `${ruleName(r.rule)}: "${r.message}"` : ruleName(r.rule)));
+  return `operation rejected by the following ModRule(s): ${parts.join(',')}`;
+}
+
+function truncate(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max - 3)}...` : s;
+}
+
+function failureWarnings(failures: AdmissionOutcome['failures']): string[] {
+  const out = failures
+    .slice(0, MAX_WARNINGS)
+    .map((f) => truncate(`modrule ${ruleName(f.rule)} failed: ${f.message}`, MAX_WARNING_CHARS));
+  if (failures.length > MAX_WARNINGS)
+    out.push(`... and ${failures.length - MAX_WARNINGS} more ModRule failures`);
+  return out;
+}
+
+/** The Patch rules among the matched ones that did not fail: the rules that shaped the final object. */
+function appliedPatchRules(
+  outcome: AdmissionOutcome,
+  snapshot: RuleSnapshot,
+  namespace: string | null,
+): RuleRef[] {
+  if (outcome.matched.length === 0) return [];
+  const types = new Map<string, string>();
+  for (const r of snapshot.rulesFor(namespace)) types.set(`${r.namespace}/${r.name}`, r.type);
+  const failed = new Set(outcome.failures.map((f) => ruleName(f.rule)));
+  return outcome.matched.filter((m) => types.get(ruleName(m)) === 'Patch' && !failed.has(ruleName(m)));
+}
+
+/**
+ * Answers one /dragnet-webhook request against one snapshot: pure apart from reading the snapshot.
+ * Engine failures answer allowed (KubeMod fails open: a broken rule must not block every deployment).
+ */
+export function handleDragnet(request: AdmissionRequest, snapshot: RuleSnapshot): DragnetDecision {
+  const uid = request.uid;
+  if (request.subResource) {
+    // Status, scale and other subresource writes are not the manifests ModRules are written against.
+    return {
+      response: { uid, allowed: true },
+      result: 'allowed',
+      outcome: null,
+      applied: [],
+      skipped: 'subresource',
+    };
+  }
+  const operation = request.operation;
+  const object = request.object ?? null;
+  const oldObject = request.oldObject ?? null;
+  if ((operation === 'CREATE' || operation === 'UPDATE') && object === null) {
+    throw new BadRequestError(`request.object is required for ${operation}`);
+  }
+  const namespace = storeNamespace(request, object ?? oldObject);
+
+  let outcome: AdmissionOutcome;
+  try {
+    outcome = admit({ operation, object, oldObject, namespace }, snapshot);
+  } catch (err) {
+    const error = err instanceof Error ? err : new Error(String(err));
+    return {
+      response: {
+        uid,
+        allowed: true,
+        warnings: [
+          truncate(`modrule: internal error, request allowed unchanged: ${error.message}`, MAX_WARNING_CHARS),
+        ],
+      },
+      result: 'error',
+      outcome: null,
+      applied: [],
+      error,
+    };
+  }
+
+  if (outcome.ignored) {
+    return {
+      response: { uid, allowed: true },
+      result: 'allowed',
+      outcome,
+      applied: [],
+      skipped: 'ignored namespace',
+    };
+  }
+
+  const warnings = failureWarnings(outcome.failures);
+  let response: AdmissionResponse;
+  let result: AdmissionResult;
+  let applied: RuleRef[] = [];
+  if (!outcome.allowed) {
+    response = denyResponse(uid, 403, 'Forbidden', rejectionMessage(outcome.rejections));
+    response.auditAnnotations = { rejected: outcome.rejections.map((r) => ruleName(r.rule)).join(',') };
+    result = 'rejected';
+  } else {
+    const patch = operation === 'DELETE' ? [] : outcome.patch;
+    response = patchResponse(uid, patch);
+    result = patch.length > 0 ? 'patched' : 'allowed';
+    if (patch.length > 0) {
+      applied = appliedPatchRules(outcome, snapshot, namespace);
+      if (applied.length > 0) response.auditAnnotations = { applied: applied.map(ruleName).join(',') };
+    }
+  }
+  if (warnings.length > 0) response.warnings = warnings;
+  return { response, result, outcome, applied };
+}

@@ -1,0 +1,112 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { isJsonObject, JsonObject } from '../../json/value';
+
+/** Extensions read when walking a folder; a file named explicitly is read whatever its extension. */
+const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml']);
+/** Bounds for a local folder: a runaway symlink loop or a home directory must not hang the server. */
+const MAX_FILES = 10_000;
+const MAX_DEPTH = 32;
+
+/** A file that could not be read or parsed, with where. */
+export class ManifestError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(`${file}: ${message}`);
+    this.name = 'ManifestError';
+  }
+}
+
+/** Every manifest file under the given paths (files as given, folders recursively, sorted); throws ManifestError for a missing path. */
+export async function listManifestFiles(paths: readonly string[]): Promise<string[]> {
+  const out = new Set<string>();
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > MAX_DEPTH) throw new ManifestError(dir, `folders nested deeper than ${MAX_DEPTH}`);
+    const entries = await readdir(dir, { withFileTypes: true });
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      if (e.name.startsWith('.')) continue; // editor swap files, Kubernetes ..data links
+      const full = join(dir, e.name);
+      if (e.isDirectory()) await walk(full, depth + 1);
+      else if ((e.isFile() || e.isSymbolicLink()) && MANIFEST_EXTENSIONS.has(extname(e.name).toLowerCase())) {
+        out.add(full);
+        if (out.size > MAX_FILES) throw new ManifestError(dir, `more than ${MAX_FILES} manifest files`);
+      }
+    }
+  };
+  for (const p of paths) {
+    let s;
+    try {
+      s = await stat(p);
+    } catch (err) {
+      throw new ManifestError(p, `cannot read: ${(err as Error).message}`);
+    }
+    if (s.isDirectory()) {
+      try {
+        await walk(p, 0);
+      } catch (err) {
+        if (err instanceof ManifestError) throw err;
+        throw new ManifestError(p, `cannot list: ${(err as Error).message}`);
+      }
+    } else out.add(p);
+  }
+  return [...out];
+}
+
+/** Parses a multi-document YAML (or JSON) file into objects, flattening `kind: List`; throws ManifestError. */
+export function parseManifests(text: string, file: string): JsonObject[] {
+  const docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: true });
+  if (!Array.isArray(docs)) {
+    // An empty stream comes back as an EmptyStream object: no documents.
+    return [];
+  }
+  const out: JsonObject[] = [];
+  for (const doc of docs) {
+    if (doc.errors.length > 0) throw new ManifestError(file, doc.errors[0].message);
+    const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    if (value === null || value === undefined) continue; // empty document between `---`
+    if (!isJsonObject(value))
+      throw new ManifestError(file, 'a document is not a mapping (a Kubernetes object)');
+    if (value.kind === 'List' && Array.isArray(value.items)) {
+      for (const item of value.items) {
+        if (!isJsonObject(item)) throw new ManifestError(file, 'a List item is not an object');
+        out.push(item);
+      }
+    } else out.push(value);
+  }
+  return out;
+}
+
+/** Reads and parses one file; throws ManifestError. */
+export async function loadManifestFile(file: string): Promise<JsonObject[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new ManifestError(file, `cannot read: ${(err as Error).message}`);
+  }
+  try {
+    return parseManifests(text, file);
+  } catch (err) {
+    if (err instanceof ManifestError) throw err;
+    throw new ManifestError(file, (err as Error).message);
+  }
+}
+
+/** A stat-based fingerprint of the files: changes when any is added, removed, rewritten or swapped. */
+export async function fingerprintFiles(files: readonly string[]): Promise<string> {
+  const parts = await Promise.all(
+    files.map(async (f) => {
+      try {
+        const s = await stat(f);
+        return `${f}:${s.ino}:${s.size}:${s.mtimeMs}`;
+      } catch {
+        return `${f}:missing`;
+      }
+    }),
+  );
+  return parts.join('|');
+}

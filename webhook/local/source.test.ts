@@ -1,0 +1,175 @@
+import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '../../log/logger';
+import { RuleStore } from '../../store/rules';
+import { listManifestFiles, ManifestError, parseManifests } from './load';
+import { LoadReport, LocalRuleSource } from './source';
+
+const ruleYaml = (name: string, label: string, namespace = 'default') => `apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata:
+  name: ${name}
+  namespace: ${namespace}
+spec:
+  type: Patch
+  match:
+    - select: '$.kind'
+      matchValue: Deployment
+  patch:
+    - op: add
+      path: /metadata/labels/${label}
+      value: 'yes'
+`;
+
+const invalidRuleYaml = (name: string) => `apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata:
+  name: ${name}
+  namespace: default
+spec:
+  type: Patch
+  match:
+    - select: '$.metadata.name'
+      matchRegex: '(abc'
+  patch:
+    - op: add
+      path: /metadata/labels/x
+      value: 'y'
+`;
+
+function ruleNames(store: RuleStore, namespace: string | null = 'default'): string[] {
+  return store
+    .snapshot()
+    .rulesFor(namespace)
+    .map((r) => `${r.namespace}/${r.name}`);
+}
+
+function labelOf(store: RuleStore, name: string): string | undefined {
+  const r = store
+    .snapshot()
+    .rulesFor('default')
+    .find((x) => x.name === name);
+  return r ? String(r.source.spec.patch?.[0]?.path) : undefined;
+}
+
+describe('parseManifests', () => {
+  it('reads multi-document YAML, skips empty documents and flattens Lists', () => {
+    const docs = parseManifests(
+      `---\n${ruleYaml('a', 'x')}---\n---\napiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Node\n    metadata: {name: n1}\n`,
+      'f.yaml',
+    );
+    expect(docs.map((d) => d.kind)).toEqual(['ModRule', 'Node']);
+  });
+
+  it.each([
+    ['bad YAML', 'kind: [unclosed', /f.yaml: /],
+    ['a scalar document', 'just a string', /not a mapping/],
+    ['duplicate keys', 'kind: A\nkind: B\n', /f.yaml: /],
+  ])('throws ManifestError for %s', (_n, text, reason) => {
+    expect(() => parseManifests(text, 'f.yaml')).toThrow(ManifestError);
+    expect(() => parseManifests(text, 'f.yaml')).toThrow(reason);
+  });
+});
+
+describe('LocalRuleSource', () => {
+  let dir: string;
+  let source: LocalRuleSource | undefined;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'modrule-local-'));
+  });
+  afterEach(async () => {
+    source?.close();
+    source = undefined;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function open(store: RuleStore, paths = [dir]): LocalRuleSource {
+    source = new LocalRuleSource({ paths, store, logger: silentLogger(), debounceMs: 20, pollMs: 50 });
+    return source;
+  }
+
+  it('loads rules, namespaces and nodes from nested folders and defaults the rule namespace', async () => {
+    await mkdir(join(dir, 'a', 'b'), { recursive: true });
+    await writeFile(join(dir, 'a', 'one.yaml'), ruleYaml('one', 'x'));
+    await writeFile(
+      join(dir, 'a', 'b', 'two.yml'),
+      ruleYaml('two', 'y').replace('  namespace: default\n', ''),
+    );
+    await writeFile(
+      join(dir, 'cluster.yaml'),
+      'apiVersion: v1\nkind: Namespace\nmetadata: {name: default, labels: {color: blue}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: worker-1}\n',
+    );
+    await writeFile(join(dir, 'notes.txt'), 'not a manifest');
+    await writeFile(join(dir, 'review.json'), '{"kind": "AdmissionReview"}');
+    const store = new RuleStore();
+    const report = await open(store).reload();
+    expect(report).toEqual({ files: 3, rules: 2, namespaces: 1, nodes: 1, errors: [] });
+    expect(ruleNames(store)).toEqual(['default/one', 'default/two']);
+    expect(store.snapshot().namespace('default')).toMatchObject({ metadata: { labels: { color: 'blue' } } });
+    expect(store.snapshot().node('worker-1')).toBeDefined();
+    // Defaults as the mutating webhook fills them in a cluster.
+    expect(store.snapshot().rulesFor('default')[0].tier).toBe(0);
+  });
+
+  it('keeps the previous version of a rule that turns invalid, while other changes apply', async () => {
+    await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'x'));
+    await writeFile(join(dir, 'two.yaml'), ruleYaml('two', 'y'));
+    const store = new RuleStore();
+    const s = open(store);
+    await s.reload();
+    await writeFile(join(dir, 'one.yaml'), invalidRuleYaml('one'));
+    await writeFile(join(dir, 'two.yaml'), ruleYaml('two', 'z'));
+    await writeFile(join(dir, 'three.yaml'), invalidRuleYaml('three'));
+    const report = await s.reload();
+    expect(ruleNames(store)).toEqual(['default/one', 'default/two']);
+    expect(labelOf(store, 'one')).toBe('/metadata/labels/x'); // the old, valid one
+    expect(labelOf(store, 'two')).toBe('/metadata/labels/z'); // the new one
+    expect(report.errors).toEqual([
+      expect.stringMatching(
+        /one.yaml: ModRule default\/one is invalid \(previous version stays in force\): .*matchRegex/,
+      ),
+      expect.stringMatching(/three.yaml: ModRule default\/three is invalid \(not loaded\)/),
+    ]);
+  });
+
+  it('keeps the previous contents of a file that stops parsing', async () => {
+    await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'x'));
+    const store = new RuleStore();
+    const s = open(store);
+    await s.reload();
+    await writeFile(join(dir, 'one.yaml'), 'kind: [broken');
+    const report = await s.reload();
+    expect(ruleNames(store)).toEqual(['default/one']);
+    expect(report.errors).toEqual([expect.stringMatching(/one.yaml: /)]);
+  });
+
+  it('drops the rules of a deleted file', async () => {
+    await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'x'));
+    await writeFile(join(dir, 'two.yaml'), ruleYaml('two', 'y'));
+    const store = new RuleStore();
+    const s = open(store);
+    await s.reload();
+    await unlink(join(dir, 'two.yaml'));
+    await s.reload();
+    expect(ruleNames(store)).toEqual(['default/one']);
+  });
+
+  it('reloads by itself when a watched file changes', async () => {
+    await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'x'));
+    const store = new RuleStore();
+    const s = open(store);
+    await s.reload();
+    s.watch();
+    const reloaded = new Promise<LoadReport>((resolve) => s.onReload(resolve));
+    await writeFile(join(dir, 'two.yaml'), ruleYaml('two', 'y'));
+    await reloaded;
+    // A reload may have raced the write; wait until the store shows the new file.
+    for (let i = 0; i < 50 && ruleNames(store).length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(ruleNames(store)).toEqual(['default/one', 'default/two']);
+  });
+
+  it('refuses a missing path up front', async () => {
+    await expect(listManifestFiles([join(dir, 'missing')])).rejects.toThrow(ManifestError);
+  });
+});

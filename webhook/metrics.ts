@@ -1,0 +1,78 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { RuleRef } from '../engine/admit';
+import { RuleStore } from '../store/rules';
+
+/** The webhook's Prometheus metrics, registered on one Registry (not the global one). */
+export class WebhookMetrics {
+  readonly requests: Counter<'endpoint' | 'operation' | 'result'>;
+  readonly duration: Histogram<'endpoint' | 'operation' | 'result'>;
+  readonly rulePatches: Counter<'namespace' | 'name'>;
+  readonly ruleRejections: Counter<'namespace' | 'name'>;
+  readonly ruleErrors: Counter<'namespace' | 'name'>;
+  readonly storeRules: Gauge;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    readonly registry: Registry,
+    store: RuleStore,
+  ) {
+    this.requests = new Counter({
+      name: 'modrule_webhook_requests_total',
+      help: 'Admission requests answered, by endpoint, operation and result (allowed|patched|rejected|error|bad_request).',
+      labelNames: ['endpoint', 'operation', 'result'],
+      registers: [registry],
+    });
+    this.duration = new Histogram({
+      name: 'modrule_webhook_request_duration_seconds',
+      help: 'Time from the first byte of the request body to the response, by endpoint, operation and result.',
+      labelNames: ['endpoint', 'operation', 'result'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+    this.rulePatches = new Counter({
+      name: 'modrule_rule_patches_total',
+      help: 'Objects patched, per ModRule.',
+      labelNames: ['namespace', 'name'],
+      registers: [registry],
+    });
+    this.ruleRejections = new Counter({
+      name: 'modrule_rule_rejections_total',
+      help: 'Objects rejected, per ModRule.',
+      labelNames: ['namespace', 'name'],
+      registers: [registry],
+    });
+    this.ruleErrors = new Counter({
+      name: 'modrule_rule_errors_total',
+      help: 'ModRule evaluations that failed at run time and were skipped, per ModRule.',
+      labelNames: ['namespace', 'name'],
+      registers: [registry],
+    });
+    this.storeRules = new Gauge({
+      name: 'modrule_store_rules',
+      help: 'ModRules currently in force.',
+      registers: [registry],
+    });
+    const update = () => this.storeRules.set(store.snapshot().ruleCount);
+    update();
+    this.unsubscribe = store.onChange(update);
+  }
+
+  /** Counts one answered request. */
+  observe(endpoint: string, operation: string, result: string, seconds: number): void {
+    const labels = { endpoint, operation, result };
+    this.requests.inc(labels);
+    this.duration.observe(labels, seconds);
+  }
+
+  /** Counts per-rule effects of one dragnet decision. */
+  countRules(kind: 'patch' | 'rejection' | 'error', rules: readonly RuleRef[]): void {
+    const counter =
+      kind === 'patch' ? this.rulePatches : kind === 'rejection' ? this.ruleRejections : this.ruleErrors;
+    for (const r of rules) counter.inc({ namespace: r.namespace, name: r.name });
+  }
+
+  /** Stops following the store. */
+  close(): void {
+    this.unsubscribe();
+  }
+}

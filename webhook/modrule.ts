@@ -1,0 +1,57 @@
+import { AdmissionRequest, AdmissionResponse } from '../admission/types';
+import { withDefaults } from '../modrule/defaults';
+import { formatProblems, validateModRule } from '../modrule/validate';
+import { createPatch } from '../patch/diff';
+import { AdmissionResult } from './dragnet';
+import { allowResponse, BadRequestError, denyResponse, patchResponse } from './review';
+
+/** An endpoint's answer plus the metrics label for it. */
+export interface EndpointDecision {
+  response: AdmissionResponse;
+  result: AdmissionResult;
+}
+
+/** HTTP status for an invalid ModRule: 422 Invalid, as the API server answers for invalid objects. */
+export const INVALID_MODRULE_CODE = 422;
+
+function objectFor(request: AdmissionRequest): NonNullable<AdmissionRequest['object']> {
+  if (!request.object) throw new BadRequestError(`request.object is required for ${request.operation}`);
+  return request.object;
+}
+
+function displayName(request: AdmissionRequest): string {
+  const meta = request.object?.metadata;
+  const name =
+    (meta &&
+      typeof meta === 'object' &&
+      !Array.isArray(meta) &&
+      typeof meta.name === 'string' &&
+      meta.name) ||
+    request.name ||
+    '(unnamed)';
+  return request.namespace ? `${request.namespace}/${name}` : name;
+}
+
+/** /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all. */
+export function handleValidateModRule(request: AdmissionRequest): EndpointDecision {
+  if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
+    return { response: allowResponse(request.uid), result: 'allowed' };
+  }
+  const problems = validateModRule(objectFor(request));
+  if (problems.length === 0) return { response: allowResponse(request.uid), result: 'allowed' };
+  const message = `ModRule ${displayName(request)} is invalid: ${formatProblems(problems)}`;
+  return {
+    response: denyResponse(request.uid, INVALID_MODRULE_CODE, 'Invalid', message),
+    result: 'rejected',
+  };
+}
+
+/** /mutate-api-kubemod-io-v1beta1-modrule: fills KubeMod's defaults as a patch. */
+export function handleMutateModRule(request: AdmissionRequest): EndpointDecision {
+  if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
+    return { response: allowResponse(request.uid), result: 'allowed' };
+  }
+  const object = objectFor(request);
+  const patch = createPatch(object, withDefaults(object));
+  return { response: patchResponse(request.uid, patch), result: patch.length > 0 ? 'patched' : 'allowed' };
+}

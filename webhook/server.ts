@@ -1,0 +1,346 @@
+import { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
+import { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from '../admission/types';
+import { JsonObject } from '../json/value';
+import { Logger } from '../log/logger';
+import { RuleStore } from '../store/rules';
+import { AdmissionResult, handleDragnet, ruleName } from './dragnet';
+import { createHealthServer } from './health';
+import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
+import { WebhookMetrics } from './metrics';
+import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
+import { handlePodBinding, PodBindingEvent } from './podbinding';
+import { BadRequestError, parseAdmissionReview, reviewResponse } from './review';
+import { TLS_MIN_VERSION, TlsSource } from './tls';
+
+/** Paths the API server calls, as the webhook configurations name them. */
+export const WEBHOOK_PATHS = {
+  dragnet: '/dragnet-webhook',
+  validateModRule: '/validate-api-kubemod-io-v1beta1-modrule',
+  mutateModRule: '/mutate-api-kubemod-io-v1beta1-modrule',
+  podBinding: '/podbinding-webhook',
+} as const;
+
+type Endpoint = 'dragnet' | 'validate-modrule' | 'mutate-modrule' | 'podbinding';
+
+const ROUTES: ReadonlyMap<string, Endpoint> = new Map([
+  [WEBHOOK_PATHS.dragnet, 'dragnet'],
+  [WEBHOOK_PATHS.validateModRule, 'validate-modrule'],
+  [WEBHOOK_PATHS.mutateModRule, 'mutate-modrule'],
+  [WEBHOOK_PATHS.podBinding, 'podbinding'],
+]);
+
+export interface WebhookServerOptions {
+  store: RuleStore;
+  tls: TlsSource;
+  /** HTTPS port for the API server (0 = any free port). */
+  port: number;
+  /** Interface to listen on; default all interfaces. */
+  host?: string;
+  /** Plain-HTTP port for /healthz, /readyz, /metrics (0 = any free port). */
+  healthPort: number;
+  /** Interface for the health port; default the same as host. */
+  healthHost?: string;
+  logger: Logger;
+  /** Where metrics go; a new Registry when omitted. */
+  registry?: Registry;
+  /** Also collect prom-client's default process metrics; default false. */
+  processMetrics?: boolean;
+  /** Whether the rules are loaded; /readyz answers 503 until it returns true. */
+  isReady: () => boolean;
+  /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
+  onPodBinding?: (binding: PodBindingEvent) => Promise<void> | void;
+  /** Request body cap; default 8 MiB. */
+  maxBodyBytes?: number;
+  /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
+  closeTimeoutMs?: number;
+}
+
+export interface RunningWebhook {
+  /** https://HOST:PORT of the webhook server. */
+  readonly url: string;
+  /** http://HOST:PORT of the health/metrics server. */
+  readonly healthUrl: string;
+  readonly port: number;
+  readonly healthPort: number;
+  readonly registry: Registry;
+  /** Stops accepting connections, lets in-flight requests finish, then resolves. */
+  close(): Promise<void>;
+}
+
+interface ObjectRef {
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+function objectRef(request: AdmissionRequest): ObjectRef {
+  const obj = request.object ?? request.oldObject ?? null;
+  const meta = (obj?.metadata ?? {}) as JsonObject;
+  const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  return {
+    kind: request.kind?.kind ?? str(obj?.kind),
+    namespace: request.namespace ?? str(meta.namespace),
+    name: request.name || str(meta.name) || str(meta.generateName),
+  };
+}
+
+function urlHost(host: string | undefined): string {
+  if (!host || host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function listen(server: HttpServer | HttpsServer, port: number, host: string | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: HttpServer | HttpsServer, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/** Starts the HTTPS admission server and the plain-HTTP health server; used by the operator and `serve --local`. */
+export async function startWebhookServer(options: WebhookServerOptions): Promise<RunningWebhook> {
+  const { store, logger } = options;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const registry = options.registry ?? new Registry();
+  if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
+  const metrics = new WebhookMetrics(registry, store);
+  let closing = false;
+
+  const dispatchPodBinding = (event: PodBindingEvent): void => {
+    const callback = options.onPodBinding;
+    if (!callback) return;
+    // Not awaited: the API server must not wait on our follow-up pod update.
+    setImmediate(() => {
+      Promise.resolve()
+        .then(() => callback(event))
+        .catch((err: Error) =>
+          logger.error('pod binding handler failed', {
+            pod: { namespace: event.namespace, name: event.podName },
+            node: event.nodeName,
+            error: err?.message,
+            stack: err?.stack,
+          }),
+        );
+    });
+  };
+
+  const answer = (endpoint: Endpoint, request: AdmissionRequest): EndpointDecision => {
+    switch (endpoint) {
+      case 'dragnet': {
+        const decision = handleDragnet(request, store.snapshot());
+        logDragnet(request, decision);
+        return decision;
+      }
+      case 'validate-modrule': {
+        const decision = handleValidateModRule(request);
+        if (decision.result === 'rejected') {
+          logger.info('invalid ModRule rejected', {
+            object: objectRef(request),
+            operation: request.operation,
+            uid: request.uid,
+            problems: decision.response.status?.message,
+          });
+        }
+        return decision;
+      }
+      case 'mutate-modrule':
+        return handleMutateModRule(request);
+      case 'podbinding': {
+        const decision = handlePodBinding(request);
+        if (decision.event) dispatchPodBinding(decision.event);
+        else logger.debug('pod binding skipped', { uid: request.uid, reason: decision.skipped });
+        return decision;
+      }
+    }
+  };
+
+  const logDragnet = (request: AdmissionRequest, decision: ReturnType<typeof handleDragnet>): void => {
+    const base = { object: objectRef(request), operation: request.operation, uid: request.uid };
+    const outcome = decision.outcome;
+    if (decision.error) {
+      logger.error('admission evaluation failed; allowed unchanged', {
+        ...base,
+        error: decision.error.message,
+        stack: decision.error.stack,
+      });
+      return;
+    }
+    if (!outcome) return;
+    for (const f of outcome.failures) {
+      logger.warn('ModRule failed at run time and was skipped', { ...base, rule: f.rule, error: f.message });
+    }
+    metrics.countRules(
+      'error',
+      outcome.failures.map((f) => f.rule),
+    );
+    if (decision.result === 'rejected') {
+      for (const r of outcome.rejections)
+        logger.info('rejected', { ...base, rule: r.rule, rejectMessage: r.message });
+      metrics.countRules(
+        'rejection',
+        outcome.rejections.map((r) => r.rule),
+      );
+    } else if (decision.result === 'patched') {
+      for (const rule of decision.applied) logger.info('patched', { ...base, rule });
+      logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName), patch: outcome.patch });
+      metrics.countRules('patch', decision.applied);
+    }
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const started = process.hrtime.bigint();
+    const path = (req.url ?? '/').split('?')[0];
+    const endpoint = ROUTES.get(path);
+    let operation = '';
+    const finish = (result: AdmissionResult, send: () => void) => {
+      if (closing) res.setHeader('Connection', 'close');
+      send();
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.observe(endpoint ?? 'unknown', operation, result, seconds);
+    };
+    const fail = (status: number, message: string, headers: Record<string, string> = {}) => {
+      logger.warn('bad admission request', { path, method: req.method, status, reason: message });
+      if (status === 413) headers.Connection = 'close';
+      finish('bad_request', () => sendText(res, status, message, headers));
+    };
+
+    if (!endpoint) {
+      fail(404, `not found: ${path} (endpoints: ${[...ROUTES.keys()].join(', ')})`);
+      req.resume();
+      return;
+    }
+    if (req.method !== 'POST') {
+      fail(405, `method ${req.method} not allowed; admission reviews are POSTed`, { Allow: 'POST' });
+      req.resume();
+      return;
+    }
+    if (!isJsonContentType(req.headers['content-type'])) {
+      fail(415, `content type must be application/json, got ${req.headers['content-type'] ?? 'none'}`);
+      req.resume();
+      return;
+    }
+    let request: AdmissionRequest;
+    let apiVersion: AdmissionApiVersion;
+    try {
+      const parsed = parseAdmissionReview(await readBody(req, maxBodyBytes));
+      request = parsed.request;
+      apiVersion = parsed.apiVersion;
+      operation = request.operation;
+    } catch (err) {
+      if (err instanceof BadRequestError) return fail(err.status, err.message);
+      throw err;
+    }
+    let decision: EndpointDecision;
+    try {
+      decision = answer(endpoint, request);
+    } catch (err) {
+      if (err instanceof BadRequestError) return fail(err.status, err.message);
+      // Fail open like KubeMod: our bug must not block the cluster's writes.
+      const error = err instanceof Error ? err : new Error(String(err));
+      logger.error('admission handler failed; allowed unchanged', {
+        endpoint,
+        object: objectRef(request),
+        operation,
+        uid: request.uid,
+        error: error.message,
+        stack: error.stack,
+      });
+      const response: AdmissionResponse = {
+        uid: request.uid,
+        allowed: true,
+        warnings: [`modrule: internal error, request allowed unchanged: ${error.message}`.slice(0, 400)],
+      };
+      decision = { response, result: 'error' };
+    }
+    finish(decision.result, () => sendJson(res, 200, reviewResponse(apiVersion, decision.response)));
+  };
+
+  const server = createHttpsServer(
+    { ...options.tls.current(), minVersion: TLS_MIN_VERSION },
+    (req: IncomingMessage, res: ServerResponse) => {
+      handle(req, res).catch((err: Error) => {
+        logger.error('webhook request failed', { error: err.message, stack: err.stack });
+        if (!res.headersSent) sendText(res, 500, 'internal error');
+        else res.destroy();
+      });
+    },
+  );
+  // Bound slow clients; the API server's own webhook timeout is at most 30 s.
+  server.headersTimeout = 30_000;
+  server.requestTimeout = 60_000;
+  server.keepAliveTimeout = 65_000;
+  server.on('tlsClientError', (err: Error) => logger.debug('TLS handshake failed', { error: err.message }));
+  const unsubscribeTls = options.tls.subscribe((material) => {
+    try {
+      server.setSecureContext({ ...material, minVersion: TLS_MIN_VERSION });
+      logger.info('serving certificate swapped');
+    } catch (err) {
+      logger.error('cannot use the new serving certificate; keeping the old one', {
+        error: (err as Error).message,
+      });
+    }
+  });
+
+  const health = createHealthServer({
+    port: options.healthPort,
+    host: options.healthHost ?? options.host,
+    registry,
+    logger,
+    isReady: () => !closing && server.listening && options.isReady(),
+  });
+
+  let port: number;
+  let healthPort: number;
+  try {
+    port = await listen(server, options.port, options.host);
+    healthPort = await listen(health, options.healthPort, options.healthHost ?? options.host);
+  } catch (err) {
+    unsubscribeTls();
+    metrics.close();
+    await Promise.all([closeServer(server, 0), closeServer(health, 0)]);
+    throw err;
+  }
+  const closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
+  let closed: Promise<void> | null = null;
+  return {
+    url: `https://${urlHost(options.host)}:${port}`,
+    healthUrl: `http://${urlHost(options.healthHost ?? options.host)}:${healthPort}`,
+    port,
+    healthPort,
+    registry,
+    close: () => {
+      if (!closed) {
+        closing = true;
+        closed = Promise.all([closeServer(server, closeTimeoutMs), closeServer(health, closeTimeoutMs)]).then(
+          () => {
+            unsubscribeTls();
+            metrics.close();
+          },
+        );
+      }
+      return closed;
+    },
+  };
+}
