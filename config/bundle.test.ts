@@ -93,9 +93,12 @@ describe('bundle.yaml', () => {
   });
 
   withCluster('passes kubectl apply --dry-run=client', () => {
+    // stderr may carry warnings (kube-system has no last-applied annotation yet); errors fail the command.
     const r = kubectl(['apply', '--dry-run=client', '-f', 'bundle.yaml']);
-    expect(r.stderr).toBe('');
-    expect(r.ok).toBe(true);
+    expect({ ok: r.ok, stderr: r.stderr.split('\n').filter((l) => /error/i.test(l)) }).toEqual({
+      ok: true,
+      stderr: [],
+    });
   });
 
   it('creates namespaces first, the CRD before RBAC, and the webhooks last', () => {
