@@ -195,6 +195,12 @@ describe('operator Deployment', () => {
   it('sets resource requests and limits', () => {
     for (const key of ['requests.cpu', 'requests.memory', 'limits.cpu', 'limits.memory'])
       expect(typeof at(c, `resources.${key}`)).toBe('string');
+    // The V8 heap cap must leave room under the memory limit for code, buffers and the re2 addon.
+    const limitMi = Number(/^(\d+)Mi$/.exec(at(c, 'resources.limits.memory') as string)?.[1]);
+    const nodeOptions = (c.env as JsonObject[]).find((e) => e.name === 'NODE_OPTIONS')?.value as string;
+    const heapMi = Number(/--max-old-space-size=(\d+)/.exec(nodeOptions)?.[1]);
+    expect(heapMi).toBeGreaterThan(0);
+    expect(heapMi).toBeLessThanOrEqual(limitMi * 0.8);
   });
 
   it('is locked down: non-root, read-only root, no capabilities, no escalation, RuntimeDefault seccomp', () => {
