@@ -79,4 +79,6 @@ export interface TemplateTree {
   name: string;
   root: Node[];
   defines: Map<string, Node[]>;
+  /** Names of the functions the template calls. */
+  functions: Set<string>;
 }

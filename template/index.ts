@@ -2,13 +2,25 @@ import { TemplateRuntimeError, TemplateSyntaxError } from './errors';
 import { FUNCTIONS, TEMPLATE_FUNCTIONS } from './functions';
 import { parse } from './parser';
 import { DEFAULT_LIMITS, execute, RenderLimits } from './render';
-import { GoValue } from './values';
+import { GoValue, newMap } from './values';
 
 /** A parsed template, ready to render many times. */
 export interface CompiledTemplate {
   readonly source: string;
   /** Renders with the given data (e.g. { Target, Namespace, SelectedItem, SelectKeyParts }); throws TemplateRuntimeError. */
   render(data: Record<string, unknown>): string;
+}
+
+const MUTATING = new Set(['set', 'unset', 'merge', 'mergeOverwrite']);
+
+function copyData(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(copyData);
+  if (typeof v === 'object' && v !== null) {
+    const m = newMap();
+    for (const k of Object.keys(v)) m[k] = copyData((v as Record<string, unknown>)[k]) as GoValue;
+    return m;
+  }
+  return v;
 }
 
 const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
@@ -26,9 +38,12 @@ export function compileTemplate(
     const text = tree.root[0].text;
     return { source, render: () => text };
   }
+  // Sprig's set/unset/merge mutate maps in place; give such templates a private copy so the admitted object
+  // (and the caller's data) never changes underneath the engine.
+  const mutates = [...tree.functions].some((f) => MUTATING.has(f));
   return {
     source,
-    render: (data) => execute(tree, data as unknown as GoValue, limits),
+    render: (data) => execute(tree, (mutates ? copyData(data) : data) as GoValue, limits),
   };
 }
 

@@ -17,6 +17,7 @@ export function parse(source: string, name: string, hasFunction: (name: string) 
   let rangeDepth = 0;
   let vars: string[] = ['$'];
   const defines = new Map<string, Node[]>();
+  const functions = new Set<string>();
 
   const peek = (): Token => tokens[i];
   const next = (): Token => tokens[i++];
@@ -67,7 +68,7 @@ export function parse(source: string, name: string, hasFunction: (name: string) 
     if (n.kind === 'end' || n.kind === 'else') fail(`unexpected {{${n.kind}}}`, n.token);
     if (n.node) root.push(n.node);
   }
-  return { name, root, defines };
+  return { name, root, defines, functions };
 
   function parseDefinition(at: Token): void {
     const nameTok = nextNonSpace();
@@ -315,6 +316,7 @@ export function parse(source: string, name: string, hasFunction: (name: string) 
     switch (t.type) {
       case 'identifier':
         if (!hasFunction(t.value)) fail(`function ${JSON.stringify(t.value)} not defined`, t);
+        functions.add(t.value);
         return { type: 'identifier', pos: t.pos, name: t.value };
       case 'dot':
         return { type: 'dot', pos: t.pos };
