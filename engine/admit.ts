@@ -1,0 +1,286 @@
+import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { CompiledRule } from '../modrule/compile';
+import {
+  AdmissionOperation,
+  IGNORE_LABEL,
+  LAST_APPLIED_ANNOTATION,
+  NODE_REF_ANNOTATION,
+} from '../modrule/types';
+import { JsonPatchOperation } from '../patch/operation';
+import { createPatch } from '../patch/diff';
+import { applyKubeModOperation } from '../patch/kubemod';
+import { RuleSnapshot } from '../store/rules';
+import { ruleMatches } from './match';
+import {
+  applyOperations,
+  Budget,
+  MAX_OPERATIONS_PER_REQUEST,
+  ResolvedOperation,
+  resolveOperations,
+  RuleRuntimeError,
+} from './patch';
+
+/** What the engine needs from an admission request. */
+export interface AdmissionInput {
+  operation: AdmissionOperation;
+  object: JsonObject | null;
+  oldObject: JsonObject | null;
+  /** null or '' = cluster-scoped. */
+  namespace: string | null;
+}
+
+/** A ModRule's identity. */
+export interface RuleRef {
+  namespace: string;
+  name: string;
+}
+
+/** The engine's verdict; the caller turns it into an AdmissionResponse and logs it. */
+export interface AdmissionOutcome {
+  allowed: boolean;
+  /** message is the rendered rejectMessage, '' when the rule has none (or it failed to render). */
+  rejections: Array<{ rule: RuleRef; message: string }>;
+  /** Original object -> final object; [] when nothing changed (always [] for DELETE). */
+  patch: JsonPatchOperation[];
+  /** Final object, without syntheticRefs. */
+  object: JsonObject | null;
+  /** Rules whose match section matched. */
+  matched: RuleRef[];
+  /** Rules that failed at run time; their changes were dropped as a whole. */
+  failures: Array<{ rule: RuleRef; message: string }>;
+  /** The namespace (or Namespace object) is labelled admission.kubemod.io/ignore=true: nothing evaluated. */
+  ignored: boolean;
+}
+
+const SYNTHETIC_REFS = 'syntheticRefs';
+
+/** Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. */
+export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionOutcome {
+  const outcome: AdmissionOutcome = {
+    allowed: true,
+    rejections: [],
+    patch: [],
+    object: input.object,
+    matched: [],
+    failures: [],
+    ignored: false,
+  };
+  const operation = input.operation;
+  // On DELETE the API server sends only the old object; Reject rules are matched against it.
+  const subject = operation === 'DELETE' ? input.oldObject : input.object;
+  if (!subject) return outcome;
+
+  const namespace = scopeOf(input.namespace, subject);
+  if (isIgnored(namespace, subject, snapshot)) {
+    outcome.ignored = true;
+    return outcome;
+  }
+  const rules = snapshot.rulesFor(namespace).filter((r) => r.operations.has(operation));
+  if (rules.length === 0) return outcome;
+
+  const namespaceText = namespace ?? '';
+  const working = prepare(subject, namespace, snapshot);
+  let current = working.object;
+  let changed = false;
+
+  // The API server ignores patches on DELETE, so only Reject rules run there.
+  if (operation !== 'DELETE') {
+    const lastApplied = new LastApplied(subject);
+    const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
+    const patchRules = rules.filter((r) => r.type === 'Patch');
+    for (let i = 0; i < patchRules.length;) {
+      const tier = patchRules[i].tier;
+      // Every rule of a tier is matched against the tier's input; their patches then apply in namespace/name order,
+      // each computed against the object as the previous rules of the tier left it (as KubeMod's CalculatePatch).
+      const tierInput = current;
+      for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
+        const rule = patchRules[i];
+        if (!ruleMatches(rule, tierInput)) continue;
+        outcome.matched.push(refOf(rule));
+        try {
+          const ops = resolveOperations(rule, current, namespaceText, budget);
+          const next = applyOperations(cloneJson(current), ops);
+          if (!isJsonObject(next))
+            throw new RuleRuntimeError('the patch replaced the object with a non-object');
+          current = next;
+          lastApplied.apply(ops);
+          changed = true;
+        } catch (err) {
+          outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
+        }
+      }
+    }
+    if (changed) {
+      const final = finish(current, working);
+      lastApplied.writeTo(final);
+      outcome.object = final;
+      outcome.patch = createPatch(input.object as JsonObject, final);
+    }
+  }
+
+  // Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
+  for (const rule of rules) {
+    if (rule.type !== 'Reject' || !ruleMatches(rule, current)) continue;
+    outcome.matched.push(refOf(rule));
+    // No rejectMessage (or a broken one): '' and KubeMod's denial names just the rule.
+    let message = '';
+    if (rule.rejectMessage) {
+      try {
+        message = rule.rejectMessage.render({ Target: current, Namespace: namespaceText });
+      } catch (err) {
+        // A broken message must not turn a rejection into an admission.
+        outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
+      }
+    }
+    outcome.rejections.push({ rule: refOf(rule), message });
+  }
+  if (outcome.rejections.length > 0) {
+    outcome.allowed = false;
+    outcome.patch = [];
+  }
+  return outcome;
+}
+
+function refOf(rule: CompiledRule): RuleRef {
+  return { namespace: rule.namespace, name: rule.name };
+}
+
+// KubeMod treats Namespace objects as cluster-scoped even though UPDATE requests carry their own name as namespace.
+function scopeOf(namespace: string | null, subject: JsonObject): string | null {
+  if (subject.kind === 'Namespace' && subject.apiVersion === 'v1') return null;
+  return namespace === '' ? null : namespace;
+}
+
+function labelsOf(obj: JsonObject | undefined): JsonObject | undefined {
+  const meta = obj?.metadata;
+  return isJsonObject(meta) && isJsonObject(meta.labels) ? meta.labels : undefined;
+}
+
+function annotationsOf(obj: JsonObject): JsonObject | undefined {
+  const meta = obj.metadata;
+  return isJsonObject(meta) && isJsonObject(meta.annotations) ? meta.annotations : undefined;
+}
+
+// The webhook's namespaceSelector does this in a cluster; doing it here keeps `serve --local` and `apply` alike.
+// For Namespace objects the selector looks at the object's own labels.
+function isIgnored(namespace: string | null, subject: JsonObject, snapshot: RuleSnapshot): boolean {
+  const labels =
+    namespace === null
+      ? subject.kind === 'Namespace'
+        ? labelsOf(subject)
+        : undefined
+      : labelsOf(snapshot.namespace(namespace));
+  return labels?.[IGNORE_LABEL] === 'true';
+}
+
+interface Working {
+  object: JsonObject;
+  managedFields: JsonValue | undefined;
+  managedFieldsAt: number;
+  originalRefs: JsonValue | undefined;
+}
+
+// The object the rules see: managedFields dropped (KubeMod does too: noise, slow to match) and syntheticRefs injected.
+function prepare(subject: JsonObject, namespace: string | null, snapshot: RuleSnapshot): Working {
+  const refs: JsonObject = {};
+  if (namespace !== null) {
+    const ns = snapshot.namespace(namespace);
+    if (ns) refs.namespace = ns;
+  }
+  if (subject.kind === 'Pod') {
+    const nodeName = annotationsOf(subject)?.[NODE_REF_ANNOTATION];
+    const node = typeof nodeName === 'string' ? snapshot.node(nodeName) : undefined;
+    if (node) refs.node = node;
+  }
+  const object: JsonObject = { ...subject, [SYNTHETIC_REFS]: refs };
+  let managedFields: JsonValue | undefined;
+  let managedFieldsAt = 0;
+  const meta = subject.metadata;
+  if (isJsonObject(meta) && meta.managedFields !== undefined) {
+    const { managedFields: mf, ...rest } = meta;
+    managedFields = mf;
+    managedFieldsAt = Object.keys(meta).indexOf('managedFields');
+    object.metadata = rest;
+  }
+  return { object, managedFields, managedFieldsAt, originalRefs: subject[SYNTHETIC_REFS] };
+}
+
+// Back to what the API server should store: no syntheticRefs (even if a rule patched under it), managedFields restored.
+// `current` stays as it is: Reject rules still match against it, syntheticRefs included.
+function finish(current: JsonObject, working: Working): JsonObject {
+  const { [SYNTHETIC_REFS]: _refs, ...final } = current;
+  if (working.originalRefs !== undefined) final[SYNTHETIC_REFS] = working.originalRefs;
+  if (working.managedFields !== undefined && isJsonObject(final.metadata)) {
+    final.metadata = insertKey(
+      final.metadata,
+      'managedFields',
+      working.managedFields,
+      working.managedFieldsAt,
+    );
+  }
+  return final;
+}
+
+// Puts a key back where it was, so manifests printed from the result keep their field order.
+function insertKey(obj: JsonObject, key: string, value: JsonValue, at: number): JsonObject {
+  const out: JsonObject = {};
+  const keys = Object.keys(obj).filter((k) => k !== key);
+  keys.splice(Math.min(at, keys.length), 0, key);
+  for (const k of keys) out[k] = k === key ? value : obj[k];
+  return out;
+}
+
+/**
+ * kubectl's last-applied-configuration annotation, patched with the same resolved operations as the object so a
+ * later `kubectl apply` does not undo the rules' changes. Operations that do not apply to it are skipped.
+ */
+class LastApplied {
+  private readonly original: JsonValue | undefined;
+  private doc: JsonValue | undefined;
+
+  constructor(subject: JsonObject) {
+    const text = annotationsOf(subject)?.[LAST_APPLIED_ANNOTATION];
+    if (typeof text !== 'string') return;
+    try {
+      const parsed = JSON.parse(text) as JsonValue;
+      if (isJsonObject(parsed)) {
+        this.original = parsed;
+        this.doc = cloneJson(parsed);
+      }
+    } catch {
+      // Not JSON: leave the annotation alone rather than fail the request.
+    }
+  }
+
+  apply(ops: readonly ResolvedOperation[]): void {
+    if (this.doc === undefined) return;
+    for (const o of ops) {
+      if (o.tokens[0] === SYNTHETIC_REFS) continue;
+      try {
+        this.doc = applyKubeModOperation(
+          this.doc,
+          o.op,
+          o.tokens,
+          o.value === undefined ? undefined : cloneJson(o.value),
+        );
+      } catch {
+        // e.g. replace of a field the user never set: the annotation simply does not mention it.
+      }
+    }
+  }
+
+  writeTo(final: JsonObject): void {
+    if (this.doc === undefined || this.original === undefined || jsonEqual(this.doc, this.original)) return;
+    const annotations = annotationsOf(final);
+    // kubectl writes the annotation as compact JSON with sorted keys and a trailing newline.
+    if (annotations) annotations[LAST_APPLIED_ANNOTATION] = stableStringify(this.doc) + '\n';
+  }
+}
+
+/** Compact JSON with object keys sorted, as Go's encoding/json writes maps. */
+export function stableStringify(v: JsonValue): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(stableStringify).join(',')}]`;
+  const keys = Object.keys(v).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(v[k])}`).join(',')}}`;
+}

@@ -1,0 +1,140 @@
+import { JsonValue } from '../json/value';
+import { CompiledPatchOperation, CompiledRule, PathToken } from '../modrule/compile';
+import { applyKubeModOperation } from '../patch/kubemod';
+import { formatPointer } from '../patch/pointer';
+import { parseModRuleValue } from './value';
+import { cloneJson } from '../json/value';
+
+/** A patch operation with its path resolved and its value rendered, ready to apply. */
+export interface ResolvedOperation {
+  readonly op: 'add' | 'replace' | 'remove';
+  readonly tokens: readonly string[];
+  readonly value?: JsonValue;
+}
+
+/** Thrown when a rule cannot be run against an object; the engine drops that rule's changes as a whole. */
+export class RuleRuntimeError extends Error {}
+
+/** Caps on the work one request may cause, so one tenant's rule cannot stall the webhook. */
+export const MAX_OPERATIONS_PER_RULE = 10_000;
+export const MAX_OPERATIONS_PER_REQUEST = 100_000;
+
+/** Mutable operation allowance shared by all rules of one request. */
+export interface Budget {
+  remaining: number;
+}
+
+/**
+ * Expands a rule's patch section against `target` (the object as the rule sees it, with syntheticRefs):
+ * one operation per select result with #N placeholders filled, values rendered and parsed.
+ */
+export function resolveOperations(
+  rule: CompiledRule,
+  target: JsonValue,
+  namespace: string,
+  budget: Budget,
+): ResolvedOperation[] {
+  const out: ResolvedOperation[] = [];
+  rule.patch.forEach((op, i) => {
+    const at = `spec.patch[${i}]`;
+    if (!op.select) {
+      out.push(resolveOne(op, op.tokens as readonly string[], target, namespace, null, [], at));
+    } else {
+      let results;
+      try {
+        results = op.select.select(target);
+      } catch (err) {
+        throw new RuleRuntimeError(`${at}.select: ${(err as Error).message}`);
+      }
+      if (out.length + results.length > MAX_OPERATIONS_PER_RULE) {
+        throw new RuleRuntimeError(`${at}: more than ${MAX_OPERATIONS_PER_RULE} operations in one rule`);
+      }
+      const resolved = results.map((r) =>
+        resolveOne(op, fillPlaceholders(op, r.indices, at), target, namespace, r.value, r.indices, at),
+      );
+      // Removing array elements front to back would shift the indices of the later ones.
+      if (op.op === 'remove') resolved.reverse();
+      out.push(...resolved);
+    }
+    if (out.length > MAX_OPERATIONS_PER_RULE) {
+      throw new RuleRuntimeError(`${at}: more than ${MAX_OPERATIONS_PER_RULE} operations in one rule`);
+    }
+  });
+  if (out.length > budget.remaining) {
+    throw new RuleRuntimeError(`request exceeds ${MAX_OPERATIONS_PER_REQUEST} patch operations`);
+  }
+  budget.remaining -= out.length;
+  return out;
+}
+
+function resolveOne(
+  op: CompiledPatchOperation,
+  tokens: readonly string[],
+  target: JsonValue,
+  namespace: string,
+  selectedItem: JsonValue,
+  keyParts: ReadonlyArray<number | string>,
+  at: string,
+): ResolvedOperation {
+  const v = op.value;
+  if (v.kind === 'none') return { op: op.op, tokens };
+  if (v.kind === 'constant') return { op: op.op, tokens, value: v.value };
+  let text: string;
+  try {
+    text = v.template.render({
+      Target: target,
+      Namespace: namespace,
+      SelectedItem: selectedItem,
+      SelectKeyParts: keyParts,
+    });
+  } catch (err) {
+    throw new RuleRuntimeError(`${at}.value: ${(err as Error).message}`);
+  }
+  try {
+    return { op: op.op, tokens, value: parseModRuleValue(text) };
+  } catch (err) {
+    throw new RuleRuntimeError(`${at}.value: rendered value is not valid: ${(err as Error).message}`);
+  }
+}
+
+function fillPlaceholders(
+  op: CompiledPatchOperation,
+  indices: ReadonlyArray<number | string>,
+  at: string,
+): string[] {
+  if (!op.hasPlaceholders) return op.tokens as string[];
+  return op.tokens.map((t: PathToken) => {
+    if (typeof t === 'string') return t;
+    let s = '';
+    for (const part of t) {
+      if (typeof part === 'string') {
+        s += part;
+      } else {
+        if (part >= indices.length) {
+          throw new RuleRuntimeError(`${at}.path: placeholder #${part} has no captured index in ${op.path}`);
+        }
+        s += String(indices[part]);
+      }
+    }
+    return s;
+  });
+}
+
+/** Applies resolved operations in order to `root` (mutated) and returns the new root; throws on the first failure. */
+export function applyOperations(root: JsonValue, ops: readonly ResolvedOperation[]): JsonValue {
+  let doc = root;
+  for (const o of ops) {
+    try {
+      // Values are shared with the compiled rule: copy so a later operation cannot mutate the constant.
+      doc = applyKubeModOperation(
+        doc,
+        o.op,
+        o.tokens,
+        o.value === undefined ? undefined : cloneJson(o.value),
+      );
+    } catch (err) {
+      throw new RuleRuntimeError(`${o.op} ${formatPointer(o.tokens)}: ${(err as Error).message}`);
+    }
+  }
+  return doc;
+}

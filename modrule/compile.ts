@@ -1,0 +1,480 @@
+import { compileJsonPath, CompiledJsonPath, JsonPathSyntaxError } from '../jsonpath';
+import { isAmbiguous } from '../jsonpath/ast';
+import { compileTemplate, CompiledTemplate, TemplateSyntaxError } from '../template';
+import { parsePointer } from '../patch/pointer';
+import { compileRegex, SafeRegex } from '../regex/compile';
+import { isJsonObject, JsonValue } from '../json/value';
+import { parseModRuleValue } from '../engine/value';
+import {
+  AdmissionOperation,
+  MatchFor,
+  MatchItem,
+  MAX_EXECUTION_TIER,
+  MIN_EXECUTION_TIER,
+  ModRule,
+  MODRULE_API_VERSION,
+  MODRULE_KIND,
+  PatchOperation,
+  PatchOperationType,
+} from './types';
+import type { ValidationProblem } from './validate';
+
+/** One compiled criteria item of spec.match. */
+export interface CompiledMatchItem {
+  readonly select: CompiledJsonPath;
+  readonly matchValue?: string;
+  readonly matchValues?: readonly string[];
+  readonly matchRegex?: SafeRegex;
+  readonly matchFor: MatchFor;
+  readonly negate: boolean;
+}
+
+/** A path token: literal text, or text with `#N` placeholders (numbers) to fill from a select's captured indices. */
+export type PathToken = string | ReadonlyArray<string | number>;
+
+/** How an operation's value is produced: nothing (remove), a constant parsed once, or a template rendered per result. */
+export type CompiledValue =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'constant'; readonly value: JsonValue }
+  | { readonly kind: 'template'; readonly template: CompiledTemplate };
+
+/** One compiled operation of spec.patch. */
+export interface CompiledPatchOperation {
+  readonly op: PatchOperationType;
+  readonly path: string;
+  readonly tokens: readonly PathToken[];
+  readonly hasPlaceholders: boolean;
+  readonly select?: CompiledJsonPath;
+  readonly value: CompiledValue;
+}
+
+/** A ModRule compiled once per version: everything the engine needs without re-parsing rule text. */
+export interface CompiledRule {
+  readonly namespace: string;
+  readonly name: string;
+  /** "namespace/name", the rule's identity in logs and messages. */
+  readonly key: string;
+  readonly type: 'Patch' | 'Reject';
+  readonly tier: number;
+  readonly operations: ReadonlySet<AdmissionOperation>;
+  readonly source: ModRule;
+  readonly match: readonly CompiledMatchItem[];
+  readonly patch: readonly CompiledPatchOperation[];
+  readonly rejectMessage?: CompiledTemplate;
+  /** Compiled targetNamespaceRegex; undefined when the field is absent or empty. */
+  readonly targetNamespaceRegex?: SafeRegex;
+}
+
+/** Thrown by compileModRule for a rule that does not validate. */
+export class InvalidModRuleError extends Error {
+  constructor(readonly problems: ValidationProblem[]) {
+    super(problems.map((p) => `${p.field}: ${p.message}`).join('; '));
+  }
+}
+
+const SPEC_FIELDS = new Set([
+  'type',
+  'admissionOperations',
+  'executionTier',
+  'match',
+  'patch',
+  'rejectMessage',
+  'targetNamespaceRegex',
+]);
+const MATCH_FIELDS = new Set(['select', 'matchValue', 'matchValues', 'matchRegex', 'matchFor', 'negate']);
+const PATCH_FIELDS = new Set(['op', 'select', 'path', 'value']);
+const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
+const DEFAULT_OPERATIONS: ReadonlySet<AdmissionOperation> = new Set<AdmissionOperation>(['CREATE', 'UPDATE']);
+const PATCH_OPS: readonly PatchOperationType[] = ['add', 'replace', 'remove'];
+const PLACEHOLDER = /#(\d+)/g;
+// KubeMod rewrites `.#0` in value templates to the select's first captured index.
+const TEMPLATE_PLACEHOLDER = /\.#(\d+)/g;
+
+/** Rewrites KubeMod's `.#N` shorthand in a value template to `(index .SelectKeyParts N)`. */
+export function preprocessValueTemplate(source: string): string {
+  return source.replace(TEMPLATE_PLACEHOLDER, '(index .SelectKeyParts $1)');
+}
+
+/** Compiles a ModRule (namespace taken from metadata, '' when absent); throws InvalidModRuleError. */
+export function compileModRule(rule: ModRule): CompiledRule {
+  const { rule: compiled, problems } = analyzeModRule(rule);
+  if (!compiled) throw new InvalidModRuleError(problems);
+  return compiled;
+}
+
+/** Validates and compiles in one pass: every problem found, and the compiled rule when there are none. */
+export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: ValidationProblem[] } {
+  const problems: ValidationProblem[] = [];
+  const problem: Report = Object.assign(
+    (field: string, message: string): void => {
+      problems.push({ field, message });
+    },
+    { count: () => problems.length },
+  );
+
+  if (!isJsonObject(obj)) {
+    problem('', 'a ModRule must be an object');
+    return { problems };
+  }
+  if (obj.apiVersion !== MODRULE_API_VERSION) {
+    problem('apiVersion', `must be ${MODRULE_API_VERSION}, got ${describe(obj.apiVersion)}`);
+  }
+  if (obj.kind !== MODRULE_KIND) problem('kind', `must be ${MODRULE_KIND}, got ${describe(obj.kind)}`);
+
+  let namespace = '';
+  let name = '';
+  const metadata = obj.metadata;
+  if (!isJsonObject(metadata)) {
+    problem('metadata', 'required');
+  } else {
+    if (typeof metadata.name !== 'string' || metadata.name === '') problem('metadata.name', 'required');
+    else name = metadata.name;
+    if (metadata.namespace !== undefined && metadata.namespace !== null) {
+      if (typeof metadata.namespace !== 'string') problem('metadata.namespace', 'must be a string');
+      else namespace = metadata.namespace;
+    }
+  }
+
+  const spec = obj.spec;
+  if (!isJsonObject(spec)) {
+    problem('spec', 'required');
+    return { problems };
+  }
+  for (const key of Object.keys(spec)) {
+    if (!SPEC_FIELDS.has(key)) problem(`spec.${key}`, unknownField(key, SPEC_FIELDS));
+  }
+
+  const type = spec.type;
+  if (type !== 'Patch' && type !== 'Reject')
+    problem('spec.type', `must be Patch or Reject, got ${describe(type)}`);
+
+  let operations = DEFAULT_OPERATIONS;
+  const ops = spec.admissionOperations;
+  if (ops !== undefined && ops !== null) {
+    if (!Array.isArray(ops)) {
+      problem('spec.admissionOperations', 'must be a list of CREATE, UPDATE, DELETE');
+    } else if (ops.length > 0) {
+      const set = new Set<AdmissionOperation>();
+      ops.forEach((o, i) => {
+        if (typeof o === 'string' && (OPERATIONS as readonly string[]).includes(o))
+          set.add(o as AdmissionOperation);
+        else
+          problem(
+            `spec.admissionOperations[${i}]`,
+            `must be one of CREATE, UPDATE, DELETE, got ${describe(o)}`,
+          );
+      });
+      operations = set;
+    }
+  }
+
+  let tier = 0;
+  const rawTier = spec.executionTier;
+  if (rawTier !== undefined && rawTier !== null) {
+    if (typeof rawTier !== 'number' || !Number.isInteger(rawTier)) {
+      problem('spec.executionTier', `must be an integer, got ${describe(rawTier)}`);
+    } else if (rawTier < MIN_EXECUTION_TIER || rawTier > MAX_EXECUTION_TIER) {
+      problem(
+        'spec.executionTier',
+        `must be between ${MIN_EXECUTION_TIER} and ${MAX_EXECUTION_TIER}, got ${rawTier}`,
+      );
+    } else {
+      tier = rawTier;
+    }
+  }
+
+  const match: CompiledMatchItem[] = [];
+  const rawMatch = spec.match;
+  if (rawMatch === undefined || rawMatch === null) {
+    problem('spec.match', 'required: at least one match item');
+  } else if (!Array.isArray(rawMatch)) {
+    problem('spec.match', 'must be a list of match items');
+  } else if (rawMatch.length === 0) {
+    problem('spec.match', 'must have at least one item');
+  } else {
+    rawMatch.forEach((item, i) => {
+      const compiled = compileMatchItem(item, `spec.match[${i}]`, problem);
+      if (compiled) match.push(compiled);
+    });
+  }
+
+  const patch: CompiledPatchOperation[] = [];
+  const rawPatch = spec.patch;
+  const patchCount = Array.isArray(rawPatch) ? rawPatch.length : 0;
+  if (rawPatch !== undefined && rawPatch !== null && !Array.isArray(rawPatch)) {
+    problem('spec.patch', 'must be a list of patch operations');
+  } else if (type === 'Patch' && patchCount === 0) {
+    problem('spec.patch', 'required for ModRules of type Patch: at least one operation');
+  } else if (type === 'Reject' && patchCount > 0) {
+    problem('spec.patch', 'only allowed in ModRules of type Patch');
+  } else if (Array.isArray(rawPatch)) {
+    rawPatch.forEach((item, i) => {
+      const compiled = compilePatchOperation(item, `spec.patch[${i}]`, problem);
+      if (compiled) patch.push(compiled);
+    });
+  }
+
+  let rejectMessage: CompiledTemplate | undefined;
+  const rawMessage = spec.rejectMessage;
+  if (rawMessage !== undefined && rawMessage !== null) {
+    if (typeof rawMessage !== 'string') problem('spec.rejectMessage', 'must be a string');
+    else if (type === 'Patch') problem('spec.rejectMessage', 'only allowed in ModRules of type Reject');
+    else rejectMessage = tryTemplate(rawMessage, 'rejectMessage', 'spec.rejectMessage', problem);
+  }
+
+  let targetNamespaceRegex: SafeRegex | undefined;
+  const rawTarget = spec.targetNamespaceRegex;
+  if (rawTarget !== undefined && rawTarget !== null) {
+    if (typeof rawTarget !== 'string') problem('spec.targetNamespaceRegex', 'must be a string');
+    else if (rawTarget !== '')
+      targetNamespaceRegex = tryRegex(rawTarget, 'spec.targetNamespaceRegex', problem);
+  }
+
+  if (problems.length > 0) return { problems };
+  return {
+    problems,
+    rule: {
+      namespace,
+      name,
+      key: `${namespace}/${name}`,
+      type: type as 'Patch' | 'Reject',
+      tier,
+      operations,
+      source: obj as unknown as ModRule,
+      match,
+      patch,
+      rejectMessage,
+      targetNamespaceRegex,
+    },
+  };
+}
+
+type Report = ((field: string, message: string) => void) & { count(): number };
+
+function compileMatchItem(item: unknown, at: string, problem: Report): CompiledMatchItem | undefined {
+  if (!isJsonObject(item)) {
+    problem(at, 'must be an object with a select');
+    return undefined;
+  }
+  const before = countOf(problem);
+  for (const key of Object.keys(item)) {
+    if (!MATCH_FIELDS.has(key)) problem(`${at}.${key}`, unknownField(key, MATCH_FIELDS));
+  }
+  const m = item as Partial<Record<keyof MatchItem, JsonValue>>;
+  let select: CompiledJsonPath | undefined;
+  if (typeof m.select !== 'string' || m.select.trim() === '')
+    problem(`${at}.select`, 'required: a JSONPath expression');
+  else select = tryJsonPath(m.select, `${at}.select`, problem);
+
+  let matchValue: string | undefined;
+  if (m.matchValue !== undefined && m.matchValue !== null) {
+    if (typeof m.matchValue !== 'string')
+      problem(`${at}.matchValue`, `must be a string, got ${describe(m.matchValue)}`);
+    else matchValue = m.matchValue;
+  }
+  let matchValues: string[] | undefined;
+  if (m.matchValues !== undefined && m.matchValues !== null) {
+    if (!Array.isArray(m.matchValues)) {
+      problem(`${at}.matchValues`, 'must be a list of strings');
+    } else {
+      m.matchValues.forEach((v, j) => {
+        if (typeof v !== 'string') problem(`${at}.matchValues[${j}]`, `must be a string, got ${describe(v)}`);
+      });
+      // KubeMod ignores an empty matchValues list.
+      if (m.matchValues.length > 0) matchValues = m.matchValues as string[];
+    }
+  }
+  let matchRegex: SafeRegex | undefined;
+  if (m.matchRegex !== undefined && m.matchRegex !== null) {
+    if (typeof m.matchRegex !== 'string') problem(`${at}.matchRegex`, 'must be a string');
+    else matchRegex = tryRegex(m.matchRegex, `${at}.matchRegex`, problem);
+  }
+  let matchFor: MatchFor = 'Any';
+  if (m.matchFor !== undefined && m.matchFor !== null && m.matchFor !== '') {
+    if (m.matchFor !== 'Any' && m.matchFor !== 'All') {
+      problem(`${at}.matchFor`, `must be Any or All, got ${describe(m.matchFor)}`);
+    } else {
+      matchFor = m.matchFor;
+    }
+  }
+  let negate = false;
+  if (m.negate !== undefined && m.negate !== null) {
+    if (typeof m.negate !== 'boolean')
+      problem(`${at}.negate`, `must be true or false, got ${describe(m.negate)}`);
+    else negate = m.negate;
+  }
+  if (countOf(problem) !== before || !select) return undefined;
+  return { select, matchValue, matchValues, matchRegex, matchFor, negate };
+}
+
+function compilePatchOperation(
+  item: unknown,
+  at: string,
+  problem: Report,
+): CompiledPatchOperation | undefined {
+  if (!isJsonObject(item)) {
+    problem(at, 'must be an object with op and path');
+    return undefined;
+  }
+  const before = countOf(problem);
+  for (const key of Object.keys(item)) {
+    if (!PATCH_FIELDS.has(key)) problem(`${at}.${key}`, unknownField(key, PATCH_FIELDS));
+  }
+  const p = item as Partial<Record<keyof PatchOperation, JsonValue>>;
+  const op = p.op;
+  if (typeof op !== 'string' || !(PATCH_OPS as readonly string[]).includes(op)) {
+    problem(`${at}.op`, `must be one of add, replace, remove, got ${describe(op)}`);
+  }
+
+  let select: CompiledJsonPath | undefined;
+  if (p.select !== undefined && p.select !== null && p.select !== '') {
+    if (typeof p.select !== 'string') problem(`${at}.select`, 'must be a string');
+    else select = tryJsonPath(p.select, `${at}.select`, problem);
+  }
+
+  let tokens: PathToken[] = [];
+  let hasPlaceholders = false;
+  const path = p.path;
+  if (typeof path !== 'string' || path === '') {
+    problem(`${at}.path`, 'required: a JSON pointer such as /metadata/labels/app');
+  } else if (!path.startsWith('/')) {
+    problem(`${at}.path`, `must start with "/": ${path}`);
+  } else {
+    let raw: string[] = [];
+    try {
+      raw = parsePointer(path);
+    } catch (err) {
+      problem(`${at}.path`, (err as Error).message);
+    }
+    // Without a select KubeMod uses the path as it is: `#0` is then literal text (README, patch section).
+    if (p.select !== undefined && p.select !== null && p.select !== '') {
+      const limit = select ? placeholderCapacity(select) : Infinity;
+      tokens = raw.map((t) => splitPlaceholders(t));
+      for (const t of tokens) {
+        if (typeof t === 'string') continue;
+        hasPlaceholders = true;
+        for (const part of t) {
+          if (typeof part === 'number' && part >= limit) {
+            problem(
+              `${at}.path`,
+              `placeholder #${part} has no match: the select captures ${limit} ${limit === 1 ? 'index' : 'indices'} (#0..#${limit - 1})`,
+            );
+          }
+        }
+      }
+    } else {
+      tokens = raw;
+    }
+  }
+
+  let value: CompiledValue = { kind: 'none' };
+  const rawValue = p.value;
+  if (op === 'add' || op === 'replace') {
+    if (rawValue === undefined || rawValue === null) {
+      problem(`${at}.value`, `required for ${op}`);
+    } else if (typeof rawValue !== 'string') {
+      problem(`${at}.value`, `must be a string holding YAML, got ${describe(rawValue)}`);
+    } else if (rawValue.includes('{{')) {
+      const template = tryTemplate(preprocessValueTemplate(rawValue), path as string, `${at}.value`, problem);
+      if (template) value = { kind: 'template', template };
+    } else {
+      try {
+        value = { kind: 'constant', value: parseModRuleValue(rawValue) };
+      } catch (err) {
+        problem(`${at}.value`, (err as Error).message);
+      }
+    }
+  }
+
+  if (countOf(problem) !== before) return undefined;
+  return { op: op as PatchOperationType, path: path as string, tokens, hasPlaceholders, select, value };
+}
+
+/** Splits a pointer token on `#N` placeholders; a token without any stays a plain string. */
+function splitPlaceholders(token: string): PathToken {
+  if (!token.includes('#')) return token;
+  const parts: Array<string | number> = [];
+  let last = 0;
+  for (const m of token.matchAll(PLACEHOLDER)) {
+    const at = m.index ?? 0;
+    if (at > last) parts.push(token.slice(last, at));
+    parts.push(Number(m[1]));
+    last = at + m[0].length;
+  }
+  if (parts.length === 0) return token;
+  if (last < token.length) parts.push(token.slice(last));
+  return parts;
+}
+
+/** How many indices a select captures per result: one per wildcard, filter, union, slice or descent of its path. */
+export function placeholderCapacity(select: CompiledJsonPath): number {
+  const ast = select.ast;
+  return ast.kind === 'path' ? ast.segments.filter(isAmbiguous).length : 0;
+}
+
+function tryJsonPath(source: string, field: string, problem: Report): CompiledJsonPath | undefined {
+  try {
+    return compileJsonPath(source);
+  } catch (err) {
+    if (err instanceof JsonPathSyntaxError) {
+      problem(field, err.message.startsWith('column') ? err.message : `column ${err.column}: ${err.message}`);
+    } else {
+      problem(field, `invalid JSONPath: ${(err as Error).message}`);
+    }
+    return undefined;
+  }
+}
+
+function tryTemplate(
+  source: string,
+  name: string,
+  field: string,
+  problem: Report,
+): CompiledTemplate | undefined {
+  try {
+    return compileTemplate(source, name);
+  } catch (err) {
+    if (err instanceof TemplateSyntaxError) problem(field, `invalid template: ${err.message}`);
+    else problem(field, `invalid template: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+function tryRegex(source: string, field: string, problem: Report): SafeRegex | undefined {
+  try {
+    return compileRegex(source);
+  } catch (err) {
+    problem(field, (err as Error).message);
+    return undefined;
+  }
+}
+
+// "Did this item add problems?" without threading the list through every helper.
+function countOf(problem: Report): number {
+  return problem.count();
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  return JSON.stringify(v) ?? String(v);
+}
+
+function unknownField(key: string, known: ReadonlySet<string>): string {
+  const near = [...known].find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
+  return `unknown field${near ? ` (did you mean "${near}"?)` : ''}; known fields: ${[...known].join(', ')}`;
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length];
+}

@@ -1,0 +1,305 @@
+import { isJsonObject, JsonObject } from '../json/value';
+import { analyzeModRule, CompiledRule } from '../modrule/compile';
+import { ValidationProblem } from '../modrule/validate';
+import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+
+/** A consistent, never-mutated view of the rules and cluster data one admission request works with. */
+export interface RuleSnapshot {
+  readonly clusterNamespace: string;
+  /**
+   * Rules that apply to objects in `namespace`, sorted by tier then namespace/name: the namespace's own rules plus
+   * cluster-namespace rules whose targetNamespaceRegex matches. null or '' = cluster-scoped object.
+   */
+  rulesFor(namespace: string | null): readonly CompiledRule[];
+  /** Namespace manifest (syntheticRefs.namespace, ignore label). */
+  namespace(name: string): JsonObject | undefined;
+  /** Node manifest (syntheticRefs.node). */
+  node(name: string): JsonObject | undefined;
+  readonly ruleCount: number;
+}
+
+type RuleMap = ReadonlyMap<string, readonly CompiledRule[]>;
+
+// Memoized merges per snapshot; a snapshot serves requests for at most as many namespaces as the cluster has,
+// but cap it anyway so a stream of made-up namespace names cannot grow it without bound.
+const MAX_MEMOIZED_NAMESPACES = 10_000;
+
+/** Orders rules for evaluation: tier, then namespace/name so equal tiers run in a fixed order. */
+export function compareRules(a: CompiledRule, b: CompiledRule): number {
+  if (a.tier !== b.tier) return a.tier - b.tier;
+  if (a.namespace !== b.namespace) return a.namespace < b.namespace ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+class Snapshot implements RuleSnapshot {
+  private readonly merged = new Map<string, readonly CompiledRule[]>();
+  private clusterScoped: readonly CompiledRule[] | undefined;
+
+  constructor(
+    readonly clusterNamespace: string,
+    private readonly byNamespace: RuleMap,
+    private readonly namespaces: ReadonlyMap<string, JsonObject>,
+    private readonly nodes: ReadonlyMap<string, JsonObject>,
+    readonly ruleCount: number,
+  ) {}
+
+  rulesFor(namespace: string | null): readonly CompiledRule[] {
+    if (namespace === null || namespace === '') {
+      // KubeMod: cluster-namespace rules without a regex, plus those whose regex matches "" (e.g. ".*").
+      this.clusterScoped ??= (this.byNamespace.get(this.clusterNamespace) ?? []).filter(
+        (r) => !r.targetNamespaceRegex || r.targetNamespaceRegex.test(''),
+      );
+      return this.clusterScoped;
+    }
+    const hit = this.merged.get(namespace);
+    if (hit) return hit;
+    const own = this.byNamespace.get(namespace) ?? [];
+    const wide =
+      namespace === this.clusterNamespace
+        ? [] // the cluster namespace's own list already holds every cluster-wide rule
+        : (this.byNamespace.get(this.clusterNamespace) ?? []).filter(
+            (r) => r.targetNamespaceRegex !== undefined && r.targetNamespaceRegex.test(namespace),
+          );
+    const rules = wide.length === 0 ? own : mergeSorted(own, wide);
+    if (this.merged.size >= MAX_MEMOIZED_NAMESPACES) this.merged.clear();
+    this.merged.set(namespace, rules);
+    return rules;
+  }
+
+  namespace(name: string): JsonObject | undefined {
+    return this.namespaces.get(name);
+  }
+
+  node(name: string): JsonObject | undefined {
+    return this.nodes.get(name);
+  }
+}
+
+function mergeSorted(a: readonly CompiledRule[], b: readonly CompiledRule[]): CompiledRule[] {
+  const out: CompiledRule[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(compareRules(a[i], b[j]) <= 0 ? a[i++] : b[j++]);
+  while (i < a.length) out.push(a[i++]);
+  while (j < b.length) out.push(b[j++]);
+  return out;
+}
+
+function ruleIdentity(rule: unknown): { namespace: string; name: string } | undefined {
+  if (!isJsonObject(rule) || !isJsonObject(rule.metadata)) return undefined;
+  const { name, namespace } = rule.metadata;
+  if (typeof name !== 'string' || name === '') return undefined;
+  return { name, namespace: typeof namespace === 'string' ? namespace : '' };
+}
+
+function nameOf(obj: JsonObject): string | undefined {
+  const meta = obj.metadata;
+  return isJsonObject(meta) && typeof meta.name === 'string' && meta.name !== '' ? meta.name : undefined;
+}
+
+/**
+ * Holds the compiled ModRules and the Namespace/Node manifests the engine needs.
+ * Writers (operator informers, `serve --local`) replace per-namespace arrays copy-on-write; readers take snapshots.
+ */
+export class RuleStore {
+  readonly clusterNamespace: string;
+  private byNamespace = new Map<string, readonly CompiledRule[]>();
+  private namespaces = new Map<string, JsonObject>();
+  private nodes = new Map<string, JsonObject>();
+  private count = 0;
+  private current: Snapshot | undefined;
+  // Maps handed to a snapshot must not change; the next write copies them first (copy-on-write).
+  private shared = { rules: false, namespaces: false, nodes: false };
+  private readonly listeners = new Set<() => void>();
+
+  constructor(options: { clusterNamespace?: string } = {}) {
+    this.clusterNamespace = options.clusterNamespace || DEFAULT_CLUSTER_NAMESPACE;
+  }
+
+  /** The current view; O(1) when nothing changed since the last call. */
+  snapshot(): RuleSnapshot {
+    if (!this.current) {
+      this.current = new Snapshot(
+        this.clusterNamespace,
+        this.byNamespace,
+        this.namespaces,
+        this.nodes,
+        this.count,
+      );
+      this.shared = { rules: true, namespaces: true, nodes: true };
+    }
+    return this.current;
+  }
+
+  /** Adds or replaces a rule; returns its problems ([] = accepted). An invalid rule removes its older version. */
+  upsertRule(rule: unknown): ValidationProblem[] {
+    const { rule: compiled, problems } = analyzeModRule(rule);
+    const id = ruleIdentity(rule);
+    if (compiled && id && id.namespace === '') {
+      problems.push({ field: 'metadata.namespace', message: 'required: ModRules are namespaced' });
+    }
+    if (!compiled || problems.length > 0) {
+      if (id) this.deleteRule(id.namespace, id.name);
+      return problems;
+    }
+    this.writeRules(compiled.namespace, (list) => [
+      ...list.filter((r) => r.name !== compiled.name),
+      compiled,
+    ]);
+    return [];
+  }
+
+  /** Removes a rule; unknown rules are ignored. */
+  deleteRule(namespace: string, name: string): void {
+    const list = this.byNamespace.get(namespace);
+    if (!list || !list.some((r) => r.name === name)) return;
+    this.writeRules(namespace, (l) => l.filter((r) => r.name !== name));
+  }
+
+  /** Replaces every rule (an informer relist); returns the rules that were rejected. */
+  replaceRules(
+    rules: readonly unknown[],
+  ): Array<{ namespace: string; name: string; problems: ValidationProblem[] }> {
+    const rejected: Array<{ namespace: string; name: string; problems: ValidationProblem[] }> = [];
+    const next = new Map<string, CompiledRule[]>();
+    for (const rule of rules) {
+      const { rule: compiled, problems } = analyzeModRule(rule);
+      const id = ruleIdentity(rule) ?? { namespace: '', name: '' };
+      if (compiled && id.namespace === '') {
+        problems.push({ field: 'metadata.namespace', message: 'required: ModRules are namespaced' });
+      }
+      if (!compiled || problems.length > 0) {
+        rejected.push({ ...id, problems });
+        continue;
+      }
+      const list = next.get(compiled.namespace) ?? [];
+      const at = list.findIndex((r) => r.name === compiled.name);
+      if (at >= 0) list[at] = compiled;
+      else list.push(compiled);
+      next.set(compiled.namespace, list);
+    }
+    let count = 0;
+    for (const list of next.values()) {
+      list.sort(compareRules);
+      count += list.length;
+    }
+    this.byNamespace = next;
+    this.shared.rules = false;
+    this.count = count;
+    this.changed();
+    return rejected;
+  }
+
+  upsertNamespace(ns: JsonObject): void {
+    const name = nameOf(ns);
+    if (name === undefined) return;
+    this.writableNamespaces().set(name, asReference(ns));
+    this.changed();
+  }
+
+  deleteNamespace(name: string): void {
+    if (!this.namespaces.has(name)) return;
+    this.writableNamespaces().delete(name);
+    this.changed();
+  }
+
+  replaceNamespaces(list: readonly JsonObject[]): void {
+    this.namespaces = byName(list);
+    this.shared.namespaces = false;
+    this.changed();
+  }
+
+  upsertNode(node: JsonObject): void {
+    const name = nameOf(node);
+    if (name === undefined) return;
+    this.writableNodes().set(name, asReference(node));
+    this.changed();
+  }
+
+  deleteNode(name: string): void {
+    if (!this.nodes.has(name)) return;
+    this.writableNodes().delete(name);
+    this.changed();
+  }
+
+  replaceNodes(list: readonly JsonObject[]): void {
+    this.nodes = byName(list);
+    this.shared.nodes = false;
+    this.changed();
+  }
+
+  /** Calls `listener` after every change; returns a function that unsubscribes it. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  // Copy-on-write: snapshots keep the old Map and arrays; the store moves on to new ones.
+  private writeRules(namespace: string, update: (list: readonly CompiledRule[]) => CompiledRule[]): void {
+    const before = this.byNamespace.get(namespace) ?? [];
+    // update() returns a new array, so a snapshot holding `before` keeps seeing it unchanged.
+    const after = update(before).sort(compareRules);
+    if (this.shared.rules) {
+      this.byNamespace = new Map(this.byNamespace);
+      this.shared.rules = false;
+    }
+    if (after.length === 0) this.byNamespace.delete(namespace);
+    else this.byNamespace.set(namespace, after);
+    this.count += after.length - before.length;
+    this.changed();
+  }
+
+  private writableNamespaces(): Map<string, JsonObject> {
+    if (this.shared.namespaces) {
+      this.namespaces = new Map(this.namespaces);
+      this.shared.namespaces = false;
+    }
+    return this.namespaces;
+  }
+
+  private writableNodes(): Map<string, JsonObject> {
+    if (this.shared.nodes) {
+      this.nodes = new Map(this.nodes);
+      this.shared.nodes = false;
+    }
+    return this.nodes;
+  }
+
+  private changed(): void {
+    this.current = undefined;
+    for (const l of this.listeners) {
+      try {
+        l();
+      } catch {
+        // A failing metrics listener must not break rule updates.
+      }
+    }
+  }
+}
+
+function byName(list: readonly JsonObject[]): Map<string, JsonObject> {
+  const out = new Map<string, JsonObject>();
+  for (const o of list) {
+    const name = nameOf(o);
+    if (name !== undefined) out.set(name, asReference(o));
+  }
+  return out;
+}
+
+/**
+ * The manifest as KubeMod injects it into syntheticRefs: without managedFields and without the
+ * last-applied-configuration annotation (noise that only duplicates the manifest). Stored frozen-by-convention.
+ */
+export function asReference(obj: JsonObject): JsonObject {
+  const meta = obj.metadata;
+  if (!isJsonObject(meta)) return obj;
+  const { managedFields: _managed, ...restMeta } = meta;
+  const annotations = restMeta.annotations;
+  if (isJsonObject(annotations) && LAST_APPLIED_ANNOTATION in annotations) {
+    const { [LAST_APPLIED_ANNOTATION]: _last, ...restAnnotations } = annotations;
+    restMeta.annotations = restAnnotations;
+  }
+  return { ...obj, metadata: restMeta };
+}
