@@ -1,6 +1,294 @@
-import { CommandIO, UsageError } from './io';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { admit, AdmissionOutcome } from '../engine/admit';
+import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
+import { RuleStore } from '../store/rules';
+import { CommandIO, readInput, UsageError } from './io';
 
-/** modrule apply (not built yet). */
-export async function run(_args: string[], _io: CommandIO): Promise<number> {
-  throw new UsageError('apply is not implemented yet');
+const USAGE = `usage: modrule apply --rules PATH... --file PATH|- [options]
+
+Runs ModRules offline: manifests in, patched manifests out (ready for kubectl apply -f -).
+
+  --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
+  --file PATH|-         objects to admit (multi-document YAML/JSON or kind: List); - reads standard input
+  --cluster PATH        Namespace and Node manifests standing in for the cluster; repeatable
+  --operation OP        CREATE (default), UPDATE or DELETE (--file then holds the objects being deleted)
+  --old PATH            previous versions of the objects for UPDATE (matched by kind/namespace/name); repeatable
+  --namespace NS        namespace for ModRules and namespaced objects that name none (default "default")
+  --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
+  --output yaml|json    yaml (default): admitted objects as a YAML stream; json: one array with every verdict
+
+Exit status: 0 all admitted, 2 at least one rejected, 1 bad usage or bad input.
+`;
+
+/** Kinds the API server stores without a namespace (objects of other kinds take --namespace). */
+export const CLUSTER_SCOPED_KINDS: ReadonlySet<string> = new Set([
+  'APIService',
+  'CertificateSigningRequest',
+  'ClusterIssuer',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ComponentStatus',
+  'CSIDriver',
+  'CSINode',
+  'CustomResourceDefinition',
+  'FlowSchema',
+  'IngressClass',
+  'MutatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+  'MutatingWebhookConfiguration',
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'PodSecurityPolicy',
+  'PriorityClass',
+  'PriorityLevelConfiguration',
+  'RuntimeClass',
+  'StorageClass',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'ValidatingWebhookConfiguration',
+  'VolumeAttachment',
+]);
+
+const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
+
+interface Loaded {
+  file: string;
+  object: JsonObject;
+}
+
+/** One element of `--output json`. */
+export interface ApplyVerdict {
+  kind: string;
+  namespace: string | null;
+  name: string;
+  allowed: boolean;
+  message: string | null;
+  patch: JsonValue[];
+  object: JsonObject;
+  rules: string[];
+}
+
+/** modrule apply: runs ModRules against manifests without a cluster. */
+export async function run(args: string[], io: CommandIO): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        rules: { type: 'string', multiple: true },
+        file: { type: 'string' },
+        cluster: { type: 'string', multiple: true },
+        operation: { type: 'string', default: 'CREATE' },
+        old: { type: 'string', multiple: true },
+        namespace: { type: 'string', default: 'default' },
+        'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+        output: { type: 'string', default: 'yaml' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
+  }
+  const opts = parsed.values;
+  if (opts.help) {
+    io.stdout(USAGE);
+    return 0;
+  }
+  if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
+  if (!opts.file) throw new UsageError(`--file is required\n\n${USAGE}`);
+  const operation = opts.operation.toUpperCase() as AdmissionOperation;
+  if (!OPERATIONS.includes(operation)) throw new UsageError(`--operation must be CREATE, UPDATE or DELETE`);
+  if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError(`--output must be yaml or json`);
+  if (opts.old && operation !== 'UPDATE')
+    throw new UsageError(`--old only makes sense with --operation UPDATE`);
+  const defaultNamespace = opts.namespace;
+
+  const store = new RuleStore({ clusterNamespace: opts['cluster-namespace'] });
+  const ruleDocs = await loadPaths(opts.rules, io);
+  const invalid: string[] = [];
+  const seen = new Map<string, string>();
+  for (const { file, object } of ruleDocs) {
+    if (object.kind !== MODRULE_KIND) continue; // other documents in rule folders are not ours
+    const rule = cloneJson(object);
+    if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = defaultNamespace;
+    const id = `${namespaceOf(rule) ?? defaultNamespace}/${nameOf(rule) || '<unnamed>'}`;
+    const problems = store.upsertRule(rule);
+    for (const p of problems)
+      invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);
+    if (problems.length === 0) {
+      const before = seen.get(id);
+      if (before) io.stderr(`warning: ModRule ${id} in ${file} replaces the one in ${before}\n`);
+      seen.set(id, file);
+    }
+  }
+  if (invalid.length > 0) throw new UsageError(`invalid ModRules:\n  ${invalid.join('\n  ')}`);
+
+  for (const { object } of await loadPaths(opts.cluster ?? [], io)) {
+    if (object.kind === 'Namespace') store.upsertNamespace(object);
+    else if (object.kind === 'Node') store.upsertNode(object);
+  }
+
+  const olds = new Map<string, JsonObject>();
+  for (const { object } of await loadPaths(opts.old ?? [], io)) {
+    olds.set(identity(object, scope(object, defaultNamespace)), object);
+  }
+
+  const inputs = await loadPaths([opts.file], io);
+  const snapshot = store.snapshot();
+  const verdicts: ApplyVerdict[] = [];
+  const admitted: JsonObject[] = [];
+  let rejected = false;
+
+  for (const { object } of inputs) {
+    const namespace = scope(object, defaultNamespace);
+    // The API server fills metadata.namespace before admission; do the same, then take it back out if nothing set it.
+    const subject = withNamespace(object, namespace);
+    const outcome = admit(
+      {
+        operation,
+        object: operation === 'DELETE' ? null : subject,
+        oldObject: operation === 'DELETE' ? subject : (olds.get(identity(object, namespace)) ?? null),
+        namespace,
+      },
+      snapshot,
+    );
+    const label = `${String(object.kind ?? '<no kind>')} ${namespace ? `${namespace}/` : ''}${nameOf(object)}`;
+    for (const f of outcome.failures) {
+      io.stderr(`warning: ModRule ${f.rule.namespace}/${f.rule.name} failed on ${label}: ${f.message}\n`);
+    }
+    const result = restoreNamespace(resultObject(outcome, subject), object);
+    if (!outcome.allowed) {
+      rejected = true;
+      for (const r of outcome.rejections) {
+        io.stderr(
+          `rejected ${label} by ${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}\n`,
+        );
+      }
+    } else {
+      admitted.push(result);
+    }
+    verdicts.push({
+      kind: typeof object.kind === 'string' ? object.kind : '',
+      namespace,
+      name: nameOf(object),
+      allowed: outcome.allowed,
+      message: outcome.allowed
+        ? null
+        : outcome.rejections
+            .map((r) => `${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}`)
+            .join('; '),
+      patch: outcome.patch as unknown as JsonValue[],
+      object: result,
+      rules: outcome.matched.map((r) => `${r.namespace}/${r.name}`),
+    });
+  }
+
+  if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
+  else io.stdout(admitted.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+  return rejected ? 2 : 0;
+}
+
+function resultObject(outcome: AdmissionOutcome, subject: JsonObject): JsonObject {
+  return outcome.allowed && outcome.object ? outcome.object : subject;
+}
+
+function nameOf(obj: JsonObject): string {
+  const meta = obj.metadata;
+  if (!isJsonObject(meta)) return '';
+  if (typeof meta.name === 'string') return meta.name;
+  return typeof meta.generateName === 'string' ? meta.generateName : '';
+}
+
+function namespaceOf(obj: JsonObject): string | undefined {
+  const meta = obj.metadata;
+  return isJsonObject(meta) && typeof meta.namespace === 'string' && meta.namespace !== ''
+    ? meta.namespace
+    : undefined;
+}
+
+function scope(obj: JsonObject, defaultNamespace: string): string | null {
+  if (typeof obj.kind === 'string' && CLUSTER_SCOPED_KINDS.has(obj.kind)) return null;
+  return namespaceOf(obj) ?? defaultNamespace;
+}
+
+function identity(obj: JsonObject, namespace: string | null): string {
+  return `${String(obj.kind)}/${namespace ?? ''}/${nameOf(obj)}`;
+}
+
+function withNamespace(obj: JsonObject, namespace: string | null): JsonObject {
+  if (namespace === null || namespaceOf(obj) !== undefined) return obj;
+  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
+  return { ...obj, metadata: { ...meta, namespace } };
+}
+
+function restoreNamespace(result: JsonObject, input: JsonObject): JsonObject {
+  if (namespaceOf(input) !== undefined || !isJsonObject(result.metadata)) return result;
+  const meta = input.metadata;
+  const hadNone = !isJsonObject(meta) || meta.namespace === undefined;
+  const { namespace: _ns, ...rest } = result.metadata;
+  return { ...result, metadata: hadNone ? rest : { ...rest, namespace: meta.namespace as JsonValue } };
+}
+
+/** Reads files, folders (recursive .yaml/.yml/.json, sorted) or `-`, and returns every object document. */
+async function loadPaths(paths: readonly string[], io: CommandIO): Promise<Loaded[]> {
+  const out: Loaded[] = [];
+  for (const path of paths) {
+    for (const file of await expand(path)) {
+      const text = await readInput(file, io);
+      out.push(...parseDocuments(text, file === '-' ? '<stdin>' : file));
+    }
+  }
+  return out;
+}
+
+async function expand(path: string): Promise<string[]> {
+  if (path === '-') return ['-'];
+  let info;
+  try {
+    info = await stat(path);
+  } catch (err) {
+    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  if (!info.isDirectory()) return [path];
+  const files: string[] = [];
+  const entries = await readdir(path, { withFileTypes: true });
+  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const full = join(path, e.name);
+    if (e.isDirectory()) files.push(...(await expand(full)));
+    else if (/\.(ya?ml|json)$/i.test(e.name)) files.push(full);
+  }
+  return files;
+}
+
+/** Splits multi-document YAML (or JSON) into objects; `kind: ...List` documents contribute their items. */
+export function parseDocuments(text: string, file: string): Loaded[] {
+  const out: Loaded[] = [];
+  const docs = parseAllDocuments(text);
+  const list = Array.isArray(docs) ? docs : [docs];
+  for (const [i, doc] of list.entries()) {
+    if (doc.errors.length > 0) {
+      throw new UsageError(`${file}: document ${i + 1}: ${doc.errors[0].message.split('\n')[0]}`);
+    }
+    const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+    if (value === null || value === undefined) continue;
+    if (!isJsonObject(value)) throw new UsageError(`${file}: document ${i + 1}: expected an object`);
+    const json = JSON.parse(JSON.stringify(value)) as JsonObject; // dates and other YAML-only types become JSON
+    if (typeof json.kind === 'string' && json.kind.endsWith('List') && Array.isArray(json.items)) {
+      for (const [j, item] of json.items.entries()) {
+        if (!isJsonObject(item))
+          throw new UsageError(`${file}: document ${i + 1}: items[${j}] is not an object`);
+        out.push({ file, object: item });
+      }
+    } else {
+      out.push({ file, object: json });
+    }
+  }
+  return out;
 }

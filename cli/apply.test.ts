@@ -1,0 +1,276 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import { loadFixture } from '../fixtures/load';
+import { JsonObject } from '../json/value';
+import { applyPatch } from '../patch/rfc6902';
+import { run, ApplyVerdict } from './apply';
+import { CommandIO, UsageError } from './io';
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function apply(args: string[], stdin = ''): Promise<Result> {
+  let stdout = '';
+  let stderr = '';
+  const io: CommandIO = {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    readStdin: async () => stdin,
+  };
+  const code = await run(args, io);
+  return { code, stdout, stderr };
+}
+
+const docs = (text: string): unknown[] => parseAllDocuments(text).map((d) => d.toJS() as unknown);
+
+const EXAMPLES = join(__dirname, '..', 'examples', 'kubemod');
+
+describe('KubeMod README examples through modrule apply', () => {
+  const names = readdirSync(EXAMPLES, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
+
+  test('every README example is checked in', () => {
+    expect(names.length).toBeGreaterThanOrEqual(14);
+  });
+
+  const argsFor = (dir: string, file: string): string[] => {
+    const args = ['--rules', join(dir, 'modrule.yaml'), '--file', file];
+    if (existsSync(join(dir, 'cluster.yaml'))) args.push('--cluster', join(dir, 'cluster.yaml'));
+    if (existsSync(join(dir, 'args.txt')))
+      args.push(...readFileSync(join(dir, 'args.txt'), 'utf8').trim().split(/\s+/));
+    return args;
+  };
+
+  test.each(names)('%s', async (name) => {
+    const dir = join(EXAMPLES, name);
+    const result = await apply(argsFor(dir, join(dir, 'input.yaml')));
+    const rejection = join(dir, 'expected-rejection.txt');
+    if (existsSync(rejection)) {
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr.trim()).toBe(readFileSync(rejection, 'utf8').trim());
+      return;
+    }
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const expected = docs(readFileSync(join(dir, 'expected.yaml'), 'utf8'));
+    expect(docs(result.stdout)).toEqual(expected);
+
+    // The JSON verdict's patch turns the input into the output (strict RFC 6902, as the API server applies it).
+    const json = await apply([...argsFor(dir, join(dir, 'input.yaml')), '--output', 'json']);
+    const [verdict] = JSON.parse(json.stdout) as ApplyVerdict[];
+    const input = docs(readFileSync(join(dir, 'input.yaml'), 'utf8'))[0] as JsonObject;
+    expect(applyPatch(input, verdict.patch as never)).toEqual(expected[0]);
+
+    // README rules are idempotent: running them on their own output changes nothing.
+    const tmp = mkdtempSync(join(tmpdir(), 'modrule-apply-'));
+    writeFileSync(join(tmp, 'again.yaml'), result.stdout);
+    const again = await apply([...argsFor(dir, join(tmp, 'again.yaml')), '--output', 'json']);
+    expect((JSON.parse(again.stdout) as ApplyVerdict[])[0].patch).toEqual([]);
+  });
+});
+
+describe('modrule apply', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'modrule-apply-'));
+  const write = (rel: string, content: unknown): string => {
+    const path = join(tmp, rel);
+    mkdirSync(join(path, '..'), { recursive: true });
+    writeFileSync(path, typeof content === 'string' ? content : stringify(content));
+    return path;
+  };
+  const labelRule = (name: string, label: string, extra: JsonObject = {}): JsonObject => ({
+    apiVersion: 'api.kubemod.io/v1beta1',
+    kind: 'ModRule',
+    metadata: { name },
+    spec: {
+      type: 'Patch',
+      match: [{ select: '$.kind', matchValues: ['Deployment', 'Service'] }],
+      patch: [{ op: 'add', path: `/metadata/labels/${label}`, value: 'set' }],
+      ...extra,
+    },
+  });
+  const rejectRule: JsonObject = {
+    apiVersion: 'api.kubemod.io/v1beta1',
+    kind: 'ModRule',
+    metadata: { name: 'no-services' },
+    spec: {
+      type: 'Reject',
+      rejectMessage: 'no {{ .Target.kind }}s here',
+      match: [{ select: '$.kind', matchValue: 'Service' }],
+    },
+  };
+  const bareDeployment = (): JsonObject => {
+    const d = loadFixture('deployment');
+    const meta = d.metadata as JsonObject;
+    delete meta.namespace;
+    delete meta.managedFields;
+    delete meta.annotations; // a manifest from a file, before kubectl apply annotates it
+    return d;
+  };
+
+  const rulesDir = join(tmp, 'rules');
+  write(
+    'rules/a.yaml',
+    [labelRule('one', 'one'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ignored' } }]
+      .map((d) => stringify(d))
+      .join('---\n'),
+  );
+  write('rules/nested/b.yml', labelRule('two', 'two', { executionTier: 1 }));
+  write('rules/notes.txt', 'not a manifest');
+
+  test('folders are read recursively, multi-document, other kinds ignored; output is a YAML stream', async () => {
+    const input = write(
+      'in.yaml',
+      [bareDeployment(), bareDeployment()].map((d) => stringify(d)).join('---\n'),
+    );
+    const r = await apply(['--rules', rulesDir, '--file', input]);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const out = docs(r.stdout) as JsonObject[];
+    expect(out).toHaveLength(2);
+    expect((out[0].metadata as JsonObject).labels).toEqual({ app: 'nginx', one: 'set', two: 'set' });
+    // The namespace the object was admitted in is not written into manifests that had none.
+    expect(out[0].metadata).not.toHaveProperty('namespace');
+  });
+
+  test('stdin, kind: List and --output json', async () => {
+    const list = { apiVersion: 'v1', kind: 'List', items: [bareDeployment(), loadFixture('service')] };
+    const r = await apply(
+      ['--rules', rulesDir, '--rules', write('reject.yaml', rejectRule), '--file', '-', '--output', 'json'],
+      JSON.stringify(list),
+    );
+    expect(r.code).toBe(2);
+    const verdicts = JSON.parse(r.stdout) as ApplyVerdict[];
+    expect(verdicts.map((v) => [v.kind, v.namespace, v.name, v.allowed, v.message])).toEqual([
+      ['Deployment', 'default', 'nginx', true, null],
+      ['Service', 'default', 'nginx', false, 'default/no-services: no Services here'],
+    ]);
+    expect(verdicts[0].rules).toEqual(['default/one', 'default/two']);
+    expect(verdicts[0].patch).toEqual([
+      { op: 'add', path: '/metadata/labels/one', value: 'set' },
+      { op: 'add', path: '/metadata/labels/two', value: 'set' },
+    ]);
+    expect(verdicts[1].patch).toEqual([]);
+    expect(r.stderr).toBe('rejected Service default/nginx by default/no-services: no Services here\n');
+  });
+
+  test('rejected objects are left out of the YAML stream', async () => {
+    const input = write(
+      'mixed.yaml',
+      [bareDeployment(), loadFixture('service')].map((d) => stringify(d)).join('---\n'),
+    );
+    const r = await apply(['--rules', write('reject.yaml', rejectRule), '--file', input]);
+    expect(r.code).toBe(2);
+    expect((docs(r.stdout) as JsonObject[]).map((d) => d.kind)).toEqual(['Deployment']);
+  });
+
+  test('--namespace places rules and objects; cluster-scoped kinds stay cluster-scoped', async () => {
+    const ns = loadFixture('namespace');
+    const input = write('ns-in.yaml', [bareDeployment(), ns].map((d) => stringify(d)).join('---\n'));
+    const r = await apply(['--rules', rulesDir, '--file', input, '--namespace', 'apps', '--output', 'json']);
+    const verdicts = JSON.parse(r.stdout) as ApplyVerdict[];
+    expect(verdicts.map((v) => [v.kind, v.namespace, v.rules.length])).toEqual([
+      ['Deployment', 'apps', 2],
+      ['Namespace', null, 0],
+    ]);
+  });
+
+  test('--operation DELETE: only Reject rules with DELETE decide', async () => {
+    const guard = {
+      ...rejectRule,
+      metadata: { name: 'keep-deployments' },
+      spec: {
+        type: 'Reject',
+        admissionOperations: ['DELETE'],
+        match: [{ select: '$.kind', matchValue: 'Deployment' }],
+      },
+    };
+    const input = write('del.yaml', bareDeployment());
+    const r = await apply([
+      '--rules',
+      rulesDir,
+      '--rules',
+      write('guard.yaml', guard),
+      '--file',
+      input,
+      '--operation',
+      'DELETE',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('rejected Deployment default/nginx by default/keep-deployments\n');
+  });
+
+  test('--old gives UPDATE rules the previous object', async () => {
+    const rule = labelRule('on-update', 'updated', { admissionOperations: ['UPDATE'] });
+    const old = bareDeployment();
+    const input = write('upd.yaml', bareDeployment());
+    const r = await apply([
+      '--rules',
+      write('upd-rule.yaml', rule),
+      '--file',
+      input,
+      '--operation',
+      'update',
+      '--old',
+      write('old.yaml', old),
+      '--output',
+      'json',
+    ]);
+    expect((JSON.parse(r.stdout) as ApplyVerdict[])[0].rules).toEqual(['default/on-update']);
+  });
+
+  test('runtime failures are warnings; the object is still admitted', async () => {
+    const broken = labelRule('broken', 'x');
+    (broken.spec as JsonObject).patch = [{ op: 'replace', path: '/spec/missing/field', value: '1' }];
+    const r = await apply([
+      '--rules',
+      write('broken.yaml', broken),
+      '--file',
+      write('b-in.yaml', bareDeployment()),
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^warning: ModRule default\/broken failed on Deployment default\/nginx: /);
+    expect(docs(r.stdout)).toEqual([bareDeployment()]);
+  });
+
+  test('an invalid ModRule names its file, its name and the field (exit 1)', async () => {
+    const bad = labelRule('foo', 'x');
+    (bad.spec as JsonObject).match = [{ select: '$.kind ==' }];
+    const file = write('bad/x.yaml', bad);
+    await expect(apply(['--rules', file, '--file', write('in2.yaml', bareDeployment())])).rejects.toThrow(
+      new RegExp(
+        `${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: ModRule default/foo: spec\\.match\\[0\\]\\.select: column \\d+: expected`,
+      ),
+    );
+  });
+
+  test.each([
+    [['--file', 'x.yaml'], /--rules is required/],
+    [['--rules', 'r.yaml'], /--file is required/],
+    [['--rules', 'r', '--file', 'f', '--operation', 'CONNECT'], /--operation must be/],
+    [['--rules', 'r', '--file', 'f', '--output', 'xml'], /--output must be/],
+    [['--rules', 'r', '--file', 'f', '--bogus'], /Unknown option/],
+    [['--rules', '/does/not/exist', '--file', 'f'], /cannot read/],
+  ])('bad usage %j', async (args, message) => {
+    await expect(apply(args)).rejects.toThrow(UsageError);
+    await expect(apply(args)).rejects.toThrow(message);
+  });
+
+  test('broken YAML input is a clear error', async () => {
+    await expect(apply(['--rules', rulesDir, '--file', '-'], 'a: [1')).rejects.toThrow(
+      /<stdin>: document 1: /,
+    );
+  });
+
+  test('--help prints usage', async () => {
+    const r = await apply(['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('usage: modrule apply');
+  });
+});
