@@ -63,7 +63,7 @@ function populate(store: RuleStore): void {
     rule('failing', 'works', {
       type: 'Patch',
       match: [{ select: '$.kind', matchValue: 'Deployment' }],
-      patch: [{ op: 'add', path: '/metadata/labels/ok', value: 'yes' }],
+      patch: [{ op: 'add', path: '/metadata/labels/ok', value: 'fine' }],
     }),
   ]);
   expect(problems).toEqual([]);
@@ -280,7 +280,7 @@ describe('/dragnet-webhook', () => {
     const deployment = inNamespace(loadFixture('deployment'), 'failing');
     const answer = await dragnet(makeReview('CREATE', deployment));
     expect(answer.response?.allowed).toBe(true);
-    expect(((patched(deployment, answer).metadata as JsonObject).labels as JsonObject).ok).toBe('yes');
+    expect(((patched(deployment, answer).metadata as JsonObject).labels as JsonObject).ok).toBe('fine');
     expect(((patched(deployment, answer).metadata as JsonObject).labels as JsonObject).x).toBeUndefined();
     expect(answer.response?.warnings).toEqual([
       expect.stringMatching(/^modrule failing\/broken-at-run-time failed: .*boom/),
@@ -528,7 +528,7 @@ describe('bad input', () => {
       400,
       /request.object is required for CREATE/,
     ],
-  ])('%s: HTTP %d with the reason', async (_name, body, status, reason) => {
+  ])('%s: HTTP 400 with the reason', async (_name, body, status, reason) => {
     const res = await post(WEBHOOK_PATHS.dragnet, body);
     expect(res.status).toBe(status);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
