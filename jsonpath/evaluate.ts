@@ -15,6 +15,8 @@ export interface SelectResult {
 
 /** Node visits one select() may make before it gives up (guards `$..*..*`-style selects on huge objects). */
 export const MAX_VISITS = 1_000_000;
+/** Most results one select() may yield. */
+export const MAX_RESULTS = 10_000;
 /** Deepest level a recursive descent (`..`) walks into. */
 export const MAX_DESCENT_DEPTH = 512;
 
@@ -22,9 +24,15 @@ interface PathLink {
   readonly parent: PathLink | null;
   readonly key: string | number;
 }
+// A descent capture is kept as two path links (where the descent began, where it is) and only turned into a
+// pointer string for values that are actually yielded: deep objects would otherwise cost O(depth) per node.
+interface Relative {
+  readonly from: PathLink | null;
+  readonly to: PathLink | null;
+}
 interface IndexLink {
   readonly parent: IndexLink | null;
-  readonly key: string | number;
+  readonly key: string | number | Relative;
 }
 type Sink = (value: JsonValue, path: PathLink | null, indices: IndexLink | null) => void;
 interface Ctx {
@@ -52,16 +60,27 @@ export function escapeToken(token: string): string {
     : token.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
+// Joins rather than prepends: prepending builds rope strings whose memory grows with depth for every result.
+function pointerBetween(to: PathLink | null, from: PathLink | null): string {
+  const parts: string[] = [];
+  for (let l = to; l && l !== from; l = l.parent)
+    parts.push(typeof l.key === 'number' ? String(l.key) : escapeToken(l.key));
+  if (parts.length === 0) return '';
+  parts.push('');
+  return parts.reverse().join('/');
+}
+
 function pointerOf(link: PathLink | null): string {
-  let out = '';
-  for (let l = link; l; l = l.parent)
-    out = '/' + (typeof l.key === 'number' ? String(l.key) : escapeToken(l.key)) + out;
-  return out;
+  return pointerBetween(link, null);
+}
+
+function relativePointer(rel: Relative): string {
+  return pointerBetween(rel.to, rel.from);
 }
 
 function indicesOf(link: IndexLink | null): Array<number | string> {
   const out: Array<number | string> = [];
-  for (let l = link; l; l = l.parent) out.push(l.key);
+  for (let l = link; l; l = l.parent) out.push(typeof l.key === 'object' ? relativePointer(l.key) : l.key);
   return out.reverse();
 }
 
@@ -116,8 +135,12 @@ function compileTopPath(node: PathNode): (root: JsonValue) => SelectResult[] {
     const ctx: Ctx = {
       root,
       visits: 0,
-      sink: (value, path, indices) =>
-        results.push({ value, path: pointerOf(path), indices: indicesOf(indices) }),
+      sink: (value, path, indices) => {
+        if (results.length >= MAX_RESULTS) {
+          throw new JsonPathLimitError(`select yielded more than ${MAX_RESULTS} results; narrow the select`);
+        }
+        results.push({ value, path: pointerOf(path), indices: indicesOf(indices) });
+      },
     };
     walk(ctx, root, null, null);
     return results;
@@ -267,26 +290,23 @@ function compileSegments(segments: readonly Segment[], i: number): Cont {
         v: JsonValue,
         p: PathLink | null,
         ix: IndexLink | null,
-        rel: string,
+        from: PathLink | null,
         depth: number,
       ): void => {
         visit(ctx);
-        next(ctx, v, p, { parent: ix, key: rel });
-        if (
-          depth >= MAX_DESCENT_DEPTH &&
-          (Array.isArray(v) ? v.length : isJsonObject(v) ? Object.keys(v).length : 0)
-        ) {
+        next(ctx, v, p, { parent: ix, key: { from, to: p } });
+        const isArray = Array.isArray(v);
+        if (!isArray && !isJsonObject(v)) return;
+        if (depth >= MAX_DESCENT_DEPTH && (isArray ? v.length : Object.keys(v).length)) {
           throw new JsonPathLimitError(`recursive descent deeper than ${MAX_DESCENT_DEPTH} levels`);
         }
-        if (Array.isArray(v)) {
-          for (let j = 0; j < v.length; j++)
-            descend(ctx, v[j], { parent: p, key: j }, ix, `${rel}/${j}`, depth + 1);
-        } else if (isJsonObject(v)) {
-          for (const k of Object.keys(v))
-            descend(ctx, v[k], { parent: p, key: k }, ix, `${rel}/${escapeToken(k)}`, depth + 1);
+        if (isArray) {
+          for (let j = 0; j < v.length; j++) descend(ctx, v[j], { parent: p, key: j }, ix, from, depth + 1);
+        } else {
+          for (const k of Object.keys(v)) descend(ctx, v[k], { parent: p, key: k }, ix, from, depth + 1);
         }
       };
-      return (ctx, v, p, ix) => descend(ctx, v, p, ix, '', 0);
+      return (ctx, v, p, ix) => descend(ctx, v, p, ix, p, 0);
     }
   }
 }

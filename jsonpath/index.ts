@@ -6,7 +6,7 @@ import { parseJsonPath } from './parser';
 export type { JsonPathNode, PathNode, Segment, LiteralNode, UnaryNode, BinaryNode, CallNode } from './ast';
 export { JsonPathSyntaxError, JsonPathLimitError } from './errors';
 export { MAX_SOURCE_LENGTH, MAX_DEPTH, parseJsonPath } from './parser';
-export { MAX_VISITS, MAX_DESCENT_DEPTH, escapeToken } from './evaluate';
+export { MAX_VISITS, MAX_RESULTS, MAX_DESCENT_DEPTH, escapeToken } from './evaluate';
 export type { SelectResult } from './evaluate';
 export { formatGoValue, formatGoFloat } from './goformat';
 
