@@ -29,6 +29,10 @@ class ExecFail extends Error {}
 
 const NILABLE: ReadonlySet<ParamKind> = new Set(['any', 'list', 'dict']);
 
+// Go's evalArg names constants' expected kinds this way ("expected integer; found 1.5").
+const expectedName = (kind: ParamKind): string =>
+  kind === 'int' ? 'integer' : kind === 'float' ? 'float' : KIND_GO_TYPE[kind];
+
 /** Executes a parsed template against data, as Go's text/template Execute does. */
 export function execute(tree: TemplateTree, data: GoValue, limits: RenderLimits = DEFAULT_LIMITS): string {
   return new State(tree, data, limits).run();
@@ -110,7 +114,13 @@ class State implements FuncContext {
           const v = this.evalPipeline(dot, node.pipe);
           if (node.pipe.decl.length === 0) {
             const remaining = this.limits.maxOutput - this.outLen;
-            this.write(formatValue(v, new Budget(Math.max(remaining, 0))));
+            let text: string;
+            try {
+              text = formatValue(v, new Budget(Math.max(remaining, 0)));
+            } catch (e) {
+              this.fail(node.pos, node.text, (e as Error).message);
+            }
+            this.write(text);
           }
           break;
         }
@@ -398,15 +408,15 @@ class State implements FuncContext {
       }
       case 'bool':
         if (kind === 'bool' || kind === 'any') return n.value;
-        throw new ExecFail(`expected ${KIND_GO_TYPE[kind]}; found ${n.value}`);
+        throw new ExecFail(`expected ${expectedName(kind)}; found ${n.value}`);
       case 'string':
         if (kind === 'string' || kind === 'any') return n.value;
-        throw new ExecFail(`expected ${KIND_GO_TYPE[kind]}; found ${n.text}`);
+        throw new ExecFail(`expected ${expectedName(kind)}; found ${n.text}`);
       case 'number':
         if (kind === 'any') return this.idealConstant(n);
         if (kind === 'int' && n.isInt) return n.int;
         if (kind === 'float' && n.isFloat) return n.float;
-        throw new ExecFail(`expected ${kind === 'int' ? 'integer' : KIND_GO_TYPE[kind]}; found ${n.text}`);
+        throw new ExecFail(`expected ${expectedName(kind)}; found ${n.text}`);
     }
     if (keepInvalid) return v;
     return this.validate(v, kind);

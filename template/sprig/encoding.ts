@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { FunctionError } from '../errors';
+import { FunctionError, TemplateRuntimeError } from '../errors';
 import { def, FuncDef } from '../registry';
 import { Budget, GoValue, isMap, newMap, sortedKeys } from '../values';
 
@@ -107,8 +107,10 @@ const json = (html: boolean, indent: string) =>
     try {
       return goJson(v, { html, indent }, new Budget(ctx.maxString));
     } catch (e) {
-      // Sprig's toJson swallows marshalling errors and returns "".
+      // Sprig's toJson swallows marshalling errors and returns ""; our size limit is a real error.
       if (e instanceof FunctionError) return '';
+      if (e instanceof TemplateRuntimeError)
+        throw new FunctionError(`toJson result longer than ${ctx.maxString} bytes`);
       throw e;
     }
   });
