@@ -235,24 +235,19 @@ function insertKey(obj: JsonObject, key: string, value: JsonValue, at: number): 
  * later `kubectl apply` does not undo the rules' changes. Operations that do not apply to it are skipped.
  */
 class LastApplied {
-  private readonly original: JsonValue | undefined;
+  private readonly text: string | undefined;
+  private parsed = false;
+  private original: JsonValue | undefined;
   private doc: JsonValue | undefined;
 
   constructor(subject: JsonObject) {
     const text = annotationsOf(subject)?.[LAST_APPLIED_ANNOTATION];
-    if (typeof text !== 'string') return;
-    try {
-      const parsed = JSON.parse(text) as JsonValue;
-      if (isJsonObject(parsed)) {
-        this.original = parsed;
-        this.doc = cloneJson(parsed);
-      }
-    } catch {
-      // Not JSON: leave the annotation alone rather than fail the request.
-    }
+    if (typeof text === 'string') this.text = text;
   }
 
   apply(ops: readonly ResolvedOperation[]): void {
+    // Parsed on first use: most requests match no Patch rule and never need it.
+    if (!this.parsed) this.parse();
     if (this.doc === undefined) return;
     for (const o of ops) {
       if (o.tokens[0] === SYNTHETIC_REFS) continue;
@@ -266,6 +261,20 @@ class LastApplied {
       } catch {
         // e.g. replace of a field the user never set: the annotation simply does not mention it.
       }
+    }
+  }
+
+  private parse(): void {
+    this.parsed = true;
+    if (this.text === undefined) return;
+    try {
+      const parsed = JSON.parse(this.text) as JsonValue;
+      if (isJsonObject(parsed)) {
+        this.original = parsed;
+        this.doc = cloneJson(parsed);
+      }
+    } catch {
+      // Not JSON: leave the annotation alone rather than fail the request.
     }
   }
 
