@@ -1,6 +1,132 @@
-import { CommandIO, UsageError } from './io';
+import { parseArgs } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { JsonValue } from '../json/value';
+import {
+  compileJsonPath,
+  CompiledJsonPath,
+  JsonPathLimitError,
+  JsonPathSyntaxError,
+  SelectResult,
+} from '../jsonpath';
+import { Command, CommandIO, readInput, UsageError } from './io';
 
-/** modrule select (not built yet). */
-export async function run(_args: string[], _io: CommandIO): Promise<number> {
-  throw new UsageError('select is not implemented yet');
+const USAGE = `usage: modrule select EXPR (--file FILE | -) [--output yaml|json]
+
+Evaluates a ModRule select expression (KubeMod's JSONPath) against an object, as the webhook would.
+
+  EXPR               the select, e.g. '$.spec.template.spec.containers[*].image'
+  -f, --file FILE    the object, YAML or JSON ("-" reads standard input); with several YAML
+                     documents the first is used
+  -o, --output FMT   yaml (default): a readable list of path, indices and value
+                     json: one JSON array of {"value", "path", "indices"}
+  -h, --help         show this help
+`;
+
+interface Options {
+  expression: string;
+  file: string;
+  output: 'yaml' | 'json';
 }
+
+function parseOptions(args: string[]): Options | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        file: { type: 'string', short: 'f' },
+        output: { type: 'string', short: 'o', default: 'yaml' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  const [expression, ...rest] = positionals;
+  if (expression === undefined) throw new UsageError(`missing EXPR\n\n${USAGE}`);
+  let file = values.file;
+  if (rest.length === 1 && rest[0] === '-' && file === undefined) file = '-';
+  else if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"\n\n${USAGE}`);
+  if (file === undefined) throw new UsageError(`missing --file FILE (or "-" for standard input)\n\n${USAGE}`);
+  const output = values.output;
+  if (output !== 'yaml' && output !== 'json')
+    throw new UsageError(`--output must be yaml or json, not "${output}"`);
+  return { expression, file, output };
+}
+
+/** Parses the object: YAML (a superset of JSON); with several documents, the first, noted on stderr. */
+function parseObject(text: string, file: string, io: CommandIO): JsonValue {
+  const docs = parseAllDocuments(text);
+  if (!Array.isArray(docs)) throw new UsageError(`${file}: not a YAML document`);
+  const nonEmpty = docs.filter((d) => d.contents !== null || d.errors.length > 0);
+  if (nonEmpty.length === 0) throw new UsageError(`${file}: no object to evaluate (the input is empty)`);
+  const first = nonEmpty[0];
+  if (first.errors.length > 0) throw new UsageError(`${file}: invalid YAML/JSON: ${first.errors[0].message}`);
+  if (nonEmpty.length > 1) {
+    io.stderr(`note: ${file} holds ${nonEmpty.length} documents; evaluating the first one only\n`);
+  }
+  return first.toJS({ maxAliasCount: 100 }) as JsonValue;
+}
+
+/** The expression with a caret under the failing column, for syntax errors. */
+export function caretLine(expression: string, column: number): string {
+  const lines = expression.split('\n');
+  // Columns count characters across lines; find the line holding the column.
+  let offset = column - 1;
+  let i = 0;
+  while (i < lines.length - 1 && offset > lines[i].length) {
+    offset -= lines[i].length + 1;
+    i++;
+  }
+  return `  ${lines[i]}\n  ${' '.repeat(Math.max(0, offset))}^\n`;
+}
+
+function format(results: SelectResult[], output: 'yaml' | 'json'): string {
+  const rows = results.map((r) => ({ path: r.path, indices: r.indices, value: r.value }));
+  if (output === 'json')
+    return (
+      JSON.stringify(
+        rows.map((r) => ({ value: r.value, path: r.path, indices: r.indices })),
+        null,
+        2,
+      ) + '\n'
+    );
+  return stringify(rows, { aliasDuplicateObjects: false, lineWidth: 0 });
+}
+
+/** `modrule select`: evaluates a select against an object file and prints what it yields. */
+export const run: Command = async (args, io) => {
+  const options = parseOptions(args);
+  if (options === 'help') {
+    io.stdout(USAGE);
+    return 0;
+  }
+  let compiled: CompiledJsonPath;
+  try {
+    compiled = compileJsonPath(options.expression);
+  } catch (err) {
+    if (!(err instanceof JsonPathSyntaxError)) throw err;
+    io.stderr(`modrule select: invalid select: ${err.message}\n${caretLine(options.expression, err.column)}`);
+    return 1;
+  }
+  const object = parseObject(await readInput(options.file, io), options.file, io);
+  let results: SelectResult[];
+  try {
+    results = compiled.select(object);
+  } catch (err) {
+    if (!(err instanceof JsonPathLimitError)) throw err;
+    io.stderr(`modrule select: ${err.message}\n`);
+    return 1;
+  }
+  if (results.length === 0 && options.output === 'yaml') {
+    io.stderr(
+      'no results: the select yields nothing for this object (a missing property is undefined, and undefined values are dropped)\n',
+    );
+    return 0;
+  }
+  io.stdout(format(results, options.output));
+  return 0;
+};
