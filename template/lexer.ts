@@ -232,7 +232,10 @@ export function lex(input: string, name = 'template'): Token[] {
       digits = b === 'x' ? '0123456789abcdefABCDEF_' : b === 'o' ? '01234567_' : '01_';
       e += 2;
     }
+    const digitsStart = e;
     while (e < input.length && digits.includes(input[e])) e++;
+    if (e === digitsStart && input[e] !== '.')
+      fail(`bad number syntax: ${JSON.stringify(input.slice(p, e + 1))}`, p);
     if (input[e] === '.') {
       e++;
       while (e < input.length && digits.includes(input[e])) e++;
