@@ -2,6 +2,7 @@ import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
 import { createServer, Server } from 'node:https';
 import { AddressInfo } from 'node:net';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { join } from 'node:path';
 import { packageRoot } from '../cli/serve';
 import { JsonObject } from '../json/value';
@@ -65,6 +66,7 @@ interface Point {
   rps: number;
   p50: number;
   p99: number;
+  mean: number;
   bad: number;
 }
 
@@ -81,8 +83,73 @@ async function load(url: string, body: string, connections: number): Promise<Poi
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    mean: result.latency.average,
     bad: result.non2xx + result.errors + result.timeouts,
   };
+}
+
+interface WorkerInput {
+  modruleWebhookBench: 'dragnet' | 'floor';
+  cert: string;
+  key: string;
+}
+
+/** Starts one server inside this worker thread and reports its URL; stops on any message. */
+async function serveInWorker(input: WorkerInput): Promise<void> {
+  let url: string;
+  let close: () => Promise<void>;
+  if (input.modruleWebhookBench === 'floor') {
+    const floor = await startFloor(input.cert, input.key);
+    url = `https://127.0.0.1:${(floor.address() as AddressInfo).port}${WEBHOOK_PATHS.dragnet}`;
+    close = () =>
+      new Promise((resolve) => {
+        floor.close(() => resolve());
+        floor.closeAllConnections();
+      });
+  } else {
+    const examples = join(packageRoot(), 'examples', 'local');
+    const docs = (await Promise.all((await listManifestFiles([examples])).map(loadManifestFile))).flat();
+    const store = new RuleStore();
+    const rejected = store.replaceRules([...docs.filter((d) => d.kind === 'ModRule'), ...nonMatchingRules()]);
+    if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
+    store.replaceNamespaces(docs.filter((d) => d.kind === 'Namespace'));
+    store.replaceNodes(docs.filter((d) => d.kind === 'Node'));
+    const webhook = await startWebhookServer({
+      store,
+      tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger: silentLogger(),
+      isReady: () => true,
+    });
+    url = webhook.url + WEBHOOK_PATHS.dragnet;
+    close = () => webhook.close();
+  }
+  parentPort?.once('message', () => void close().then(() => process.exit(0)));
+  parentPort?.postMessage({ url });
+}
+
+// The servers run in worker threads so autocannon (on the main thread) does not share their event loop.
+function startWorker(input: WorkerInput): Promise<{ url: string; stop: () => Promise<void> }> {
+  const worker = new Worker(__filename, { workerData: input });
+  return new Promise((resolve, reject) => {
+    worker.once('error', reject);
+    worker.once('message', (m: { url: string }) =>
+      resolve({
+        url: m.url,
+        stop: () =>
+          new Promise((done) => {
+            worker.once('exit', () => done());
+            worker.postMessage('stop');
+          }),
+      }),
+    );
+  });
+}
+
+if (!isMainThread && (workerData as WorkerInput | null)?.modruleWebhookBench) {
+  void serveInWorker(workerData as WorkerInput);
 }
 
 /** Requests per second and latency of /dragnet-webhook next to a bare HTTPS floor, at 1, 16 and 64 connections. */
@@ -90,32 +157,18 @@ export async function run(): Promise<BenchRow[]> {
   const root = packageRoot();
   const certs = generateCertificates({ hosts: ['127.0.0.1'] });
   const examples = join(root, 'examples', 'local');
-  const docs = (await Promise.all((await listManifestFiles([examples])).map(loadManifestFile))).flat();
-  const exampleRules = docs.filter((d) => d.kind === 'ModRule');
-  const store = new RuleStore();
-  const rejected = store.replaceRules([...exampleRules, ...nonMatchingRules()]);
-  if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
-  store.replaceNamespaces(docs.filter((d) => d.kind === 'Namespace'));
-  store.replaceNodes(docs.filter((d) => d.kind === 'Node'));
-
-  const webhook = await startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
-  });
-  const floor = await startFloor(certs.cert, certs.key);
-  const floorUrl = `https://127.0.0.1:${(floor.address() as AddressInfo).port}${WEBHOOK_PATHS.dragnet}`;
+  const ruleCount = (await Promise.all((await listManifestFiles([examples])).map(loadManifestFile)))
+    .flat()
+    .filter((d) => d.kind === 'ModRule').length;
+  const webhook = await startWorker({ modruleWebhookBench: 'dragnet', cert: certs.cert, key: certs.key });
+  const floor = await startWorker({ modruleWebhookBench: 'floor', cert: certs.cert, key: certs.key });
   const body = readFileSync(join(examples, 'reviews', 'deployment-create.json'), 'utf8');
   const rows: BenchRow[] = [];
   try {
     for (const c of CONNECTIONS) {
-      const floorPoint = await load(floorUrl, body, c);
-      const point = await load(webhook.url + WEBHOOK_PATHS.dragnet, body, c);
-      const ms = (p: Point) => `p50 ${p.p50} ms, p99 ${p.p99} ms`;
+      const floorPoint = await load(floor.url, body, c);
+      const point = await load(webhook.url, body, c);
+      const ms = (p: Point) => `mean ${p.mean.toFixed(2)} ms, p50 ${p.p50} ms, p99 ${p.p99} ms`;
       rows.push({
         suite: 'webhook',
         case: `floor (parse + allowed) c=${c}`,
@@ -128,14 +181,13 @@ export async function run(): Promise<BenchRow[]> {
         opsPerSec: point.rps,
         notes:
           `${ms(point)}, ${(point.rps / floorPoint.rps).toFixed(2)}x floor, ` +
-          `${exampleRules.length + NON_MATCHING_RULES} rules` +
+          `${ruleCount + NON_MATCHING_RULES} rules` +
           (point.bad ? `, ${point.bad} failed` : ''),
       });
     }
   } finally {
-    await webhook.close();
-    await new Promise((r) => floor.close(r));
-    floor.closeAllConnections();
+    await webhook.stop();
+    await floor.stop();
   }
   return rows;
 }
