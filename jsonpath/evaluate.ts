@@ -441,10 +441,15 @@ function compileCall(node: CallNode): Expr {
   }
 }
 
-function compileRegexOperand(node: JsonPathNode): SafeRegex | null {
+// Patterns without metacharacters (`=~ "nginx"`, the common case) match as substrings: same result, no native call.
+const PLAIN_PATTERN = /^[^\\.+*?()|[\]{}^$]*$/;
+
+function compileRegexOperand(node: JsonPathNode): Pick<SafeRegex, 'test'> | null {
   if (node.kind !== 'literal' || typeof node.value !== 'string') return null;
   try {
-    return compileRegex(node.value);
+    const re = compileRegex(node.value);
+    const pattern = node.value;
+    return PLAIN_PATTERN.test(pattern) ? { test: (s: string) => s.includes(pattern) } : re;
   } catch (err) {
     if (err instanceof RegexSyntaxError) {
       throw new JsonPathSyntaxError(
@@ -482,7 +487,7 @@ function compileBinary(node: BinaryNode): Expr {
     return (ctx, cur) => {
       const a = left(ctx, cur);
       if (a === ERR) return ERR;
-      let re = literal;
+      let re: Pick<SafeRegex, 'test'> | null = literal;
       if (!re) {
         const b = right(ctx, cur);
         if (b === ERR || b === UNDEF) return b === ERR ? ERR : false;
