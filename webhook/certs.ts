@@ -81,9 +81,14 @@ export function generateCertificates(options: CertificateOptions): GeneratedCert
   cert.sign(caKeys.privateKey, forge.md.sha256.create());
 
   return {
-    caCert: forge.pki.certificateToPem(ca),
-    caKey: forge.pki.privateKeyToPem(caKeys.privateKey),
-    cert: forge.pki.certificateToPem(cert),
-    key: forge.pki.privateKeyToPem(keys.privateKey),
+    caCert: unix(forge.pki.certificateToPem(ca)),
+    caKey: unix(forge.pki.privateKeyToPem(caKeys.privateKey)),
+    cert: unix(forge.pki.certificateToPem(cert)),
+    key: unix(forge.pki.privateKeyToPem(keys.privateKey)),
   };
+}
+
+// forge writes PEM with CRLF; files and caBundles read better with plain newlines.
+function unix(pem: string): string {
+  return pem.replace(/\r\n/g, '\n');
 }
