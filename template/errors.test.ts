@@ -149,6 +149,12 @@ describe('limits: a tenant template cannot hurt others', () => {
     );
   });
 
+  test('deep nesting inside recursive templates fails cleanly', () => {
+    const body = '{{ if true }}'.repeat(99) + '{{ template "r" . }}' + '{{ end }}'.repeat(99);
+    const msg = runtimeError(`{{ define "r" }}${body}{{ end }}{{ template "r" . }}`);
+    expect(msg).toMatch(/exceeded maximum template depth|call stack/);
+  });
+
   test('shared structures cannot expand exponentially when printed or encoded', () => {
     let src = '{{ $d := dict "x" 1 }}';
     for (let i = 0; i < 40; i++) src += '{{ $d = dict "a" $d "b" $d }}';

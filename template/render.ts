@@ -35,7 +35,13 @@ const expectedName = (kind: ParamKind): string =>
 
 /** Executes a parsed template against data, as Go's text/template Execute does. */
 export function execute(tree: TemplateTree, data: GoValue, limits: RenderLimits = DEFAULT_LIMITS): string {
-  return new State(tree, data, limits).run();
+  try {
+    return new State(tree, data, limits).run();
+  } catch (e) {
+    if (e instanceof TemplateRuntimeError) throw e;
+    // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.
+    throw new TemplateRuntimeError(`template: ${tree.name}: ${(e as Error)?.message ?? String(e)}`);
+  }
 }
 
 class State implements FuncContext {
