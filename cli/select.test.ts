@@ -86,7 +86,7 @@ describe('modrule select default (yaml) output', () => {
     const r = await select(['$.spec.template.spec.containers[*].ports[*]', '--file', fixture('deployment')]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toContain('- path: /spec/template/spec/containers/0/ports/0\n');
+    expect(r.stdout).toContain('- path: /spec/template/spec/containers/0/ports/0\n  indices: [0, 0]\n');
     expect(parse(r.stdout)).toEqual([
       {
         path: '/spec/template/spec/containers/0/ports/0',

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { parseAllDocuments, stringify } from 'yaml';
+import { Document, isMap, isSeq, parseAllDocuments } from 'yaml';
 import { JsonValue } from '../json/value';
 import {
   compileJsonPath,
@@ -94,7 +94,15 @@ function format(results: SelectResult[], output: 'yaml' | 'json'): string {
         2,
       ) + '\n'
     );
-  return stringify(rows, { aliasDuplicateObjects: false, lineWidth: 0 });
+  const doc = new Document(rows, { aliasDuplicateObjects: false });
+  // Indices read best on one line: `indices: [1, 0]`.
+  if (isSeq(doc.contents)) {
+    for (const item of doc.contents.items) {
+      const indices = isMap(item) ? item.get('indices', true) : undefined;
+      if (isSeq(indices)) indices.flow = true;
+    }
+  }
+  return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
 }
 
 /** `modrule select`: evaluates a select against an object file and prints what it yields. */
