@@ -219,6 +219,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       send();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.observe(endpoint ?? 'unknown', operation, result, seconds);
+      if (logger.isDebugEnabled()) {
+        logger.debug('admission request', { path, operation, result, ms: Math.round(seconds * 1e6) / 1e3 });
+      }
     };
     const fail = (status: number, message: string, headers: Record<string, string> = {}) => {
       logger.warn('bad admission request', { path, method: req.method, status, reason: message });
