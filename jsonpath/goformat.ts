@@ -42,25 +42,3 @@ export function parseGoFloat(s: string): number | undefined {
   if (lower.endsWith('nan')) return NaN;
   return Number(s);
 }
-
-/** Go's strconv.ParseBool: the boolean, or undefined when Go would fail. */
-export function parseGoBool(s: string): boolean | undefined {
-  switch (s) {
-    case '1':
-    case 't':
-    case 'T':
-    case 'true':
-    case 'TRUE':
-    case 'True':
-      return true;
-    case '0':
-    case 'f':
-    case 'F':
-    case 'false':
-    case 'FALSE':
-    case 'False':
-      return false;
-    default:
-      return undefined;
-  }
-}
