@@ -117,18 +117,15 @@ export function lex(input: string, name = 'template'): Token[] {
       const c = input[p];
       // Right delimiter, with optional trim marker.
       if (isSpace(c)) {
-        if (input[p + 1] === '-' && input.startsWith('}}', p + 2) && spaceRunEndsAtTrim(p)) {
+        if (trimMarkerAt(p)) {
           if (parenDepth > 0) fail('unclosed left paren', p);
           emit('rightDelim', '}}', p);
           trimNextText = true;
           return p + 4;
         }
         let e = p;
-        while (e < input.length && isSpace(input[e])) {
-          if (input[e + 1] === '-' && input.startsWith('}}', e + 2) && isSpace(input[e])) break;
-          e++;
-        }
-        if (e === p) e = p + 1;
+        // A run of spaces ends before the space that starts a ` -}}` trim marker.
+        while (e < input.length && isSpace(input[e]) && !trimMarkerAt(e)) e++;
         emit('space', input.slice(p, e), p);
         p = e;
         continue;
@@ -218,8 +215,8 @@ export function lex(input: string, name = 'template'): Token[] {
     }
   }
 
-  // True when the whitespace at p is immediately followed by ` -}}` (only one space char before '-').
-  function spaceRunEndsAtTrim(p: number): boolean {
+  // True at a space that starts a right trim marker ` -}}`.
+  function trimMarkerAt(p: number): boolean {
     return isSpace(input[p]) && input[p + 1] === '-' && input.startsWith('}}', p + 2);
   }
 
