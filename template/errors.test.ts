@@ -143,6 +143,21 @@ describe('limits: a tenant template cannot hurt others', () => {
     ).toContain('exceeded');
   });
 
+  test('string work is charged, so a loop of regexes over large strings stops', () => {
+    const big = 'x'.repeat(512 * 1024);
+    const msg = runtimeError('{{ range until 100000 }}{{ $_ := regexMatch "y" $.S }}{{ end }}', { S: big });
+    expect(msg).toContain('exceeded 1000000 steps');
+  });
+
+  test('deep comparisons are charged', () => {
+    const list = Array.from({ length: 1000 }, (_v, i) => ({ a: i, b: [i, i] }));
+    const msg = runtimeError('{{ range until 100000 }}{{ $_ := deepEqual $.L $.M }}{{ end }}', {
+      L: list,
+      M: structuredClone(list),
+    });
+    expect(msg).toContain('exceeded 1000000 steps');
+  });
+
   test('template recursion depth is capped', () => {
     expect(runtimeError('{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}')).toContain(
       'exceeded maximum template depth',

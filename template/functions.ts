@@ -21,7 +21,7 @@ const DEFAULTS_AND_TYPES: Record<string, FuncDef> = {
   typeIs: def(['string', 'any'], (_c, t, v) => t === goTypeName(v)),
   kindOf: def(['any'], (_c, v) => goKindName(v)),
   kindIs: def(['string', 'any'], (_c, t, v) => t === goKindName(v)),
-  deepEqual: def(['any', 'any'], (_c, a, b) => deepEqual(a, b)),
+  deepEqual: def(['any', 'any'], (ctx, a, b) => deepEqual(a, b, (n) => ctx.charge(n))),
   fail: def(['string'], (_c, msg) => {
     throw new FunctionError(strval(msg));
   }),

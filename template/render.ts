@@ -379,6 +379,10 @@ class State implements FuncContext {
     if (typeof result === 'string' && result.length > this.maxString) {
       throw new ExecFail(`error calling ${name}: result longer than ${this.maxString} bytes`);
     }
+    // String work (regexes, hashing, parsing) costs one step per 64 characters read or written.
+    let chars = typeof result === 'string' ? result.length : 0;
+    for (const a of argv) if (typeof a === 'string') chars += a.length;
+    if (chars >= 64) this.charge(chars >> 6);
     return result;
   }
 

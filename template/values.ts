@@ -171,8 +171,8 @@ export function isTrue(v: GoValue): boolean {
   return false;
 }
 
-/** reflect.DeepEqual over Go values (float64 and int differ). */
-export function deepEqual(a: GoValue, b: GoValue, depth = 0): boolean {
+/** reflect.DeepEqual over Go values (float64 and int differ); `charge` pays for each node compared. */
+export function deepEqual(a: GoValue, b: GoValue, charge?: (n: number) => void, depth = 0): boolean {
   if (depth > MAX_FORMAT_DEPTH) throw new TemplateRuntimeError('value nested too deeply to compare');
   if (a === b) return true;
   if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object' || typeof b !== 'object') {
@@ -180,11 +180,15 @@ export function deepEqual(a: GoValue, b: GoValue, depth = 0): boolean {
   }
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((x, i) => deepEqual(x, b[i], depth + 1));
+    charge?.(a.length);
+    return a.every((x, i) => deepEqual(x, b[i], charge, depth + 1));
   }
   const ka = Object.keys(a);
   if (ka.length !== Object.keys(b).length) return false;
-  return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual(a[k], b[k], depth + 1));
+  charge?.(ka.length);
+  return ka.every(
+    (k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual(a[k], b[k], charge, depth + 1),
+  );
 }
 
 /** UTF-8 byte length, which is what Go's len and string slicing count. */

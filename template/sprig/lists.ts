@@ -1,9 +1,10 @@
 import { FunctionError } from '../errors';
-import { def, FuncDef } from '../registry';
+import { def, FuncContext, FuncDef } from '../registry';
 import { compareStrings, deepEqual, goKindName, GoValue } from '../values';
 import { asList, isEmpty, strslice, toInt64 } from './convert';
 
-const has = (list: readonly GoValue[], v: GoValue): boolean => list.some((x) => deepEqual(x, v));
+const has = (list: readonly GoValue[], v: GoValue, ctx: FuncContext): boolean =>
+  list.some((x) => deepEqual(x, v, (n) => ctx.charge(n)));
 
 /** Sprig's list functions. */
 export const LIST_FUNCTIONS: Record<string, FuncDef> = {
@@ -64,7 +65,7 @@ export const LIST_FUNCTIONS: Record<string, FuncDef> = {
     const a = asList(l, 'find uniq');
     ctx.charge(a.length * a.length);
     const out: GoValue[] = [];
-    for (const v of a) if (!has(out, v)) out.push(v);
+    for (const v of a) if (!has(out, v, ctx)) out.push(v);
     return out;
   }),
   without: def(
@@ -72,7 +73,7 @@ export const LIST_FUNCTIONS: Record<string, FuncDef> = {
     (ctx, l, ...omit) => {
       const a = asList(l, 'find without');
       ctx.charge(a.length * (omit.length + 1));
-      return a.filter((v) => !has(omit, v));
+      return a.filter((v) => !has(omit, v, ctx));
     },
     'any',
   ),
@@ -80,7 +81,7 @@ export const LIST_FUNCTIONS: Record<string, FuncDef> = {
     if (haystack === null || haystack === undefined) return false;
     const a = asList(haystack, 'find has');
     ctx.charge(a.length);
-    return has(a, needle);
+    return has(a, needle, ctx);
   }),
   compact: def(['any'], (ctx, l) => {
     const a = asList(l, 'compact');
