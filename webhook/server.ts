@@ -51,7 +51,7 @@ export interface WebhookServerOptions {
   /** Whether the rules are loaded; /readyz answers 503 until it returns true. */
   isReady: () => boolean;
   /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
-  onPodBinding?: (binding: PodBindingEvent) => Promise<void> | void;
+  onPodBinding?: (binding: PodBindingEvent) => unknown;
   /** Request body cap; default 8 MiB. */
   maxBodyBytes?: number;
   /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
