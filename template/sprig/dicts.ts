@@ -14,13 +14,14 @@ function requireMap(v: GoValue): GoMap {
 export function deepCopy(v: GoValue, charge: (n: number) => void, depth = 0): GoValue {
   if (depth > 1000) throw new FunctionError('value nested too deeply to copy');
   if (Array.isArray(v)) {
-    charge(v.length);
+    // Allocation dominates copying: charge several steps per element.
+    charge(4 * (v.length + 1));
     return v.map((x) => deepCopy(x, charge, depth + 1));
   }
   if (isMap(v)) {
     const out = newMap();
     const keys = Object.keys(v);
-    charge(keys.length);
+    charge(4 * (keys.length + 1));
     for (const k of keys) out[k] = deepCopy(v[k], charge, depth + 1);
     return out;
   }
