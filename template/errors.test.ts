@@ -131,6 +131,35 @@ describe('limits: a tenant template cannot hurt others', () => {
     expect(runtimeError('{{ repeat 100000000 "abc" }}')).toContain('repeat result longer than');
   });
 
+  test.each([
+    ['indent', '{{ indent 100000 (repeat 1000 "\\n") }}', 'indent result longer than'],
+    ['replace', '{{ replace "" (repeat 1000 "x") (repeat 2000 "y") }}', 'replace result longer than'],
+    ['join', '{{ join (repeat 100000 "x") (list 1 2 3 4 5 6 7 8 9 10 11 12) }}', 'join result longer than'],
+    [
+      'regexReplaceAll',
+      '{{ regexReplaceAll "" (repeat 2000 "a") (repeat 1000 "b") }}',
+      'regexReplaceAll result longer than',
+    ],
+    [
+      'regex groups',
+      '{{ regexReplaceAll "a" (repeat 2000 "a") (repeat 500 "${0}") }}',
+      'regexReplaceAll result longer than',
+    ],
+    ['printf width', '{{ printf "%*d" 100000000 1 | len }}', ''],
+    [
+      'toYaml of a shared structure',
+      '{{ $d := dict "x" 1 }}{{ range until 40 }}{{ $d = dict "a" $d "b" $d }}{{ end }}{{ toYaml $d }}',
+      'exceeded',
+    ],
+  ])('functions refuse oversized results before building them: %s', (_name, src, message) => {
+    if (message === '') {
+      // A huge printf width is clamped instead of allocating hundreds of megabytes.
+      expect(compileTemplate(src).render({})).toBe('1000000');
+      return;
+    }
+    expect(runtimeError(src)).toContain(message);
+  });
+
   test('steps are capped', () => {
     expect(runtimeError('{{ range until 2000 }}{{ range until 2000 }}{{ end }}{{ end }}')).toContain(
       'evaluation exceeded 1000000 steps',

@@ -183,7 +183,7 @@ export function sprintf(format: string, args: readonly GoValue[]): string {
       if (format[i] === '*') {
         i++;
         const a = args[argi++];
-        return typeof a === 'bigint' ? Number(a) : null;
+        return typeof a === 'bigint' ? Math.min(Math.abs(Number(a)), 1_000_000) : null;
       }
       const m = /^\d+/.exec(format.slice(i));
       if (!m) return null;

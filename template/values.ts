@@ -100,6 +100,8 @@ export class Budget {
 }
 
 const MAX_FORMAT_DEPTH = 1000;
+// No template result may exceed 1 MiB, so no formatted value needs to either.
+const DEFAULT_FORMAT_BUDGET = 1024 * 1024;
 
 /** Go's fmt %v of a value; `<no value>` for the invalid value, `<nil>` for nil. */
 export function formatValue(v: GoValue, budget?: Budget): string {
@@ -117,7 +119,7 @@ export function formatValue(v: GoValue, budget?: Budget): string {
   }
   if (v === null) return '<nil>';
   const parts: string[] = [];
-  formatInto(v, parts, budget ?? new Budget(64 * 1024 * 1024), 0);
+  formatInto(v, parts, budget ?? new Budget(DEFAULT_FORMAT_BUDGET), 0);
   return parts.join('');
 }
 

@@ -67,11 +67,19 @@ function fromPlain(v: unknown): GoValue {
   return v as GoValue;
 }
 
-function toPlain(v: GoValue): unknown {
-  if (Array.isArray(v)) return v.map(toPlain);
+function toPlain(v: GoValue, charge: (n: number) => void, depth = 0): unknown {
+  if (depth > 1000) throw new FunctionError('value nested too deeply to encode');
+  if (Array.isArray(v)) {
+    charge(v.length + 1);
+    return v.map((x) => toPlain(x, charge, depth + 1));
+  }
   if (isMap(v)) {
     const o: Record<string, unknown> = {};
-    for (const k of sortedKeys(v)) Object.defineProperty(o, k, { value: toPlain(v[k]), enumerable: true });
+    const keys = sortedKeys(v);
+    charge(keys.length + 1);
+    for (const k of keys) {
+      Object.defineProperty(o, k, { value: toPlain(v[k], charge, depth + 1), enumerable: true });
+    }
     return o;
   }
   if (typeof v === 'bigint') return Number(v);
@@ -130,7 +138,7 @@ export const ENCODING_FUNCTIONS: Record<string, FuncDef> = {
     }
   }),
   toYaml: def(['any'], (ctx, v) => {
-    const plain = toPlain(v);
+    const plain = toPlain(v, (n) => ctx.charge(n));
     const out = stringifyYaml(plain, {
       version: '1.1',
       indentSeq: false,

@@ -112,6 +112,9 @@ export const LIST_FUNCTIONS: Record<string, FuncDef> = {
   join: def(['string', 'any'], (ctx, sep, l) => {
     const parts = strslice(l);
     ctx.charge(parts.length);
+    const size =
+      parts.reduce((n, p) => n + p.length, 0) + Math.max(0, parts.length - 1) * (sep as string).length;
+    if (size > ctx.maxString) throw new FunctionError(`join result longer than ${ctx.maxString} bytes`);
     return parts.join(sep as string);
   }),
   sortAlpha: def(['any'], (ctx, l) => {

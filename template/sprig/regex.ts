@@ -1,10 +1,25 @@
 import { FunctionError } from '../errors';
-import { def, FuncDef } from '../registry';
+import { def, FuncContext, FuncDef } from '../registry';
 import { GoValue } from '../values';
 import { num } from './convert';
 
 const s = (v: GoValue): string => v as string;
 const SEP = '\u{F8FF0}';
+
+// Bounds the result before building it: every match may expand to the replacement plus referenced groups.
+function replaceAll(ctx: FuncContext, pattern: string, input: string, repl: string): string {
+  const re = ctx.regex(pattern);
+  const refs = (repl.match(/\$/g) ?? []).length;
+  const perMatch = repl.length + refs * input.length;
+  if ((input.length + 1) * perMatch + input.length > ctx.maxString) {
+    const matches = re.findAll(input).length;
+    ctx.charge(matches);
+    if (matches * perMatch + input.length > ctx.maxString) {
+      throw new FunctionError(`regexReplaceAll result longer than ${ctx.maxString} bytes`);
+    }
+  }
+  return re.replaceAll(input, repl);
+}
 
 /** Sprig's regex functions, all on RE2 with Go syntax. */
 export const REGEX_FUNCTIONS: Record<string, FuncDef> = {
@@ -29,10 +44,10 @@ export const REGEX_FUNCTIONS: Record<string, FuncDef> = {
     return out;
   }),
   regexReplaceAll: def(['string', 'string', 'string'], (ctx, re, v, repl) =>
-    ctx.regex(s(re)).replaceAll(s(v), s(repl)),
+    replaceAll(ctx, s(re), s(v), s(repl)),
   ),
   regexReplaceAllLiteral: def(['string', 'string', 'string'], (ctx, re, v, repl) =>
-    ctx.regex(s(re)).replaceAll(s(v), s(repl).replace(/\$/g, '$$$$')),
+    replaceAll(ctx, s(re), s(v), s(repl).replace(/\$/g, '$$$$')),
   ),
   regexSplit: def(['string', 'string', 'int'], (ctx, re, v, n) => {
     const limit = num(n);

@@ -1,6 +1,6 @@
 import { FunctionError } from '../errors';
 import { goQuote } from '../fmt';
-import { def, FuncDef } from '../registry';
+import { def, FuncContext, FuncDef } from '../registry';
 import { byteLength, byteSlice, GoValue, newMap } from '../values';
 import { num, strval } from './convert';
 
@@ -113,6 +113,19 @@ function wrap(str: string, width: number): string {
   return out + chars.slice(offset).join('');
 }
 
+/** Refuses to build a string longer than the template limit. */
+export function tooLong(ctx: FuncContext, fn: string, size: number): void {
+  if (size > ctx.maxString) throw new FunctionError(`${fn} result longer than ${ctx.maxString} bytes`);
+}
+
+function indent(ctx: FuncContext, n: number, v: string): string {
+  const lines = v.split('\n');
+  const width = Math.max(0, n);
+  tooLong(ctx, 'indent', v.length + lines.length * width);
+  const pad = ' '.repeat(width);
+  return pad + lines.join('\n' + pad);
+}
+
 function goReplace(src: string, old: string, nw: string): string {
   if (old === '') return src === '' ? nw : nw + [...src].join(nw) + nw;
   return src.split(old).join(nw);
@@ -220,26 +233,13 @@ export const STRING_FUNCTIONS: Record<string, FuncDef> = {
         .join(' '),
     'any',
   ),
-  indent: def(['int', 'string'], (ctx, n, v) => {
-    const pad = ' '.repeat(Math.max(0, Math.min(num(n), ctx.maxString)));
-    return (
-      pad +
-      s(v)
-        .split('\n')
-        .join('\n' + pad)
-    );
+  indent: def(['int', 'string'], (ctx, n, v) => indent(ctx, num(n), s(v))),
+  nindent: def(['int', 'string'], (ctx, n, v) => '\n' + indent(ctx, num(n), s(v))),
+  replace: def(['string', 'string', 'string'], (ctx, old, nw, src) => {
+    const count = s(old) === '' ? [...s(src)].length + 1 : s(src).split(s(old)).length - 1;
+    tooLong(ctx, 'replace', s(src).length + count * Math.max(0, s(nw).length - s(old).length));
+    return goReplace(s(src), s(old), s(nw));
   }),
-  nindent: def(['int', 'string'], (ctx, n, v) => {
-    const pad = ' '.repeat(Math.max(0, Math.min(num(n), ctx.maxString)));
-    return (
-      '\n' +
-      pad +
-      s(v)
-        .split('\n')
-        .join('\n' + pad)
-    );
-  }),
-  replace: def(['string', 'string', 'string'], (_c, old, nw, src) => goReplace(s(src), s(old), s(nw))),
   plural: def(['string', 'string', 'int'], (_c, one, many, n) => (num(n) === 1 ? s(one) : s(many))),
   snakecase: def(['string'], (_c, v) =>
     words(s(v))
@@ -254,7 +254,11 @@ export const STRING_FUNCTIONS: Record<string, FuncDef> = {
   camelcase: def(['string'], (_c, v) => camel(s(v))),
   swapcase: def(['string'], (_c, v) => swapcase(s(v))),
   wrap: def(['int', 'string'], (_c, w, v) => wrap(s(v), num(w))),
-  wrapWith: def(['int', 'string', 'string'], (_c, w, sep, v) => wrap(s(v), num(w)).split('\n').join(s(sep))),
+  wrapWith: def(['int', 'string', 'string'], (ctx, w, sep, v) => {
+    const lines = wrap(s(v), num(w)).split('\n');
+    tooLong(ctx, 'wrapWith', s(v).length + lines.length * s(sep).length);
+    return lines.join(s(sep));
+  }),
   shuffle: def(['string'], (_c, v) => {
     const chars = [...s(v)];
     for (let i = chars.length - 1; i > 0; i--) {
