@@ -178,6 +178,13 @@ describe('limits: a tenant template cannot hurt others', () => {
     expect(msg).toContain('exceeded 1000000 steps');
   });
 
+  test('one call over many large strings is stopped before it allocates', () => {
+    const args = ' $.S'.repeat(200);
+    expect(runtimeError(`{{ cat${args} | len }}`, { S: 'x'.repeat(1024 * 1024) })).toContain(
+      'exceeded 1000000 steps',
+    );
+  });
+
   test('deep comparisons are charged', () => {
     const list = Array.from({ length: 1000 }, (_v, i) => ({ a: i, b: [i, i] }));
     const msg = runtimeError('{{ range until 100000 }}{{ $_ := deepEqual $.L $.M }}{{ end }}', {

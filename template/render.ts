@@ -369,6 +369,11 @@ class State implements FuncContext {
       const kind = numIn - 1 < numFixed ? fn.params[numIn - 1] : (fn.variadic as ParamKind);
       argv.push(this.validate(final, kind));
     }
+    // String work (regexes, hashing, parsing, concatenation) costs one step per 64 characters read or
+    // written; charging inputs first stops a call over many large strings before it allocates.
+    let chars = 0;
+    for (const a of argv) if (typeof a === 'string') chars += a.length;
+    if (chars >= 64) this.charge(chars >> 6);
     let result: GoValue;
     try {
       result = fn.fn(this, ...argv);
@@ -379,10 +384,7 @@ class State implements FuncContext {
     if (typeof result === 'string' && result.length > this.maxString) {
       throw new ExecFail(`error calling ${name}: result longer than ${this.maxString} bytes`);
     }
-    // String work (regexes, hashing, parsing) costs one step per 64 characters read or written.
-    let chars = typeof result === 'string' ? result.length : 0;
-    for (const a of argv) if (typeof a === 'string') chars += a.length;
-    if (chars >= 64) this.charge(chars >> 6);
+    if (typeof result === 'string' && result.length >= 64) this.charge(result.length >> 6);
     return result;
   }
 
