@@ -70,8 +70,9 @@ class State implements FuncContext {
   charge(n: number): void {
     this.steps += n;
     if (this.steps > this.limits.maxSteps) {
+      const at = this.cmd ? ` at <${this.cmd.text}>` : '';
       throw new TemplateRuntimeError(
-        `template: ${this.tree.name}: evaluation exceeded ${this.limits.maxSteps} steps`,
+        `template: ${this.tree.name}: evaluation exceeded ${this.limits.maxSteps} steps${at}`,
       );
     }
   }
