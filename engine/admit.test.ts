@@ -1,7 +1,9 @@
+import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { loadFixture } from '../fixtures/load';
 import { cloneJson, JsonObject } from '../json/value';
 import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { escapeToken } from '../patch/pointer';
 import { applyPatch } from '../patch/rfc6902';
 import { RuleStore } from '../store/rules';
 import { admit, AdmissionOutcome, stableStringify } from './admit';
@@ -663,5 +665,47 @@ describe('admit: failures are isolated', () => {
     expect(out.failures.map((f) => f.rule.name)).toEqual(['huge']);
     expect(labels(out.object).good).toBe('ok');
     expect((out.object?.spec as JsonObject).many).toHaveLength(10_001);
+  });
+});
+
+describe('admit: properties', () => {
+  const key = fc.stringMatching(/^[a-z][a-z0-9./~-]{0,12}$/);
+  const opArb = fc.record({
+    op: fc.constantFrom('add', 'remove', 'replace'),
+    key,
+    value: fc.string({ maxLength: 8 }),
+  });
+
+  test('the returned patch always turns the original into the returned object', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(key, fc.string({ maxLength: 8 }), { maxKeys: 6 }),
+        fc.array(opArb, { maxLength: 6 }),
+        (start, ops) => {
+          const store = new RuleStore();
+          store.upsertRule({
+            apiVersion: 'api.kubemod.io/v1beta1',
+            kind: 'ModRule',
+            metadata: { name: 'p', namespace: 'default' },
+            spec: {
+              type: 'Patch',
+              match: [{ select: '$.kind' }],
+              patch: ops.map((o) => ({
+                op: o.op,
+                path: `/metadata/labels/${escapeToken(o.key)}`,
+                ...(o.op === 'remove' ? {} : { value: JSON.stringify(o.value) }),
+              })),
+            },
+          });
+          const d = loadFixture('deployment');
+          (d.metadata as JsonObject).labels = { ...start };
+          // run() asserts applyPatch(original, patch) == object and that the input is not mutated.
+          const out = run(store, d);
+          // A replace of a missing label fails the rule as a whole: then nothing changes at all.
+          if (out.failures.length > 0) expect(out.patch).toEqual([]);
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

@@ -355,10 +355,7 @@ function compilePatchOperation(
         hasPlaceholders = true;
         for (const part of t) {
           if (typeof part === 'number' && part >= limit) {
-            problem(
-              `${at}.path`,
-              `placeholder #${part} has no match: the select captures ${limit} ${limit === 1 ? 'index' : 'indices'} (#0..#${limit - 1})`,
-            );
+            problem(`${at}.path`, `placeholder #${part} has no match: ${capturesText(limit)}`);
           }
         }
       }
@@ -388,6 +385,11 @@ function compilePatchOperation(
 
   if (countOf(problem) !== before) return undefined;
   return { op: op as PatchOperationType, path: path as string, tokens, hasPlaceholders, select, value };
+}
+
+function capturesText(n: number): string {
+  if (n === 0) return 'the select captures no index (no wildcard or filter)';
+  return `the select captures ${n} ${n === 1 ? 'index (#0)' : `indices (#0..#${n - 1})`}`;
 }
 
 /** Splits a pointer token on `#N` placeholders; a token without any stays a plain string. */
@@ -461,7 +463,7 @@ function describe(v: unknown): string {
 
 function unknownField(key: string, known: ReadonlySet<string>): string {
   const near = [...known].find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
-  return `unknown field${near ? ` (did you mean "${near}"?)` : ''}; known fields: ${[...known].join(', ')}`;
+  return `unknown field${near ? ` (did you mean "${near}"?)` : ''}, expected one of: ${[...known].join(', ')}`;
 }
 
 function editDistance(a: string, b: string): number {
