@@ -81,36 +81,19 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
   const namespaceText = namespace ?? '';
   const working = prepare(subject, namespace, snapshot);
   let current = working.object;
-  let changed = false;
 
   // The API server ignores patches on DELETE, so only Reject rules run there.
   if (operation !== 'DELETE') {
     const lastApplied = new LastApplied(subject);
-    const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
-    const patchRules = rules.filter((r) => r.type === 'Patch');
-    for (let i = 0; i < patchRules.length;) {
-      const tier = patchRules[i].tier;
-      // Every rule of a tier is matched against the tier's input; their patches then apply in namespace/name order,
-      // each computed against the object as the previous rules of the tier left it (as KubeMod's CalculatePatch).
-      const tierInput = current;
-      for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
-        const rule = patchRules[i];
-        if (!ruleMatches(rule, tierInput)) continue;
-        outcome.matched.push(refOf(rule));
-        try {
-          const ops = resolveOperations(rule, current, namespaceText, budget);
-          const next = applyOperations(cloneJson(current), ops);
-          if (!isJsonObject(next))
-            throw new RuleRuntimeError('the patch replaced the object with a non-object');
-          current = next;
-          lastApplied.apply(ops);
-          changed = true;
-        } catch (err) {
-          outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
-        }
-      }
-    }
-    if (changed) {
+    const patched = runPatchRules(
+      rules.filter((r) => r.type === 'Patch'),
+      current,
+      namespaceText,
+      lastApplied,
+      outcome,
+    );
+    if (patched !== current) {
+      current = patched;
       const final = finish(current, working);
       lastApplied.writeTo(final);
       outcome.object = final;
@@ -118,15 +101,67 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     }
   }
 
-  // Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
+  runRejectRules(rules, current, namespaceText, outcome);
+  if (outcome.rejections.length > 0) {
+    outcome.allowed = false;
+    outcome.patch = [];
+  }
+  return outcome;
+}
+
+/**
+ * Runs Patch rules tier by tier (lowest first). Every rule of a tier is matched against the tier's input; the
+ * matching ones then apply in namespace/name order, each computed against the object as the previous rules of the
+ * tier left it (as KubeMod's CalculatePatch). A failing rule is recorded and its changes dropped.
+ * Returns the patched object, or `object` itself when no rule applied.
+ */
+function runPatchRules(
+  patchRules: readonly CompiledRule[],
+  object: JsonObject,
+  namespace: string,
+  lastApplied: LastApplied,
+  outcome: AdmissionOutcome,
+): JsonObject {
+  const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
+  let current = object;
+  for (let i = 0; i < patchRules.length;) {
+    const tier = patchRules[i].tier;
+    const tierInput = current;
+    for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
+      const rule = patchRules[i];
+      if (!ruleMatches(rule, tierInput)) continue;
+      outcome.matched.push(refOf(rule));
+      try {
+        const ops = resolveOperations(rule, current, namespace, budget);
+        // A copy per rule: a rule that fails half-way leaves nothing behind.
+        const next = applyOperations(cloneJson(current), ops);
+        if (!isJsonObject(next))
+          throw new RuleRuntimeError('the patch replaced the object with a non-object');
+        current = next;
+        lastApplied.apply(ops);
+      } catch (err) {
+        outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
+      }
+    }
+  }
+  return current;
+}
+
+/** Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject). */
+function runRejectRules(
+  rules: readonly CompiledRule[],
+  object: JsonObject,
+  namespace: string,
+  outcome: AdmissionOutcome,
+): void {
   for (const rule of rules) {
-    if (rule.type !== 'Reject' || !ruleMatches(rule, current)) continue;
+    if (rule.type !== 'Reject' || !ruleMatches(rule, object)) continue;
     outcome.matched.push(refOf(rule));
     // No rejectMessage (or a broken one): '' and KubeMod's denial names just the rule.
     let message = '';
     if (rule.rejectMessage) {
       try {
-        message = rule.rejectMessage.render({ Target: current, Namespace: namespaceText });
+        message = rule.rejectMessage.render({ Target: object, Namespace: namespace });
       } catch (err) {
         // A broken message must not turn a rejection into an admission.
         outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
@@ -134,11 +169,6 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     }
     outcome.rejections.push({ rule: refOf(rule), message });
   }
-  if (outcome.rejections.length > 0) {
-    outcome.allowed = false;
-    outcome.patch = [];
-  }
-  return outcome;
 }
 
 function refOf(rule: CompiledRule): RuleRef {
