@@ -2,9 +2,18 @@ import { Command, CommandIO, processIO, UsageError } from './io';
 
 // Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
 const commands: Record<string, { summary: string; load: () => Promise<Command> }> = {
-  select: { summary: 'evaluate a JSONPath select against an object', load: async () => (await import('./select')).run },
-  apply: { summary: 'run ModRules offline: manifests in, patched manifests out', load: async () => (await import('./apply')).run },
-  serve: { summary: 'run the admission webhook (--local: rules from files, no cluster)', load: async () => (await import('./serve')).run },
+  select: {
+    summary: 'evaluate a JSONPath select against an object',
+    load: async () => (await import('./select')).run,
+  },
+  apply: {
+    summary: 'run ModRules offline: manifests in, patched manifests out',
+    load: async () => (await import('./apply')).run,
+  },
+  serve: {
+    summary: 'run the admission webhook (--local: rules from files, no cluster)',
+    load: async () => (await import('./serve')).run,
+  },
   operator: { summary: 'run the operator in a cluster', load: async () => (await import('./operator')).run },
 };
 
@@ -26,7 +35,9 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
     return 1;
   }
   try {
-    return await (await command.load())(rest, io);
+    return await (
+      await command.load()
+    )(rest, io);
   } catch (err) {
     if (err instanceof UsageError) {
       io.stderr(`modrule ${name}: ${err.message}\n`);

@@ -68,8 +68,11 @@ function expandGo(template: string, args: (string | number | object)[]): string 
     }
     return named[name] ?? '';
   };
-  return template.replace(/\$(\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g, (_all, whole: string, braced?: string, bare?: string) => {
-    if (whole === '$') return '$';
-    return group((braced ?? bare) as string);
-  });
+  return template.replace(
+    /\$(\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g,
+    (_all, whole: string, braced?: string, bare?: string) => {
+      if (whole === '$') return '$';
+      return group((braced ?? bare) as string);
+    },
+  );
 }
