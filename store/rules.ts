@@ -16,6 +16,8 @@ export interface RuleSnapshot {
   /** Node manifest (syntheticRefs.node). */
   node(name: string): JsonObject | undefined;
   readonly ruleCount: number;
+  readonly namespaceCount: number;
+  readonly nodeCount: number;
 }
 
 type RuleMap = ReadonlyMap<string, readonly CompiledRule[]>;
@@ -72,6 +74,14 @@ class Snapshot implements RuleSnapshot {
 
   node(name: string): JsonObject | undefined {
     return this.nodes.get(name);
+  }
+
+  get namespaceCount(): number {
+    return this.namespaces.size;
+  }
+
+  get nodeCount(): number {
+    return this.nodes.size;
   }
 }
 

@@ -48,11 +48,17 @@ export class WebhookMetrics {
       registers: [registry],
     });
     this.storeRules = new Gauge({
-      name: 'modrule_store_rules',
-      help: 'ModRules currently in force.',
+      name: 'modrule_store_objects',
+      help: 'Objects held by the rule store: ModRules in force, and Namespaces and Nodes cached for syntheticRefs.',
+      labelNames: ['kind'],
       registers: [registry],
     });
-    const update = () => this.storeRules.set(store.snapshot().ruleCount);
+    const update = () => {
+      const snapshot = store.snapshot();
+      this.storeRules.set({ kind: 'ModRule' }, snapshot.ruleCount);
+      this.storeRules.set({ kind: 'Namespace' }, snapshot.namespaceCount);
+      this.storeRules.set({ kind: 'Node' }, snapshot.nodeCount);
+    };
     update();
     this.unsubscribe = store.onChange(update);
   }

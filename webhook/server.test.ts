@@ -682,7 +682,11 @@ describe('health and metrics', () => {
     expect(
       value(/^modrule_rule_errors_total\{namespace="failing",name="broken-at-run-time"\}/),
     ).toBeGreaterThanOrEqual(1);
-    expect(value(/^modrule_store_rules /)).toBe(store.snapshot().ruleCount);
+    const snapshot = store.snapshot();
+    expect(value(/^modrule_store_objects\{kind="ModRule"\}/)).toBe(snapshot.ruleCount);
+    expect(value(/^modrule_store_objects\{kind="Namespace"\}/)).toBe(snapshot.namespaceCount);
+    expect(value(/^modrule_store_objects\{kind="Node"\}/)).toBe(snapshot.nodeCount);
+    expect(snapshot.namespaceCount).toBeGreaterThan(0);
   });
 });
 
