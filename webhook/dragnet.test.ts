@@ -60,6 +60,8 @@ describe('handleDragnet', () => {
     const broken: RuleSnapshot = {
       clusterNamespace: 'kubemod-system',
       ruleCount: 1,
+      namespaceCount: 0,
+      nodeCount: 0,
       rulesFor: () => {
         throw new Error('snapshot corrupted');
       },
