@@ -179,6 +179,8 @@ export class Informer {
       },
     );
     this.watch = handle;
+    // stop() may have run while the list or the watch request was on its way.
+    if (this.stopped) handle.abort();
     try {
       await handle.done;
     } finally {

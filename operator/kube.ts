@@ -170,13 +170,16 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
   ): WatchHandle {
     let req: http.ClientRequest | null = null;
     let aborted = false;
+    let settle: () => void = () => undefined;
     // Without traffic for this long the connection is presumed dead (a half-open TCP connection never errors).
     const idleMs = (Number(query.timeoutSeconds ?? 300) + 60) * 1000;
     const done = new Promise<void>((resolve, reject) => {
+      settle = resolve;
       const fail = (err: Error) => (aborted ? resolve() : reject(err));
       open('GET', path + queryString({ ...query, watch: true }), { Accept: 'application/json' }).then((r) => {
         req = r;
         if (aborted) {
+          r.on('error', () => undefined);
           r.destroy();
           resolve();
           return;
@@ -229,6 +232,8 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
       abort: () => {
         aborted = true;
         req?.destroy();
+        // Whatever state the request was in, an aborted watch is over.
+        settle();
       },
     };
   }

@@ -1,0 +1,295 @@
+import { isJsonObject, JsonObject } from '../json/value';
+import { Logger } from '../log/logger';
+import { MemoryTlsSource } from '../webhook/tls';
+import {
+  CertBundle,
+  CertTiming,
+  DEFAULT_TIMING,
+  expiryOf,
+  planCertificates,
+  serviceHosts,
+} from './certificates';
+import { Informer } from './informer';
+import { JSON_PATCH, KubeApiError, KubeClient } from './kube';
+
+export const CERT_SECRET_NAME = 'kubemod-webhook-server-cert';
+export const WEBHOOK_SERVICE_NAME = 'kubemod-webhook-service';
+export const MUTATING_WEBHOOK_CONFIGURATION = 'kubemod-mutating-webhook-configuration';
+export const VALIDATING_WEBHOOK_CONFIGURATION = 'kubemod-validating-webhook-configuration';
+const ROTATED_AT_ANNOTATION = 'modrule.kubemod.io/ca-rotated-at';
+
+export interface SelfSignedOptions {
+  client: KubeClient;
+  logger: Logger;
+  /** The operator's namespace (POD_NAMESPACE): where the Secret and the Service live. */
+  namespace: string;
+  secretName?: string;
+  serviceName?: string;
+  /** Extra SANs (e.g. an IP for a webhook reached by URL in e2e runs). */
+  extraHosts?: readonly string[];
+  webhookConfigurations?: { mutating: string; validating: string };
+  /** How often to check for expiry and caBundle drift; default hourly. */
+  checkIntervalMs?: number;
+  timing?: CertTiming;
+  now?: () => Date;
+}
+
+function b64(s: string): string {
+  return Buffer.from(s, 'utf8').toString('base64');
+}
+
+function unb64(v: unknown): string {
+  return typeof v === 'string' ? Buffer.from(v, 'base64').toString('utf8') : '';
+}
+
+/** The bundle stored in a Secret, or null when it has none. */
+export function bundleFromSecret(secret: JsonObject): CertBundle | null {
+  const data = isJsonObject(secret.data) ? secret.data : {};
+  const bundle: CertBundle = {
+    caCert: unb64(data['ca.crt']),
+    caKey: unb64(data['ca.key']),
+    cert: unb64(data['tls.crt']),
+    key: unb64(data['tls.key']),
+  };
+  const meta = isJsonObject(secret.metadata) ? secret.metadata : {};
+  const annotations = isJsonObject(meta.annotations) ? meta.annotations : {};
+  const rotated = annotations[ROTATED_AT_ANNOTATION];
+  if (typeof rotated === 'string') bundle.caRotatedAt = rotated;
+  return bundle.caCert && bundle.cert && bundle.key ? bundle : null;
+}
+
+function secretData(bundle: CertBundle): JsonObject {
+  return {
+    'ca.crt': b64(bundle.caCert),
+    'ca.key': b64(bundle.caKey),
+    'tls.crt': b64(bundle.cert),
+    'tls.key': b64(bundle.key),
+  };
+}
+
+/**
+ * `--cert-mode self`: the operator keeps its own CA and serving certificate in a Secret. Replicas agree through the
+ * API server (create-if-absent, optimistic-concurrency updates), each serves whatever the Secret holds, and the
+ * webhook configurations' caBundle follows the Secret's CA bundle.
+ */
+export class SelfSignedCertificates {
+  private readonly secretPath: string;
+  private readonly hosts: string[];
+  private readonly timing: CertTiming;
+  private readonly now: () => Date;
+  private tls: MemoryTlsSource | null = null;
+  private bundle: CertBundle | null = null;
+  private informer: Informer | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private checking: Promise<void> | null = null;
+
+  constructor(private readonly options: SelfSignedOptions) {
+    const ns = encodeURIComponent(options.namespace);
+    this.secretPath = `/api/v1/namespaces/${ns}/secrets`;
+    this.hosts = [
+      ...serviceHosts(options.serviceName ?? WEBHOOK_SERVICE_NAME, options.namespace),
+      ...(options.extraHosts ?? []),
+    ];
+    this.timing = options.timing ?? DEFAULT_TIMING;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  private get secretName(): string {
+    return this.options.secretName ?? CERT_SECRET_NAME;
+  }
+
+  /** Makes sure a usable bundle is stored (creating or renewing it) and returns it. */
+  async ensure(): Promise<CertBundle> {
+    const { client, logger } = this.options;
+    const path = `${this.secretPath}/${encodeURIComponent(this.secretName)}`;
+    for (let attempt = 1; ; attempt++) {
+      let secret: JsonObject | null = null;
+      try {
+        secret = await client.request('GET', path);
+      } catch (err) {
+        if (!(err instanceof KubeApiError && err.status === 404)) throw err;
+      }
+      const current = secret ? bundleFromSecret(secret) : null;
+      const plan = planCertificates(current, this.hosts, this.now(), this.timing);
+      if (!plan && current) return current;
+      if (!plan) throw new Error('no certificate plan');
+      const annotations: JsonObject = plan.bundle.caRotatedAt
+        ? { [ROTATED_AT_ANNOTATION]: plan.bundle.caRotatedAt }
+        : {};
+      try {
+        if (!secret) {
+          await client.request('POST', this.secretPath, {
+            body: {
+              apiVersion: 'v1',
+              kind: 'Secret',
+              type: 'kubernetes.io/tls',
+              metadata: {
+                name: this.secretName,
+                namespace: this.options.namespace,
+                annotations,
+                labels: { 'app.kubernetes.io/managed-by': 'modrule' },
+              },
+              data: secretData(plan.bundle),
+            },
+          });
+        } else {
+          const meta = isJsonObject(secret.metadata) ? secret.metadata : {};
+          const oldAnnotations = isJsonObject(meta.annotations) ? { ...meta.annotations } : {};
+          delete oldAnnotations[ROTATED_AT_ANNOTATION];
+          // resourceVersion makes this a compare-and-swap: a replica that renewed first wins, we re-read.
+          await client.request('PUT', path, {
+            body: {
+              ...secret,
+              metadata: { ...meta, annotations: { ...oldAnnotations, ...annotations } },
+              data: { ...(isJsonObject(secret.data) ? secret.data : {}), ...secretData(plan.bundle) },
+            },
+          });
+        }
+        logger.info('webhook certificates stored', {
+          secret: this.secretName,
+          reason: plan.reason,
+          expires: expiryOf(plan.bundle.cert).toISOString(),
+        });
+        return plan.bundle;
+      } catch (err) {
+        if (err instanceof KubeApiError && err.status === 409 && attempt < 5) {
+          logger.info('another replica updated the webhook certificates first; using theirs', {
+            secret: this.secretName,
+          });
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  /** Sets caBundle on every webhook of both configurations that does not already carry the bundle; returns how many. */
+  async syncCaBundle(bundle: CertBundle): Promise<number> {
+    const { client, logger } = this.options;
+    const names = this.options.webhookConfigurations ?? {
+      mutating: MUTATING_WEBHOOK_CONFIGURATION,
+      validating: VALIDATING_WEBHOOK_CONFIGURATION,
+    };
+    const want = b64(bundle.caCert);
+    let patched = 0;
+    for (const [plural, name] of [
+      ['mutatingwebhookconfigurations', names.mutating],
+      ['validatingwebhookconfigurations', names.validating],
+    ]) {
+      const path = `/apis/admissionregistration.k8s.io/v1/${plural}/${encodeURIComponent(name)}`;
+      let config: JsonObject;
+      try {
+        config = await client.request('GET', path);
+      } catch (err) {
+        if (err instanceof KubeApiError && err.status === 404) {
+          logger.warn('webhook configuration not found; caBundle not set', { kind: plural, name });
+          continue;
+        }
+        throw err;
+      }
+      const webhooks = Array.isArray(config.webhooks) ? config.webhooks : [];
+      const ops: JsonObject[] = [];
+      webhooks.forEach((w, i) => {
+        if (!isJsonObject(w)) return;
+        const clientConfig = isJsonObject(w.clientConfig) ? w.clientConfig : null;
+        if (clientConfig?.caBundle === want) return;
+        // The test pins the index to the webhook we looked at, in case someone reorders the list meanwhile.
+        ops.push({ op: 'test', path: `/webhooks/${i}/name`, value: w.name ?? null });
+        ops.push(
+          clientConfig
+            ? { op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want }
+            : { op: 'add', path: `/webhooks/${i}/clientConfig`, value: { caBundle: want } },
+        );
+      });
+      if (ops.length === 0) continue;
+      await client.request('PATCH', path, { body: ops, contentType: JSON_PATCH });
+      patched += ops.length / 2;
+      logger.info('webhook caBundle updated', { kind: plural, name, webhooks: ops.length / 2 });
+    }
+    return patched;
+  }
+
+  /**
+   * Ensures the certificates, publishes the CA, and keeps both current: a watch on the Secret swaps the served
+   * certificate when any replica renews it, and a periodic check renews before expiry.
+   */
+  async start(): Promise<MemoryTlsSource> {
+    const bundle = await this.ensure();
+    this.bundle = bundle;
+    this.tls = new MemoryTlsSource({ cert: bundle.cert, key: bundle.key });
+    await this.syncCaBundle(bundle).catch((err: Error) =>
+      this.options.logger.warn('cannot set webhook caBundle yet; will retry', { error: err.message }),
+    );
+    this.informer = new Informer({
+      client: this.options.client,
+      path: this.secretPath,
+      apiVersion: 'v1',
+      kind: 'Secret',
+      fieldSelector: `metadata.name=${this.secretName}`,
+      logger: this.options.logger,
+      handlers: {
+        replace: (items) => items.forEach((s) => this.adopt(s)),
+        upsert: (s) => this.adopt(s),
+        remove: () => void this.check(),
+      },
+    });
+    this.informer.start();
+    this.timer = setInterval(() => void this.check(), this.options.checkIntervalMs ?? 60 * 60 * 1000);
+    this.timer.unref();
+    return this.tls;
+  }
+
+  /** The certificates currently served. */
+  current(): CertBundle | null {
+    return this.bundle;
+  }
+
+  /** One renewal round: ensure the Secret, swap in what it holds, fix caBundle drift. */
+  check(): Promise<void> {
+    this.checking ??= (async () => {
+      try {
+        const bundle = await this.ensure();
+        this.use(bundle);
+        await this.syncCaBundle(bundle);
+      } catch (err) {
+        this.options.logger.error('certificate check failed; will retry', { error: (err as Error).message });
+      } finally {
+        this.checking = null;
+      }
+    })();
+    return this.checking;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.informer?.stop();
+    await this.checking;
+  }
+
+  private adopt(secret: JsonObject): void {
+    const bundle = bundleFromSecret(secret);
+    if (!bundle) return;
+    if (this.use(bundle)) {
+      void this.syncCaBundle(bundle).catch((err: Error) =>
+        this.options.logger.warn('cannot update webhook caBundle; will retry', { error: err.message }),
+      );
+    }
+  }
+
+  private use(bundle: CertBundle): boolean {
+    const old = this.bundle;
+    if (old && old.cert === bundle.cert && old.key === bundle.key && old.caCert === bundle.caCert)
+      return false;
+    try {
+      this.tls?.set({ cert: bundle.cert, key: bundle.key });
+    } catch (err) {
+      this.options.logger.error('certificate in the Secret is unusable; keeping the current one', {
+        error: (err as Error).message,
+      });
+      return false;
+    }
+    this.bundle = bundle;
+    this.options.logger.info('serving certificate swapped', { expires: expiryOf(bundle.cert).toISOString() });
+    return true;
+  }
+}
