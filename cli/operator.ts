@@ -1,6 +1,186 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { createLogger, Logger, LogLevel } from '../log/logger';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
+import { createKubeClient, KubeClient, loadKubeConfig } from '../operator/kube';
+import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { CommandIO, UsageError } from './io';
 
-/** modrule operator (not built yet). */
-export async function run(_args: string[], _io: CommandIO): Promise<number> {
-  throw new UsageError('operator is not implemented yet');
+const HELP = `usage: modrule operator [options]
+
+Runs the operator in (or against) a cluster: watches ModRules, Namespaces and Nodes, serves the admission
+webhooks, writes ModRule status, manages its certificates. Uses the in-cluster service account, or KUBECONFIG.
+
+options (environment variable in brackets):
+  --cluster-namespace NS   namespace of cluster-wide ModRules [MODRULE_CLUSTER_NAMESPACE] (default kubemod-system)
+  --webhook-port N         HTTPS port of the webhooks [MODRULE_WEBHOOK_PORT] (default 9443)
+  --health-port N          plain-HTTP /healthz, /readyz, /metrics [MODRULE_HEALTH_PORT] (default 8081)
+  --cert-mode MODE         self: CA and certificate in Secret kubemod-webhook-server-cert, caBundle managed;
+                           external: tls.crt/tls.key from --cert-dir (cert-manager) [MODRULE_CERT_MODE] (default self)
+  --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
+                           (default /tmp/k8s-webhook-server/serving-certs)
+  --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
+
+The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
+else the cluster namespace.
+`;
+
+const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Everything `modrule operator` runs with. */
+export interface OperatorOptions extends OperatorConfig {
+  logLevel: LogLevel;
+}
+
+type Env = Record<string, string | undefined>;
+
+function port(value: string, flag: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65535)
+    throw new UsageError(`${flag} must be a port number (0-65535), got "${value}"`);
+  return n;
+}
+
+function namespaceName(value: string, what: string): string {
+  if (!NAME.test(value) || value.length > 63)
+    throw new UsageError(`${what} "${value}" is not a valid namespace name`);
+  return value;
+}
+
+function serviceAccountNamespace(): string | undefined {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Parses flags, falling back to the environment, then defaults; throws UsageError. */
+export function parseOperatorArgs(
+  args: string[],
+  env: Env = process.env,
+  fallbackNamespace: () => string | undefined = serviceAccountNamespace,
+): OperatorOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        'cluster-namespace': { type: 'string' },
+        'webhook-port': { type: 'string' },
+        'health-port': { type: 'string' },
+        'cert-mode': { type: 'string' },
+        'cert-dir': { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n\n${HELP}`);
+  }
+  const v = parsed.values;
+  if (v.help) return 'help';
+  const pick = (flag: keyof typeof v, envName: string, fallback: string): [string, string] => {
+    const fromFlag = v[flag];
+    if (typeof fromFlag === 'string') return [fromFlag, `--${flag}`];
+    const fromEnv = env[envName];
+    if (fromEnv !== undefined && fromEnv !== '') return [fromEnv, envName];
+    return [fallback, `--${flag}`];
+  };
+  const [clusterNs, clusterWhere] = pick(
+    'cluster-namespace',
+    'MODRULE_CLUSTER_NAMESPACE',
+    DEFAULT_CLUSTER_NAMESPACE,
+  );
+  const [webhookPort, webhookWhere] = pick('webhook-port', 'MODRULE_WEBHOOK_PORT', '9443');
+  const [healthPort, healthWhere] = pick('health-port', 'MODRULE_HEALTH_PORT', '8081');
+  const [certMode, certModeWhere] = pick('cert-mode', 'MODRULE_CERT_MODE', 'self');
+  const [certDir] = pick('cert-dir', 'MODRULE_CERT_DIR', '/tmp/k8s-webhook-server/serving-certs');
+  const [logLevel, logWhere] = pick('log-level', 'MODRULE_LOG_LEVEL', 'info');
+  if (certMode !== 'self' && certMode !== 'external') {
+    throw new UsageError(`${certModeWhere} must be "self" or "external", got "${certMode}"`);
+  }
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new UsageError(`${logWhere} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const clusterNamespace = namespaceName(clusterNs, clusterWhere);
+  const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
+  return {
+    clusterNamespace,
+    podNamespace: namespaceName(podNs, 'POD_NAMESPACE'),
+    webhookPort: port(webhookPort, webhookWhere),
+    healthPort: port(healthPort, healthWhere),
+    certMode: certMode as CertMode,
+    certDir,
+    logLevel: logLevel as LogLevel,
+  };
+}
+
+/** Test and embedding hooks for runOperator. */
+export interface RunHooks {
+  client?: KubeClient;
+  logger?: Logger;
+  /** Stops the operator instead of SIGTERM/SIGINT. */
+  signal?: AbortSignal;
+  onStarted?: (operator: RunningOperator) => void;
+  /** Overrides for the parsed options (e.g. a loopback host in tests). */
+  config?: Partial<OperatorConfig>;
+}
+
+/** Runs the operator until SIGTERM/SIGINT (or hooks.signal): then drains requests, stops watching, returns 0. */
+export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks = {}): Promise<number> {
+  const options = parseOperatorArgs(args);
+  if (options === 'help') {
+    io.stdout(HELP);
+    return 0;
+  }
+  const logger = hooks.logger ?? createLogger(options.logLevel);
+  let client = hooks.client;
+  if (!client) {
+    try {
+      client = createKubeClient(loadKubeConfig());
+    } catch (err) {
+      throw new UsageError(
+        `no usable Kubernetes configuration (in-cluster or KUBECONFIG): ${(err as Error).message}`,
+      );
+    }
+  }
+  const stopRequested = new AbortController();
+  const onSignal = (sig: string) => {
+    logger.info('shutting down', { signal: sig });
+    stopRequested.abort();
+  };
+  const sigterm = () => onSignal('SIGTERM');
+  const sigint = () => onSignal('SIGINT');
+  process.once('SIGTERM', sigterm);
+  process.once('SIGINT', sigint);
+  hooks.signal?.addEventListener('abort', () => stopRequested.abort(), { once: true });
+  if (hooks.signal?.aborted) stopRequested.abort();
+  try {
+    const operator = await startOperator(
+      { ...options, ...hooks.config },
+      { client, logger, signal: stopRequested.signal },
+    );
+    hooks.onStarted?.(operator);
+    await new Promise<void>((resolve) => {
+      if (stopRequested.signal.aborted) resolve();
+      else stopRequested.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    await operator.stop();
+    return 0;
+  } catch (err) {
+    if (stopRequested.signal.aborted) return 0; // stopped while still starting up
+    throw err;
+  } finally {
+    process.off('SIGTERM', sigterm);
+    process.off('SIGINT', sigint);
+  }
+}
+
+/** modrule operator. */
+export async function run(args: string[], io: CommandIO): Promise<number> {
+  return runOperator(args, io);
 }

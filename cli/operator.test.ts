@@ -1,0 +1,238 @@
+import { loadFixture } from '../fixtures/load';
+import { JsonObject } from '../json/value';
+import { silentLogger } from '../log/logger';
+import { createKubeClient } from '../operator/kube';
+import { RunningOperator } from '../operator/start';
+import { eventually } from '../operator/testing/eventually';
+import { FakeApiServer } from '../operator/testing/fake-apiserver';
+import { brokenRule, labelRule } from '../operator/testing/objects';
+import { decodePatch, makeReview, postReview, send } from '../webhook/testing';
+import { CommandIO } from './io';
+import { parseOperatorArgs, runOperator } from './operator';
+
+const noSaNamespace = () => undefined;
+
+describe('parseOperatorArgs', () => {
+  it('uses the documented defaults', () => {
+    expect(parseOperatorArgs([], {}, noSaNamespace)).toEqual({
+      clusterNamespace: 'kubemod-system',
+      podNamespace: 'kubemod-system',
+      webhookPort: 9443,
+      healthPort: 8081,
+      certMode: 'self',
+      certDir: '/tmp/k8s-webhook-server/serving-certs',
+      logLevel: 'info',
+    });
+  });
+
+  it('reads the environment, and flags win over it', () => {
+    const env = {
+      MODRULE_CLUSTER_NAMESPACE: 'rules',
+      MODRULE_WEBHOOK_PORT: '10443',
+      MODRULE_HEALTH_PORT: '9090',
+      MODRULE_CERT_MODE: 'external',
+      MODRULE_CERT_DIR: '/certs',
+      MODRULE_LOG_LEVEL: 'debug',
+      POD_NAMESPACE: 'ops',
+    };
+    expect(parseOperatorArgs([], env, noSaNamespace)).toEqual({
+      clusterNamespace: 'rules',
+      podNamespace: 'ops',
+      webhookPort: 10443,
+      healthPort: 9090,
+      certMode: 'external',
+      certDir: '/certs',
+      logLevel: 'debug',
+    });
+    expect(
+      parseOperatorArgs(
+        ['--webhook-port', '1', '--cert-mode', 'self', '--log-level=warn'],
+        env,
+        noSaNamespace,
+      ),
+    ).toMatchObject({
+      webhookPort: 1,
+      certMode: 'self',
+      logLevel: 'warn',
+      healthPort: 9090,
+    });
+  });
+
+  it("takes the operator's namespace from the service account when POD_NAMESPACE is unset", () => {
+    expect(parseOperatorArgs([], {}, () => 'from-sa')).toMatchObject({ podNamespace: 'from-sa' });
+  });
+
+  it.each([
+    [['--cert-mode', 'auto'], {}, /--cert-mode must be "self" or "external"/],
+    [[], { MODRULE_CERT_MODE: 'auto' }, /MODRULE_CERT_MODE must be/],
+    [['--webhook-port', '70000'], {}, /--webhook-port must be a port number/],
+    [[], { MODRULE_HEALTH_PORT: 'x' }, /MODRULE_HEALTH_PORT must be a port number/],
+    [['--log-level', 'trace'], {}, /--log-level must be one of/],
+    [['--cluster-namespace', 'Bad_NS'], {}, /not a valid namespace name/],
+    [['--nope'], {}, /Unknown option/],
+  ])('rejects %j %j', (args, env, message) => {
+    expect(() => parseOperatorArgs(args, env, noSaNamespace)).toThrow(message);
+  });
+
+  it('answers --help', () => {
+    expect(parseOperatorArgs(['--help'], {}, noSaNamespace)).toBe('help');
+  });
+});
+
+const io: CommandIO = { stdout: () => undefined, stderr: () => undefined, readStdin: async () => '' };
+
+function webhookConfigurations(api: FakeApiServer): void {
+  api.put('mutatingwebhookconfigurations', {
+    metadata: { name: 'kubemod-mutating-webhook-configuration' },
+    webhooks: [{ name: 'dragnet.kubemod.io', clientConfig: { url: 'https://127.0.0.1/dragnet-webhook' } }],
+  });
+  api.put('validatingwebhookconfigurations', {
+    metadata: { name: 'kubemod-validating-webhook-configuration' },
+    webhooks: [{ name: 'vmodrule.kubemod.io', clientConfig: { url: 'https://127.0.0.1/validate' } }],
+  });
+}
+
+describe('modrule operator, in-process against the fake API server', () => {
+  let api: FakeApiServer;
+  beforeEach(async () => {
+    api = await FakeApiServer.start();
+    webhookConfigurations(api);
+  });
+  afterEach(() => api.close());
+
+  async function start(): Promise<{ operator: RunningOperator; stop: () => Promise<number> }> {
+    const controller = new AbortController();
+    let started: RunningOperator | null = null;
+    const exit = runOperator(['--webhook-port', '0', '--health-port', '0'], io, {
+      client: createKubeClient(api.kubeConfig()),
+      logger: silentLogger(),
+      signal: controller.signal,
+      onStarted: (op) => (started = op),
+      config: { host: '127.0.0.1', podNamespace: 'kubemod-system', extraHosts: ['127.0.0.1'] },
+    });
+    await eventually(() => started !== null, 15_000);
+    return {
+      operator: started!,
+      stop: async () => {
+        controller.abort();
+        return exit;
+      },
+    };
+  }
+
+  it('serves rules from the cluster, writes status, annotates bound pods, and exits 0 when stopped', async () => {
+    api.put('modrules', labelRule('default', 'label-deployments'));
+    api.put('namespaces', loadFixture('namespace'));
+    const { operator, stop } = await start();
+    try {
+      await eventually(() => operator.isReady());
+      const ready = await send(`${operator.webhook.healthUrl}/readyz`);
+      expect(ready.status).toBe(200);
+      const ca = operator.caBundle()!;
+      expect(ca).toContain('BEGIN CERTIFICATE');
+
+      const deployment = loadFixture('deployment');
+      (deployment.metadata as JsonObject).namespace = 'default';
+      const { review } = await postReview(
+        operator.webhook.url,
+        '/dragnet-webhook',
+        makeReview('CREATE', deployment),
+        ca,
+      );
+      expect(review.response?.allowed).toBe(true);
+      expect(decodePatch(review)).toContainEqual(
+        expect.objectContaining({ path: '/metadata/labels/patched', value: 'yes' }),
+      );
+
+      // An invalid rule arriving later is skipped and reported on the rule.
+      api.put('modrules', brokenRule('default', 'broken'));
+      await eventually(() => {
+        const conditions = ((api.get('modrules', 'default', 'broken')?.status as JsonObject | undefined)
+          ?.conditions ?? []) as JsonObject[];
+        return conditions[0]?.status === 'False';
+      });
+      expect(
+        operator.store
+          .snapshot()
+          .rulesFor('default')
+          .map((r) => r.name),
+      ).toEqual(['label-deployments']);
+
+      // pods/binding -> ref.kubemod.io/node on the pod.
+      const pod = loadFixture('pod');
+      const podMeta = pod.metadata as JsonObject;
+      delete podMeta.resourceVersion;
+      api.put('pods', pod);
+      const bindingReview = makeReview('CREATE', {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: podMeta.name, namespace: podMeta.namespace },
+        target: { apiVersion: 'v1', kind: 'Node', name: 'worker-9' },
+      });
+      bindingReview.request.resource = { group: '', version: 'v1', resource: 'pods' };
+      bindingReview.request.subResource = 'binding';
+      const bound = await postReview(operator.webhook.url, '/podbinding-webhook', bindingReview, ca);
+      expect(bound.review.response?.allowed).toBe(true);
+      await eventually(() => {
+        const annotations = (
+          api.get('pods', String(podMeta.namespace), String(podMeta.name))?.metadata as JsonObject
+        ).annotations as JsonObject;
+        return annotations['ref.kubemod.io/node'] === 'worker-9';
+      });
+    } finally {
+      await expect(stop()).resolves.toBe(0);
+    }
+    await expect(send(`${operator.webhook.healthUrl}/healthz`)).rejects.toThrow();
+  });
+
+  it('is not ready (503) while the API server has not answered the lists yet', async () => {
+    let listing = false;
+    api.interceptor = (r) => (!listing && r.path === '/api/v1/nodes' ? { status: 503 } : undefined);
+    const { operator, stop } = await start();
+    try {
+      expect((await send(`${operator.webhook.healthUrl}/readyz`)).status).toBe(503);
+      listing = true;
+      await eventually(() => operator.isReady(), 10_000);
+      expect((await send(`${operator.webhook.healthUrl}/readyz`)).status).toBe(200);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('finishes a request that is in flight when it is told to stop', async () => {
+    const { operator, stop } = await start();
+    await eventually(() => operator.isReady());
+    const ca = operator.caBundle()!;
+    const body = Buffer.from(JSON.stringify(makeReview('CREATE', loadFixture('service'))));
+    // Send half the body, ask the operator to stop, then send the rest: the answer must still arrive.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const response = (async () => {
+      const { request } = await import('node:https');
+      return new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(`${operator.webhook.url}/dragnet-webhook`, {
+          method: 'POST',
+          ca,
+          agent: false,
+          headers: { 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
+        });
+        req.on('response', (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        });
+        req.on('error', reject);
+        req.write(body.subarray(0, 100));
+        void gate.then(() => req.end(body.subarray(100)));
+      });
+    })();
+    await new Promise((r) => setTimeout(r, 100));
+    const exit = stop();
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    const answered = await response;
+    expect(answered.status).toBe(200);
+    expect(JSON.parse(answered.body)).toMatchObject({ response: { allowed: true } });
+    await expect(exit).resolves.toBe(0);
+  });
+});

@@ -1,0 +1,156 @@
+import { join } from 'node:path';
+import { Registry } from 'prom-client';
+import { Logger } from '../log/logger';
+import { RuleStore } from '../store/rules';
+import { RunningWebhook, startWebhookServer } from '../webhook/server';
+import { FileTlsSource, TlsSource } from '../webhook/tls';
+import { Backoff, sleep } from './backoff';
+import { KubeClient } from './kube';
+import { createPodBindingHandler } from './podbinding';
+import { SelfSignedCertificates } from './self-signed';
+import { StatusReporter } from './status';
+import { ClusterSync } from './sync';
+
+export type CertMode = 'self' | 'external';
+
+/** How the operator runs (flags and environment of `modrule operator`). */
+export interface OperatorConfig {
+  /** Namespace whose ModRules are cluster-wide. */
+  clusterNamespace: string;
+  /** The operator's own namespace (POD_NAMESPACE): the certificate Secret and the webhook Service live there. */
+  podNamespace: string;
+  webhookPort: number;
+  healthPort: number;
+  /** Interface to listen on; default all. */
+  host?: string;
+  certMode: CertMode;
+  /** external mode: folder with tls.crt and tls.key (cert-manager's mounted Secret). */
+  certDir: string;
+  /** self mode: extra SANs for the serving certificate (a webhook reached by URL, e.g. in e2e runs). */
+  extraHosts?: string[];
+  /** Write Ready conditions and events to ModRules; default true. */
+  writeStatus?: boolean;
+}
+
+/** A running operator. */
+export interface RunningOperator {
+  readonly store: RuleStore;
+  readonly webhook: RunningWebhook;
+  /** The served certificates' CA bundle (self mode), for clients that must trust the webhook. */
+  caBundle(): string | null;
+  isReady(): boolean;
+  /** Stops accepting requests, lets in-flight ones finish, stops the informers and timers. */
+  stop(): Promise<void>;
+}
+
+export interface OperatorDeps {
+  client: KubeClient;
+  logger: Logger;
+  registry?: Registry;
+  /** Cancels a start-up that is still waiting for the API server. */
+  signal?: AbortSignal;
+}
+
+async function untilDone<T>(
+  what: string,
+  fn: () => Promise<T>,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<T> {
+  const backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      logger.warn(`${what} failed; retrying`, { error: (err as Error).message });
+      await sleep(backoff.next(), signal);
+      if (signal?.aborted) throw new Error(`${what}: cancelled`);
+    }
+  }
+}
+
+/**
+ * Wires the operator: rule store <- informers (ModRules, Namespaces, Nodes) with status write-back, certificates
+ * (self-managed or mounted), and the webhook server, which stays unready until the first lists are in.
+ */
+export async function startOperator(config: OperatorConfig, deps: OperatorDeps): Promise<RunningOperator> {
+  const { client, logger, signal } = deps;
+  const store = new RuleStore({ clusterNamespace: config.clusterNamespace });
+  const status = config.writeStatus === false ? null : new StatusReporter({ client, logger });
+  const sync = new ClusterSync({ client, store, logger, status });
+  sync.start();
+  void sync.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
+
+  let certs: SelfSignedCertificates | null = null;
+  let tls: TlsSource;
+  try {
+    if (config.certMode === 'self') {
+      const self = new SelfSignedCertificates({
+        client,
+        logger,
+        namespace: config.podNamespace,
+        extraHosts: config.extraHosts,
+      });
+      certs = self;
+      tls = await untilDone('setting up webhook certificates', () => self.start(), logger, signal);
+    } else {
+      const options = {
+        certFile: join(config.certDir, 'tls.crt'),
+        keyFile: join(config.certDir, 'tls.key'),
+        logger,
+      };
+      tls = await untilDone(
+        'reading webhook certificates',
+        () => FileTlsSource.open(options),
+        logger,
+        signal,
+      );
+    }
+  } catch (err) {
+    await Promise.all([sync.stop(), status?.stop(), certs?.stop()]);
+    throw err;
+  }
+
+  let webhook: RunningWebhook;
+  try {
+    webhook = await startWebhookServer({
+      store,
+      tls,
+      port: config.webhookPort,
+      host: config.host,
+      healthPort: config.healthPort,
+      logger,
+      registry: deps.registry,
+      processMetrics: true,
+      isReady: () => sync.isReady(),
+      onPodBinding: createPodBindingHandler({ client, logger }),
+    });
+  } catch (err) {
+    await Promise.all([sync.stop(), status?.stop(), certs?.stop()]);
+    tls.close();
+    throw err;
+  }
+  logger.info('webhook listening', {
+    url: webhook.url,
+    health: webhook.healthUrl,
+    certMode: config.certMode,
+  });
+
+  let stopping: Promise<void> | null = null;
+  return {
+    store,
+    webhook,
+    caBundle: () => certs?.current()?.caCert ?? null,
+    isReady: () => sync.isReady(),
+    stop: () => {
+      stopping ??= (async () => {
+        await webhook.close();
+        await Promise.all([sync.stop(), status?.stop(), certs?.stop()]);
+        tls.close();
+        logger.info('operator stopped');
+      })();
+      return stopping;
+    },
+  };
+}
