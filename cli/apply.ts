@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseAllDocuments, stringify } from 'yaml';
+import { ManifestSyntaxError, parseManifestObjects, stringifyManifests } from '../manifest/yaml';
 import { admit, AdmissionOutcome } from '../engine/admit';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../json/value';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
@@ -191,7 +191,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   }
 
   if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
-  else io.stdout(admitted.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+  else io.stdout(stringifyManifests(admitted));
   return rejected ? 2 : 0;
 }
 
@@ -269,26 +269,10 @@ async function expand(path: string): Promise<string[]> {
 
 /** Splits multi-document YAML (or JSON) into objects; `kind: ...List` documents contribute their items. */
 export function parseDocuments(text: string, file: string): Loaded[] {
-  const out: Loaded[] = [];
-  const docs = parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs : [docs];
-  for (const [i, doc] of list.entries()) {
-    if (doc.errors.length > 0) {
-      throw new UsageError(`${file}: document ${i + 1}: ${doc.errors[0].message.split('\n')[0]}`);
-    }
-    const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
-    if (value === null || value === undefined) continue;
-    if (!isJsonObject(value)) throw new UsageError(`${file}: document ${i + 1}: expected an object`);
-    const json = JSON.parse(JSON.stringify(value)) as JsonObject; // dates and other YAML-only types become JSON
-    if (typeof json.kind === 'string' && json.kind.endsWith('List') && Array.isArray(json.items)) {
-      for (const [j, item] of json.items.entries()) {
-        if (!isJsonObject(item))
-          throw new UsageError(`${file}: document ${i + 1}: items[${j}] is not an object`);
-        out.push({ file, object: item });
-      }
-    } else {
-      out.push({ file, object: json });
-    }
+  try {
+    return parseManifestObjects(text).map((object) => ({ file, object }));
+  } catch (err) {
+    if (err instanceof ManifestSyntaxError) throw new UsageError(`${file}: ${err.message}`);
+    throw err;
   }
-  return out;
 }

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { Document, isMap, isSeq, parseAllDocuments } from 'yaml';
+import { Document, isMap, isSeq } from 'yaml';
+import { ManifestSyntaxError, parseYamlDocuments } from '../manifest/yaml';
 import { JsonValue } from '../json/value';
 import {
   compileJsonPath,
@@ -59,16 +60,19 @@ function parseOptions(args: string[]): Options | 'help' {
 
 /** Parses the object: YAML (a superset of JSON); with several documents, the first, noted on stderr. */
 function parseObject(text: string, file: string, io: CommandIO): JsonValue {
-  const docs = parseAllDocuments(text);
-  if (!Array.isArray(docs)) throw new UsageError(`${file}: not a YAML document`);
-  const nonEmpty = docs.filter((d) => d.contents !== null || d.errors.length > 0);
-  if (nonEmpty.length === 0) throw new UsageError(`${file}: no object to evaluate (the input is empty)`);
-  const first = nonEmpty[0];
-  if (first.errors.length > 0) throw new UsageError(`${file}: invalid YAML/JSON: ${first.errors[0].message}`);
-  if (nonEmpty.length > 1) {
-    io.stderr(`note: ${file} holds ${nonEmpty.length} documents; evaluating the first one only\n`);
+  let docs: JsonValue[];
+  try {
+    docs = parseYamlDocuments(text);
+  } catch (err) {
+    if (err instanceof ManifestSyntaxError)
+      throw new UsageError(`${file}: invalid YAML/JSON: ${err.message}`);
+    throw err;
   }
-  return first.toJS({ maxAliasCount: 100 }) as JsonValue;
+  if (docs.length === 0) throw new UsageError(`${file}: no object to evaluate (the input is empty)`);
+  if (docs.length > 1) {
+    io.stderr(`note: ${file} holds ${docs.length} documents; evaluating the first one only\n`);
+  }
+  return docs[0];
 }
 
 /** The expression with a caret under the failing column, for syntax errors. */

@@ -1,7 +1,7 @@
+import { ManifestSyntaxError, parseManifestObjects } from '../../manifest/yaml';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { isJsonObject, JsonObject } from '../../json/value';
+import { JsonObject } from '../../json/value';
 
 /** Extensions read when walking a folder; a file named explicitly is read whatever its extension. */
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml']);
@@ -58,26 +58,12 @@ export async function listManifestFiles(paths: readonly string[]): Promise<strin
 
 /** Parses a multi-document YAML (or JSON) file into objects, flattening `kind: List`; throws ManifestError. */
 export function parseManifests(text: string, file: string): JsonObject[] {
-  const docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: true });
-  if (!Array.isArray(docs)) {
-    // An empty stream comes back as an EmptyStream object: no documents.
-    return [];
+  try {
+    return parseManifestObjects(text);
+  } catch (err) {
+    if (err instanceof ManifestSyntaxError) throw new ManifestError(file, err.message);
+    throw err;
   }
-  const out: JsonObject[] = [];
-  for (const doc of docs) {
-    if (doc.errors.length > 0) throw new ManifestError(file, doc.errors[0].message);
-    const value: unknown = doc.toJS({ maxAliasCount: 100 });
-    if (value === null || value === undefined) continue; // empty document between `---`
-    if (!isJsonObject(value))
-      throw new ManifestError(file, 'a document is not a mapping (a Kubernetes object)');
-    if (value.kind === 'List' && Array.isArray(value.items)) {
-      for (const item of value.items) {
-        if (!isJsonObject(item)) throw new ManifestError(file, 'a List item is not an object');
-        out.push(item);
-      }
-    } else out.push(value);
-  }
-  return out;
 }
 
 /** Reads and parses one file; throws ManifestError. */

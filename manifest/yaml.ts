@@ -1,0 +1,121 @@
+import { parseAllDocuments, stringify, Tags } from 'yaml';
+import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+
+/** Thrown for YAML that does not parse or has no JSON form; says which document. */
+export class ManifestSyntaxError extends Error {}
+
+// go-yaml v2's float syntax: a lone '.' (a managedFields key) or '.e5' is a string there, a float in yaml's 1.1 schema.
+const GO_YAML_FLOAT = /^[-+]?(?:\.[0-9_]+|[0-9][0-9_]*\.[0-9_]*)$/;
+const GO_YAML_FLOAT_EXP = /^[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)[eE][-+]?[0-9]+$/;
+
+// kubectl and KubeMod read YAML with go-yaml v2 (sigs.k8s.io/yaml): YAML 1.1, so yes/no/on/off are booleans and
+// 0777 is octal, but timestamps and sexagesimal numbers stay strings for untyped values. Read it the same way.
+function goYamlTags(tags: Tags): Tags {
+  const out: Tags = [];
+  for (const t of tags) {
+    if (typeof t !== 'object') out.push(t);
+    else if (/timestamp$/.test(t.tag) || t.format === 'TIME') continue;
+    else if (/float$/.test(t.tag) && t.test && !/inf/.test(String(t.test)))
+      out.push({ ...t, test: t.format === 'EXP' ? GO_YAML_FLOAT_EXP : GO_YAML_FLOAT });
+    else out.push(t);
+  }
+  return out;
+}
+
+// Duplicate keys are a clear error rather than a silent "last one wins".
+const readOptions = { version: '1.1' as const, customTags: goYamlTags, uniqueKeys: true };
+
+// Input can come from tenants (rule values) or from files: cap alias expansion so a YAML bomb cannot blow up memory.
+const MAX_ALIAS_COUNT = 100;
+
+/** Parses multi-document YAML (or JSON) as kubectl would; empty documents are dropped. */
+export function parseYamlDocuments(text: string): JsonValue[] {
+  const out: JsonValue[] = [];
+  for (const [i, doc] of parseAllDocuments(text, readOptions).entries()) {
+    const where = `document ${i + 1}`;
+    if (doc.errors.length > 0) throw new ManifestSyntaxError(`${where}: ${firstLine(doc.errors[0].message)}`);
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    } catch (err) {
+      throw new ManifestSyntaxError(`${where}: ${firstLine((err as Error).message)}`);
+    }
+    if (value === null || value === undefined) {
+      if (doc.contents === null) continue; // an empty document between separators
+    }
+    out.push(toJsonValue(value, ''));
+  }
+  return out;
+}
+
+/** Parses Kubernetes manifests: every document must be an object; `kind: *List` documents give their items. */
+export function parseManifestObjects(text: string): JsonObject[] {
+  const out: JsonObject[] = [];
+  for (const [i, value] of parseYamlDocuments(text).entries()) {
+    if (value === null) continue;
+    if (!isJsonObject(value))
+      throw new ManifestSyntaxError(`document ${i + 1}: not an object (a Kubernetes manifest)`);
+    if (typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items)) {
+      for (const [j, item] of value.items.entries()) {
+        if (!isJsonObject(item))
+          throw new ManifestSyntaxError(`document ${i + 1}: items[${j}] is not an object`);
+        out.push(item);
+      }
+    } else out.push(value);
+  }
+  return out;
+}
+
+/** Parses exactly one YAML value ('8080' -> 8080, '"8080"' -> "8080", '' -> null, a block -> object). */
+export function parseYamlValue(text: string): JsonValue {
+  const docs = parseAllDocuments(text, readOptions);
+  if (docs.length > 1) throw new ManifestSyntaxError('expected one YAML document, found several');
+  if (docs.length === 0) return null;
+  const doc = docs[0];
+  if (doc.errors.length > 0) throw new ManifestSyntaxError(firstLine(doc.errors[0].message));
+  try {
+    return toJsonValue(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), '');
+  } catch (err) {
+    if (err instanceof ManifestSyntaxError) throw err;
+    throw new ManifestSyntaxError(firstLine((err as Error).message));
+  }
+}
+
+/** Writes objects as a `---` separated YAML stream that kubectl reads back to the same values. */
+export function stringifyManifests(objects: readonly JsonValue[]): string {
+  // version 1.1 quotes strings a YAML 1.1 reader would otherwise take for booleans, numbers or timestamps.
+  return objects.map((o) => stringify(o, { version: '1.1', lineWidth: 0 })).join('---\n');
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0];
+}
+
+// YAML can express things JSON cannot (NaN, binary, sets); reject them rather than pass on a broken object.
+function toJsonValue(v: unknown, where: string): JsonValue {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new ManifestSyntaxError(`value${where} is not a finite number`);
+    return v;
+  }
+  if (typeof v === 'bigint') return Number(v);
+  if (Array.isArray(v)) return v.map((x, i) => toJsonValue(x, `${where}[${i}]`));
+  if (v instanceof Map) {
+    const out: Record<string, JsonValue> = {};
+    for (const [k, x] of v) setKey(out, String(k), toJsonValue(x, `${where}.${String(k)}`));
+    return out;
+  }
+  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    const out: Record<string, JsonValue> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>))
+      setKey(out, k, toJsonValue(x, `${where}.${k}`));
+    return out;
+  }
+  throw new ManifestSyntaxError(`value${where} has no JSON representation`);
+}
+
+// A key named __proto__ must become an own property, not replace the prototype.
+function setKey(o: Record<string, JsonValue>, k: string, v: JsonValue): void {
+  Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+}
