@@ -108,7 +108,12 @@ describe('modrule operator, in-process against the fake API server', () => {
       logger: silentLogger(),
       signal: controller.signal,
       onStarted: (op) => (started = op),
-      config: { host: '127.0.0.1', podNamespace: 'kubemod-system', extraHosts: ['127.0.0.1'] },
+      config: {
+        host: '127.0.0.1',
+        podNamespace: 'kubemod-system',
+        extraHosts: ['127.0.0.1'],
+        shutdownDelayMs: 300,
+      },
     });
     await eventually(() => started !== null, 15_000);
     return {
@@ -229,6 +234,8 @@ describe('modrule operator, in-process against the fake API server', () => {
     await new Promise((r) => setTimeout(r, 100));
     const exit = stop();
     await new Promise((r) => setTimeout(r, 100));
+    // Draining: still serving, but telling the kubelet to take this replica out of the Service.
+    expect((await send(`${operator.webhook.healthUrl}/readyz`)).status).toBe(503);
     release();
     const answered = await response;
     expect(answered.status).toBe(200);

@@ -30,6 +30,11 @@ export interface OperatorConfig {
   extraHosts?: string[];
   /** Write Ready conditions and events to ModRules; default true. */
   writeStatus?: boolean;
+  /**
+   * On stop, how long to keep serving while reporting unready, so the API server stops routing to this replica
+   * before it closes (endpoint removal is asynchronous); default 0.
+   */
+  shutdownDelayMs?: number;
 }
 
 /** A running operator. */
@@ -79,6 +84,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   const store = new RuleStore({ clusterNamespace: config.clusterNamespace });
   const status = config.writeStatus === false ? null : new StatusReporter({ client, logger });
   const sync = new ClusterSync({ client, store, logger, status });
+  let draining = false;
   sync.start();
   void sync.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
 
@@ -123,7 +129,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       logger,
       registry: deps.registry,
       processMetrics: true,
-      isReady: () => sync.isReady(),
+      isReady: () => !draining && sync.isReady(),
       onPodBinding: createPodBindingHandler({ client, logger }),
     });
   } catch (err) {
@@ -142,9 +148,11 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     store,
     webhook,
     caBundle: () => certs?.current()?.caCert ?? null,
-    isReady: () => sync.isReady(),
+    isReady: () => !draining && sync.isReady(),
     stop: () => {
       stopping ??= (async () => {
+        draining = true;
+        if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
         await Promise.all([sync.stop(), status?.stop(), certs?.stop()]);
         tls.close();
