@@ -1,0 +1,10 @@
+/** End-to-end suite: needs a real cluster (KUBECONFIG); skips itself without one. See docs/operator.md. */
+const base = require('./jest.config.js');
+
+module.exports = {
+  ...base,
+  testMatch: ['<rootDir>/test/e2e/**/*.e2e.ts'],
+  testTimeout: 120000,
+  // One cluster, one set of webhook configurations: suites must not run side by side.
+  maxWorkers: 1,
+};
