@@ -160,10 +160,9 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   hooks.signal?.addEventListener('abort', () => stopRequested.abort(), { once: true });
   if (hooks.signal?.aborted) stopRequested.abort();
   try {
-    const operator = await startOperator(
-      { ...options, ...hooks.config },
-      { client, logger, signal: stopRequested.signal },
-    );
+    // Five seconds of unready-but-serving after SIGTERM lets endpoint removal reach the API servers first.
+    const config: OperatorConfig = { shutdownDelayMs: 5000, ...options, ...hooks.config };
+    const operator = await startOperator(config, { client, logger, signal: stopRequested.signal });
     hooks.onStarted?.(operator);
     await new Promise<void>((resolve) => {
       if (stopRequested.signal.aborted) resolve();

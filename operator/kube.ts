@@ -1,3 +1,7 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import http from 'node:http';
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -54,10 +58,24 @@ export function isTransient(err: unknown): boolean {
 }
 
 /** The in-cluster config when running in a pod, else KUBECONFIG / ~/.kube/config. */
-export function loadKubeConfig(): KubeConfig {
+export function loadKubeConfig(env: Record<string, string | undefined> = process.env): KubeConfig {
   const kc = new KubeConfig();
-  if (process.env.KUBERNETES_SERVICE_HOST && !process.env.KUBECONFIG) kc.loadFromCluster();
-  else kc.loadFromDefault();
+  if (env.KUBERNETES_SERVICE_HOST && !env.KUBECONFIG) {
+    kc.loadFromCluster();
+    return kc;
+  }
+  // loadFromDefault silently falls back to http://localhost: say what is missing instead of retrying forever.
+  const listed = (env.KUBECONFIG ?? '').split(delimiter).filter((f) => f && existsSync(f));
+  const home = join(env.HOME ?? homedir(), '.kube', 'config');
+  if (listed.length > 1)
+    kc.loadFromDefault(); // merges the files, as kubectl does
+  else if (listed.length === 1) kc.loadFromFile(listed[0]);
+  else if (!env.KUBECONFIG && existsSync(home)) kc.loadFromFile(home);
+  else
+    throw new Error(
+      `not running in a cluster and no kubeconfig found (KUBECONFIG=${env.KUBECONFIG ?? ''}, ${home})`,
+    );
+  if (!kc.getCurrentCluster()) throw new Error('the kubeconfig has no current context/cluster');
   return kc;
 }
 
@@ -107,6 +125,33 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
   const plain = base.protocol === 'http:';
   const prefix = base.pathname.replace(/\/$/, '');
 
+  // client-node builds a fresh Agent per call: no connection reuse. One keep-alive Agent per TLS identity
+  // (client certificates from exec plugins may rotate) keeps handshakes off the pod-binding path.
+  const agents = new Map<string, https.Agent>();
+  function sharedAgent(opts: https.RequestOptions): https.Agent {
+    const identity = [opts.ca, opts.cert, opts.key, opts.pfx, opts.rejectUnauthorized, opts.servername];
+    const id = createHash('sha256')
+      .update(JSON.stringify(identity.map(String)))
+      .digest('hex');
+    let agent = agents.get(id);
+    if (!agent) {
+      for (const old of agents.values()) old.destroy();
+      agents.clear();
+      agent = new https.Agent({
+        keepAlive: true,
+        ca: opts.ca,
+        cert: opts.cert,
+        key: opts.key,
+        pfx: opts.pfx,
+        passphrase: opts.passphrase,
+        rejectUnauthorized: opts.rejectUnauthorized,
+        servername: opts.servername,
+      });
+      agents.set(id, agent);
+    }
+    return agent;
+  }
+
   async function open(
     method: string,
     path: string,
@@ -116,6 +161,9 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
     await kc.applyToHTTPSOptions(opts);
     // The config's agent is an https.Agent; node:http refuses it for plain-HTTP servers.
     if (plain) delete opts.agent;
+    // Proxy agents (cluster.proxyUrl) stay as configured.
+    else if (opts.agent instanceof https.Agent && opts.agent.constructor === https.Agent)
+      opts.agent = sharedAgent(opts);
     const url = new URL(prefix + path, base);
     return (plain ? http : https).request(url, opts);
   }
