@@ -73,6 +73,7 @@ describe('SelfSignedCertificates against the fake API server', () => {
       namespace: NS,
       timing,
       now: () => clock,
+      pollIntervalMs: 50,
     });
     running.push(r);
     return r;

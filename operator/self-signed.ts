@@ -9,7 +9,6 @@ import {
   planCertificates,
   serviceHosts,
 } from './certificates';
-import { Informer } from './informer';
 import { JSON_PATCH, KubeApiError, KubeClient } from './kube';
 
 export const CERT_SECRET_NAME = 'kubemod-webhook-server-cert';
@@ -30,6 +29,8 @@ export interface SelfSignedOptions {
   webhookConfigurations?: { mutating: string; validating: string };
   /** How often to check for expiry and caBundle drift; default hourly. */
   checkIntervalMs?: number;
+  /** How often to re-read the Secret for certificates another replica renewed; default 30 s. */
+  pollIntervalMs?: number;
   timing?: CertTiming;
   now?: () => Date;
 }
@@ -79,7 +80,8 @@ export class SelfSignedCertificates {
   private readonly now: () => Date;
   private tls: MemoryTlsSource | null = null;
   private bundle: CertBundle | null = null;
-  private informer: Informer | null = null;
+  private poller: NodeJS.Timeout | null = null;
+  private polling = false;
   private timer: NodeJS.Timeout | null = null;
   private checking: Promise<void> | null = null;
 
@@ -210,7 +212,7 @@ export class SelfSignedCertificates {
   }
 
   /**
-   * Ensures the certificates, publishes the CA, and keeps both current: a watch on the Secret swaps the served
+   * Ensures the certificates, publishes the CA, and keeps both current: polling the Secret swaps the served
    * certificate when any replica renews it, and a periodic check renews before expiry.
    */
   async start(): Promise<MemoryTlsSource> {
@@ -220,20 +222,10 @@ export class SelfSignedCertificates {
     await this.syncCaBundle(bundle).catch((err: Error) =>
       this.options.logger.warn('cannot set webhook caBundle yet; will retry', { error: err.message }),
     );
-    this.informer = new Informer({
-      client: this.options.client,
-      path: this.secretPath,
-      apiVersion: 'v1',
-      kind: 'Secret',
-      fieldSelector: `metadata.name=${this.secretName}`,
-      logger: this.options.logger,
-      handlers: {
-        replace: (items) => items.forEach((s) => this.adopt(s)),
-        upsert: (s) => this.adopt(s),
-        remove: () => void this.check(),
-      },
-    });
-    this.informer.start();
+    // Polling needs only `get` on the one Secret (a watch needs list/watch), and a renewal happens weeks before
+    // expiry, so seconds of delay before the other replicas swap do not matter.
+    this.poller = setInterval(() => void this.poll(), this.options.pollIntervalMs ?? 30_000);
+    this.poller.unref();
     this.timer = setInterval(() => void this.check(), this.options.checkIntervalMs ?? 60 * 60 * 1000);
     this.timer.unref();
     return this.tls;
@@ -262,8 +254,23 @@ export class SelfSignedCertificates {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await this.informer?.stop();
+    if (this.poller) clearInterval(this.poller);
     await this.checking;
+  }
+
+  /** Re-reads the Secret and serves what it holds; recreates it when it was deleted. */
+  async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const path = `${this.secretPath}/${encodeURIComponent(this.secretName)}`;
+      this.adopt(await this.options.client.request('GET', path));
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) await this.check();
+      else this.options.logger.debug('cannot read the certificate Secret', { error: (err as Error).message });
+    } finally {
+      this.polling = false;
+    }
   }
 
   private adopt(secret: JsonObject): void {
