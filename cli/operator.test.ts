@@ -163,20 +163,42 @@ describe('modrule operator, in-process against the fake API server', () => {
           .map((r) => r.name),
       ).toEqual(['label-deployments']);
 
-      // pods/binding -> ref.kubemod.io/node on the pod.
+      // pods/binding -> ref.kubemod.io/node on the pod; a dry-run binding changes nothing.
       const pod = loadFixture('pod');
       const podMeta = pod.metadata as JsonObject;
       delete podMeta.resourceVersion;
       api.put('pods', pod);
-      const bindingReview = makeReview('CREATE', {
-        apiVersion: 'v1',
-        kind: 'Binding',
-        metadata: { name: podMeta.name, namespace: podMeta.namespace },
-        target: { apiVersion: 'v1', kind: 'Node', name: 'worker-9' },
-      });
-      bindingReview.request.resource = { group: '', version: 'v1', resource: 'pods' };
-      bindingReview.request.subResource = 'binding';
-      const bound = await postReview(operator.webhook.url, '/podbinding-webhook', bindingReview, ca);
+      const binding = (node: string, dryRun: boolean) => {
+        const review = makeReview(
+          'CREATE',
+          {
+            apiVersion: 'v1',
+            kind: 'Binding',
+            metadata: { name: podMeta.name, namespace: podMeta.namespace },
+            target: { apiVersion: 'v1', kind: 'Node', name: node },
+          },
+          null,
+          { dryRun },
+        );
+        review.request.resource = { group: '', version: 'v1', resource: 'pods' };
+        review.request.subResource = 'binding';
+        return review;
+      };
+      const dry = await postReview(
+        operator.webhook.url,
+        '/podbinding-webhook',
+        binding('worker-dry', true),
+        ca,
+      );
+      expect(dry.review.response?.allowed).toBe(true);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(api.requestsTo('PATCH', /\/pods\//)).toHaveLength(0);
+      const bound = await postReview(
+        operator.webhook.url,
+        '/podbinding-webhook',
+        binding('worker-9', false),
+        ca,
+      );
       expect(bound.review.response?.allowed).toBe(true);
       await eventually(() => {
         const annotations = (

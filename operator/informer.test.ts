@@ -117,6 +117,20 @@ describe('Informer against the fake API server', () => {
     expect(api.requestsTo('GET', '/api/v1/namespaces').length).toBeGreaterThanOrEqual(4);
   });
 
+  it('copes with a slow API server', async () => {
+    api.put('namespaces', ns('a'));
+    api.delayMs = 300;
+    const m = mirror();
+    const inf = start(m);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(inf.hasSynced()).toBe(false);
+    await inf.synced;
+    expect(m.names()).toEqual(['a']);
+    await eventually(() => api.openWatches === 1);
+    api.put('namespaces', ns('b'));
+    await eventually(() => m.names().join() === 'a,b');
+  });
+
   it('is not synced while the first list has not arrived', async () => {
     api.interceptor = () => ({ status: 500 });
     const m = mirror();

@@ -244,8 +244,9 @@ describeCluster(`operator against the cluster in KUBECONFIG (namespace ${NS})`, 
         ],
       }),
     );
-    await client.request('POST', `/api/v1/namespaces/${NS}/pods`, {
-      body: {
+    // A new namespace gets its default ServiceAccount a moment later; pods cannot be created before that.
+    await waitFor('the pod to be created', async () => {
+      await apply(client, `/api/v1/namespaces/${NS}/pods`, {
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name: 'node-ref', annotations: { 'ref.kubemod.io/inject-node-ref': 'true' } },
@@ -253,7 +254,8 @@ describeCluster(`operator against the cluster in KUBECONFIG (namespace ${NS})`, 
           containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.9' }],
           terminationGracePeriodSeconds: 0,
         },
-      },
+      });
+      return true;
     });
     const pod = await waitFor('the pod to carry its node', async () => {
       const p = await client.request('GET', `/api/v1/namespaces/${NS}/pods/node-ref`);
