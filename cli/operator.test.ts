@@ -206,6 +206,16 @@ describe('modrule operator, in-process against the fake API server', () => {
         ).annotations as JsonObject;
         return annotations['ref.kubemod.io/node'] === 'worker-9';
       });
+
+      const metrics = (await send(`${operator.webhook.healthUrl}/metrics`)).body;
+      expect(metrics).toMatch(/^modrule_informer_synced\{resource="modrules"\} 1$/m);
+      expect(metrics).toMatch(/^modrule_informer_lists\{resource="nodes"\} 1$/m);
+      expect(metrics).toMatch(/^modrule_status_writes_total\{result="ok"\} [1-9]/m);
+      expect(metrics).toMatch(/^modrule_pod_bindings_total\{result="annotated"\} 1$/m);
+      const expiry = Number(
+        /^modrule_webhook_certificate_expiry_timestamp_seconds (\d+)$/m.exec(metrics)?.[1],
+      );
+      expect(expiry * 1000 - Date.now()).toBeGreaterThan(360 * 24 * 3600 * 1000);
     } finally {
       await expect(stop()).resolves.toBe(0);
     }

@@ -5,7 +5,9 @@ import { RuleStore } from '../store/rules';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { Backoff, sleep } from './backoff';
+import { expiryOf } from './certificates';
 import { KubeClient } from './kube';
+import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
 import { SelfSignedCertificates } from './self-signed';
 import { StatusReporter } from './status';
@@ -82,14 +84,24 @@ async function untilDone<T>(
 export async function startOperator(config: OperatorConfig, deps: OperatorDeps): Promise<RunningOperator> {
   const { client, logger, signal } = deps;
   const store = new RuleStore({ clusterNamespace: config.clusterNamespace });
-  const status = config.writeStatus === false ? null : new StatusReporter({ client, logger });
-  const sync = new ClusterSync({ client, store, logger, status });
+  const registry = deps.registry ?? new Registry();
+  // The metrics read these at scrape time, after they are set.
+  let tls: TlsSource | null = null;
+  const metrics = new OperatorMetrics(registry, {
+    informers: () => rules.informerStates(),
+    certificateExpiry: () => (tls ? expiryOf(tls.current().cert) : null),
+  });
+  const status =
+    config.writeStatus === false
+      ? null
+      : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
+  const rules = new ClusterSync({ client, store, logger, status });
   let draining = false;
-  sync.start();
-  void sync.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
+  rules.start();
+  void rules.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
 
   let certs: SelfSignedCertificates | null = null;
-  let tls: TlsSource;
+  let served: TlsSource;
   try {
     if (config.certMode === 'self') {
       const self = new SelfSignedCertificates({
@@ -99,14 +111,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         extraHosts: config.extraHosts,
       });
       certs = self;
-      tls = await untilDone('setting up webhook certificates', () => self.start(), logger, signal);
+      served = await untilDone('setting up webhook certificates', () => self.start(), logger, signal);
     } else {
       const options = {
         certFile: join(config.certDir, 'tls.crt'),
         keyFile: join(config.certDir, 'tls.key'),
         logger,
       };
-      tls = await untilDone(
+      served = await untilDone(
         'reading webhook certificates',
         () => FileTlsSource.open(options),
         logger,
@@ -114,27 +126,29 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([sync.stop(), status?.stop(), certs?.stop()]);
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
     throw err;
   }
+  tls = served;
+  const podBinding = createPodBindingHandler({ client, logger });
 
   let webhook: RunningWebhook;
   try {
     webhook = await startWebhookServer({
       store,
-      tls,
+      tls: served,
       port: config.webhookPort,
       host: config.host,
       healthPort: config.healthPort,
       logger,
-      registry: deps.registry,
+      registry,
       processMetrics: true,
-      isReady: () => !draining && sync.isReady(),
-      onPodBinding: createPodBindingHandler({ client, logger }),
+      isReady: () => !draining && rules.isReady(),
+      onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
     });
   } catch (err) {
-    await Promise.all([sync.stop(), status?.stop(), certs?.stop()]);
-    tls.close();
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+    served.close();
     throw err;
   }
   logger.info('webhook listening', {
@@ -148,14 +162,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     store,
     webhook,
     caBundle: () => certs?.current()?.caCert ?? null,
-    isReady: () => !draining && sync.isReady(),
+    isReady: () => !draining && rules.isReady(),
     stop: () => {
       stopping ??= (async () => {
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([sync.stop(), status?.stop(), certs?.stop()]);
-        tls.close();
+        await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+        served.close();
         logger.info('operator stopped');
       })();
       return stopping;

@@ -142,6 +142,8 @@ export interface StatusReporterOptions {
   /** Tries per status write for transient errors; default 5. */
   attempts?: number;
   backoffMs?: number;
+  /** Told about every status write (metrics). */
+  onWrite?: (result: 'ok' | 'failed') => void;
 }
 
 interface Pending {
@@ -220,6 +222,7 @@ export class StatusReporter {
           contentType: MERGE_PATCH,
         });
         this.writes++;
+        this.options.onWrite?.('ok');
         this.written.set(key, signature);
         break;
       } catch (err) {
@@ -238,6 +241,7 @@ export class StatusReporter {
           return;
         }
         if (!isTransient(err) || attempt >= (this.options.attempts ?? 5) || this.controller.signal.aborted) {
+          this.options.onWrite?.('failed');
           this.options.logger.warn('failed to write ModRule status', {
             namespace: id.namespace,
             name: id.name,

@@ -89,6 +89,12 @@ export class ClusterSync {
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 
+  /** Per resource: synced yet, and how many full lists so far (metrics). */
+  informerStates(): Array<{ resource: string; synced: boolean; lists: number }> {
+    const names = ['modrules', 'namespaces', 'nodes'];
+    return this.informers.map((i, n) => ({ resource: names[n], synced: i.hasSynced(), lists: i.listCount }));
+  }
+
   /** True once ModRules, Namespaces and Nodes have all been listed. */
   isReady(): boolean {
     return this.informers.every((i) => i.hasSynced());
