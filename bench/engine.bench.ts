@@ -144,5 +144,32 @@ export async function run(): Promise<BenchRow[]> {
     }, 300),
     notes: 'copy-on-write: one namespace array and the namespace map',
   });
+  rows.push(memoryRow());
   return rows;
+}
+
+// Heap held by compiled rules: what a replica pays per ModRule in the cluster (needs node --expose-gc).
+function memoryRow(): BenchRow {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc)
+    return {
+      suite: 'engine',
+      case: 'memory, 1000 compiled rules',
+      opsPerSec: null,
+      notes: 'run with --expose-gc',
+    };
+  const rules = ruleSet(1000);
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const store = new RuleStore();
+  store.replaceRules(rules);
+  const snapshot = store.snapshot();
+  gc();
+  const bytes = process.memoryUsage().heapUsed - before;
+  return {
+    suite: 'engine',
+    case: 'memory, 1000 compiled rules',
+    opsPerSec: null,
+    notes: `${(bytes / 1024 / 1024).toFixed(1)} MiB heap, ${(bytes / snapshot.ruleCount / 1024).toFixed(1)} KiB per rule`,
+  };
 }
