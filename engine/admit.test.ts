@@ -651,6 +651,9 @@ describe('admit: failures are isolated', () => {
     expect(labels(out.object)).toEqual({ app: 'nginx', good: 'ok' });
     expect(out.failures.map((f) => f.rule.name)).toEqual(['bad']);
     expect(out.failures[0].message.length).toBeGreaterThan(0);
+    // Both matched, only the good one shaped the object.
+    expect(out.matched.map((r) => r.name).sort()).toEqual(['bad', 'good']);
+    expect(out.patched.map((r) => r.name)).toEqual(['good']);
   });
 
   test('a rule producing too many operations fails instead of stalling the request', () => {

@@ -46,6 +46,8 @@ export interface AdmissionOutcome {
   object: JsonObject | null;
   /** Rules whose match section matched. */
   matched: RuleRef[];
+  /** The Patch rules among them whose changes were applied (matched and did not fail). */
+  patched: RuleRef[];
   /** Rules that failed at run time; their changes were dropped as a whole. */
   failures: Array<{ rule: RuleRef; message: string }>;
   /** The namespace (or Namespace object) is labelled admission.kubemod.io/ignore=true: nothing evaluated. */
@@ -62,6 +64,7 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     patch: [],
     object: input.object,
     matched: [],
+    patched: [],
     failures: [],
     ignored: false,
   };
@@ -139,6 +142,7 @@ function runPatchRules(
           throw new RuleRuntimeError('the patch replaced the object with a non-object');
         current = next;
         lastApplied.apply(ops);
+        outcome.patched.push(refOf(rule));
       } catch (err) {
         outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
       }

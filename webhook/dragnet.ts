@@ -60,19 +60,6 @@ function failureWarnings(failures: AdmissionOutcome['failures']): string[] {
   return out;
 }
 
-/** The Patch rules among the matched ones that did not fail: the rules that shaped the final object. */
-function appliedPatchRules(
-  outcome: AdmissionOutcome,
-  snapshot: RuleSnapshot,
-  namespace: string | null,
-): RuleRef[] {
-  if (outcome.matched.length === 0) return [];
-  const types = new Map<string, string>();
-  for (const r of snapshot.rulesFor(namespace)) types.set(`${r.namespace}/${r.name}`, r.type);
-  const failed = new Set(outcome.failures.map((f) => ruleName(f.rule)));
-  return outcome.matched.filter((m) => types.get(ruleName(m)) === 'Patch' && !failed.has(ruleName(m)));
-}
-
 /**
  * Answers one /dragnet-webhook request against one snapshot: pure apart from reading the snapshot.
  * Engine failures answer allowed (KubeMod fails open: a broken rule must not block every deployment).
@@ -140,7 +127,7 @@ export function handleDragnet(request: AdmissionRequest, snapshot: RuleSnapshot)
     response = patchResponse(uid, patch);
     result = patch.length > 0 ? 'patched' : 'allowed';
     if (patch.length > 0) {
-      applied = appliedPatchRules(outcome, snapshot, namespace);
+      applied = outcome.patched;
       if (applied.length > 0) response.auditAnnotations = { applied: applied.map(ruleName).join(',') };
     }
   }
