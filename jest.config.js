@@ -8,10 +8,10 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: {
-    '^.+\\.ts$': ['ts-jest', { isolatedModules: true }],
+    '^.+\\.ts$': 'ts-jest',
     [`^.+/node_modules/(${esmPackages.join('|')})/.+\\.js$`]: [
       'ts-jest',
-      { isolatedModules: true, tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022' } },
+      { tsconfig: { allowJs: true, isolatedModules: true, module: 'commonjs', target: 'ES2022' } },
     ],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
