@@ -1,0 +1,46 @@
+import { join } from 'node:path';
+import { CommandIO } from './io';
+import { main } from './main';
+
+function captured(): { io: CommandIO; out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    io: { stdout: (t) => (out += t), stderr: (t) => (err += t), readStdin: async () => '' },
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe('modrule command line', () => {
+  it('lists the commands and exits 1 without one', async () => {
+    const c = captured();
+    expect(await main([], c.io)).toBe(1);
+    for (const name of ['select', 'apply', 'serve', 'operator']) expect(c.out()).toContain(name);
+  });
+
+  it('exits 0 for --help', async () => {
+    const c = captured();
+    expect(await main(['--help'], c.io)).toBe(0);
+    expect(c.out()).toMatch(/^usage: modrule <command>/);
+  });
+
+  it('names an unknown command', async () => {
+    const c = captured();
+    expect(await main(['aply'], c.io)).toBe(1);
+    expect(c.err()).toContain('unknown command "aply"');
+  });
+
+  it('dispatches to a subcommand with its arguments', async () => {
+    const c = captured();
+    const file = join(__dirname, '..', 'fixtures', 'deployment.yaml');
+    expect(await main(['select', '$.metadata.name', '--file', file, '--output', 'json'], c.io)).toBe(0);
+    expect(JSON.parse(c.out())).toEqual([{ value: 'nginx', path: '/metadata/name', indices: [] }]);
+  });
+
+  it("turns a subcommand's usage error into exit 1 with the command's name", async () => {
+    const c = captured();
+    expect(await main(['apply', '--file', '/does/not/exist'], c.io)).toBe(1);
+    expect(c.err()).toMatch(/^modrule apply: /);
+  });
+});
