@@ -377,14 +377,15 @@ describe('admit: operations and DELETE', () => {
     return d;
   };
 
-  test('DELETE matches the old object; only Reject rules decide; no patch', () => {
+  test('DELETE matches the old object; DELETE Patch rules run (for Reject rules) but no patch is returned', () => {
     const out = run(store, null, { operation: 'DELETE', oldObject: protectedDeployment() });
     expect(out.allowed).toBe(false);
     expect(out.rejections).toEqual([
       { rule: { namespace: 'default', name: 'no-delete' }, message: 'deleting nginx is not allowed' },
     ]);
     expect(out.patch).toEqual([]);
-    expect(out.matched.map((m) => m.name)).toEqual(['no-delete']);
+    expect(out.object).toBeNull();
+    expect(out.matched.map((m) => m.name)).toEqual(['patch-on-delete', 'no-delete']);
   });
 
   test('DELETE of an unprotected object is allowed', () => {

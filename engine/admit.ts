@@ -40,7 +40,7 @@ export interface AdmissionOutcome {
   allowed: boolean;
   /** message is the rendered rejectMessage, '' when the rule has none (or it failed to render). */
   rejections: Array<{ rule: RuleRef; message: string }>;
-  /** Original object -> final object; [] when nothing changed (always [] for DELETE). */
+  /** Original object -> final object; [] when nothing changed. Always [] for DELETE (Patch rules only feed Rejects). */
   patch: JsonPatchOperation[];
   /** Final object, without syntheticRefs. */
   object: JsonObject | null;
@@ -85,18 +85,19 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
   const working = prepare(subject, namespace, snapshot);
   let current = working.object;
 
-  // The API server ignores patches on DELETE, so only Reject rules run there.
-  if (operation !== 'DELETE') {
-    const lastApplied = new LastApplied(subject);
-    const patched = runPatchRules(
-      rules.filter((r) => r.type === 'Patch'),
-      current,
-      namespaceText,
-      lastApplied,
-      outcome,
-    );
-    if (patched !== current) {
-      current = patched;
+  // Patch rules run on DELETE too, as in KubeMod (CalculatePatch runs for every operation): Reject rules then see
+  // the patched old object. The API server has no object to patch on DELETE, so no patch is returned there.
+  const lastApplied = new LastApplied(subject);
+  const patched = runPatchRules(
+    rules.filter((r) => r.type === 'Patch'),
+    current,
+    namespaceText,
+    lastApplied,
+    outcome,
+  );
+  if (patched !== current) {
+    current = patched;
+    if (operation !== 'DELETE') {
       const final = finish(current, working);
       lastApplied.writeTo(final);
       outcome.object = final;
