@@ -85,7 +85,7 @@ function resolveOne(
       Target: target,
       Namespace: namespace,
       SelectedItem: selectedItem,
-      SelectKeyParts: keyParts,
+      SelectKeyParts: keyParts.map(goKeyPart),
     });
   } catch (err) {
     throw new RuleRuntimeError(`${at}.value: ${(err as Error).message}`);
@@ -95,6 +95,20 @@ function resolveOne(
   } catch (err) {
     throw new RuleRuntimeError(`${at}.value: rendered value is not valid: ${(err as Error).message}`);
   }
+}
+
+/**
+ * A captured index as KubeMod's templates see it: keyPartsFromSelectKey turns every part that strconv.Atoi accepts
+ * (array indices, and map keys such as "8080") into a Go int, so `eq .#0 0` and `printf "%d" .#0` work. Other map
+ * keys stay strings. (Paths keep the key text as captured: see fillPlaceholders.)
+ */
+function goKeyPart(part: number | string): bigint | string {
+  if (typeof part === 'number') return BigInt(part);
+  if (/^[+-]?\d+$/.test(part)) {
+    const n = BigInt(part);
+    if (n >= -(2n ** 63n) && n < 2n ** 63n) return n;
+  }
+  return part;
 }
 
 function fillPlaceholders(
