@@ -478,6 +478,14 @@ describe('KubeMod match semantics (core/modrulestoreitem.go isMatch)', () => {
       object: pod,
       want: true,
     },
+    // kubemod_jsonpath.go: `in` with a JSON array literal is a boolean select
+    { name: 'in a list of kinds', match: `- select: '$.kind in ["Pod", "Job"]'`, object: pod, want: true },
+    {
+      name: 'not in a list of kinds',
+      match: `- select: '$.kind in ["Pod", "Job"]'`,
+      object: service,
+      want: false,
+    },
     // bracket notation for keys with dots and slashes (patch-22: $.metadata.labels["color"])
     {
       name: 'bracket notation',

@@ -1,7 +1,7 @@
 import { JsonValue } from '../json/value';
 
 /** A parsed select: a path or an expression built from paths, literals, operators and function calls. */
-export type JsonPathNode = PathNode | LiteralNode | UnaryNode | BinaryNode | CallNode;
+export type JsonPathNode = PathNode | LiteralNode | ArrayNode | UnaryNode | BinaryNode | CallNode;
 
 /** `$...` (from the root) or `@...` (from the current filter element). */
 export interface PathNode {
@@ -18,6 +18,13 @@ export interface LiteralNode {
   readonly column: number;
 }
 
+/** A JSON array literal such as `["a", "b"]` (gval's JSON extension), mostly for `in`. */
+export interface ArrayNode {
+  readonly kind: 'array';
+  readonly items: readonly JsonPathNode[];
+  readonly column: number;
+}
+
 export type UnaryOperator = '!' | '-';
 export interface UnaryNode {
   readonly kind: 'unary';
@@ -27,7 +34,7 @@ export interface UnaryNode {
 }
 
 export type BinaryOperator =
-  '||' | '&&' | '==' | '!=' | '<' | '<=' | '>' | '>=' | '=~' | '!~' | '+' | '-' | '*' | '/' | '%';
+  '||' | '&&' | '==' | '!=' | '<' | '<=' | '>' | '>=' | '=~' | '!~' | 'in' | '+' | '-' | '*' | '/' | '%';
 export interface BinaryNode {
   readonly kind: 'binary';
   readonly op: BinaryOperator;

@@ -1,4 +1,4 @@
-import { isJsonObject, JsonValue } from '../json/value';
+import { isJsonObject, jsonEqual, JsonValue } from '../json/value';
 import { compileRegex, RegexSyntaxError, SafeRegex } from '../regex/compile';
 import { BinaryNode, CallNode, isAmbiguous, JsonPathNode, PathNode, Segment } from './ast';
 import { JsonPathLimitError, JsonPathSyntaxError } from './errors';
@@ -320,6 +320,19 @@ function compileExpr(node: JsonPathNode): Expr {
     }
     case 'path':
       return compileExprPath(node);
+    case 'array': {
+      const items = node.items.map(compileExpr);
+      // An undefined element is left out: it could only ever be compared (and never equal) anyway.
+      return (ctx, cur) => {
+        const out: JsonValue[] = [];
+        for (const item of items) {
+          const v = item(ctx, cur);
+          if (v === ERR) return ERR;
+          if (v !== UNDEF) out.push(v);
+        }
+        return out;
+      };
+    }
     case 'unary': {
       const operand = compileExpr(node.operand);
       if (node.op === '!') {
@@ -528,6 +541,16 @@ function compileBinary(node: BinaryNode): Expr {
         return looseEquals(a, b) === want;
       };
     }
+    case 'in':
+      // KubeMod's inArray: the right side must be a list; membership is reflect.DeepEqual (no conversions).
+      return (ctx, cur) => {
+        const a = left(ctx, cur);
+        if (a === ERR) return ERR;
+        const b = right(ctx, cur);
+        if (!Array.isArray(b)) return ERR;
+        if (a === UNDEF) return false;
+        return b.some((x) => jsonEqual(a, x));
+      };
     case '<':
     case '<=':
     case '>':

@@ -149,6 +149,7 @@ describe('KubeMod expression semantics (expressions/kubemod_jsonpath.go, jsonpat
     map: {},
     nothing: null,
     labels: { app: 'nginx' },
+    names: ['nginx', 'sidecar'],
   };
   // undefined = no result; an evaluation error = no result as well (isMatch then returns negate).
   const cases: Array<{ name: string; select: string; want: JsonValue[] }> = [
@@ -181,6 +182,14 @@ describe('KubeMod expression semantics (expressions/kubemod_jsonpath.go, jsonpat
     { name: 'string ordering is lexical', select: '"10" > "9"', want: [false] },
     // regex operator: unanchored RE2
     { name: '=~ is unanchored', select: '$.labels.app =~ "gin"', want: [true] },
+    // gval.InfixOperator("in", inArray) with gval.JSON() array literals; membership is reflect.DeepEqual
+    { name: 'in an array literal', select: '$.text in ["xyz", "abc"]', want: [true] },
+    { name: 'not in an array literal', select: '$.text in ["xyz"]', want: [false] },
+    { name: 'in compares without conversion', select: '"3" in [$.count]', want: [false] },
+    { name: 'in a path to a list', select: '"nginx" in $.names', want: [true] },
+    { name: 'undefined is in no list', select: '$.missing in ["abc"]', want: [false] },
+    { name: 'in a non-list is an error', select: '"a" in $.text', want: [] },
+    { name: 'in binds tighter than &&', select: '$.text in ["abc"] && $.flag', want: [true] },
     // selector.go: a missing member yields undefined, dropped from results
     { name: 'missing member has no result', select: '$.labels.tier', want: [] },
     { name: 'member of null is undefined', select: '$.nothing.x', want: [] },
@@ -192,6 +201,12 @@ describe('KubeMod expression semantics (expressions/kubemod_jsonpath.go, jsonpat
         .select(obj)
         .map((r) => r.value),
     ).toEqual(want);
+  });
+
+  test('in over a wildcard path and inside a filter', () => {
+    const data: JsonValue = { containers: [{ name: 'nginx' }, { name: 'sidecar' }] };
+    expect(compileJsonPath('"sidecar" in $.containers[*].name').select(data)[0].value).toBe(true);
+    expect(capture('$.containers[? @.name in ["sidecar", "other"]].name', data)).toEqual([['sidecar', [1]]]);
   });
 
   // patch-28: a filter on a nested missing field, counted.

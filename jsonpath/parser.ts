@@ -20,7 +20,7 @@ const KEYWORDS: Record<string, boolean | null> = { true: true, false: false, nul
 const LEVELS: readonly (readonly BinaryOperator[])[] = [
   ['||'],
   ['&&'],
-  ['==', '!=', '<', '<=', '>', '>=', '=~', '!~'],
+  ['==', '!=', '<', '<=', '>', '>=', '=~', '!~', 'in'],
   ['+', '-'],
   ['*', '/', '%'],
 ];
@@ -80,8 +80,10 @@ class Parser {
     let left = this.parseBinary(level + 1);
     for (;;) {
       const t = this.peek();
+      // `in` is the one operator spelled as a word (KubeMod's gval.InfixOperator("in", inArray)).
       const op =
-        t.type === 'op' && (LEVELS[level] as readonly string[]).includes(t.text)
+        (t.type === 'op' || (t.type === 'ident' && t.text === 'in')) &&
+        (LEVELS[level] as readonly string[]).includes(t.text)
           ? (t.text as BinaryOperator)
           : null;
       if (!op) return left;
@@ -128,6 +130,7 @@ class Parser {
       }
       case 'punct':
         if (t.text === '$' || t.text === '@') return this.parsePath();
+        if (t.text === '[') return this.parseArray();
         if (t.text === '(') {
           this.next();
           this.enter();
@@ -167,6 +170,23 @@ class Parser {
       );
     }
     return { kind: 'call', name, args, column: nameTok.column };
+  }
+
+  // gval.JSON(): `[expr, expr, ...]`.
+  private parseArray(): JsonPathNode {
+    const open = this.expect('[');
+    this.enter();
+    const items: JsonPathNode[] = [];
+    if (!this.is(']')) {
+      items.push(this.parseBinary(0));
+      while (this.is(',')) {
+        this.next();
+        items.push(this.parseBinary(0));
+      }
+    }
+    this.depth--;
+    this.expect(']');
+    return { kind: 'array', items, column: open.column };
   }
 
   private parsePath(): PathNode {
