@@ -5,6 +5,7 @@ import { DICT_FUNCTIONS } from './sprig/dicts';
 import { ENCODING_FUNCTIONS } from './sprig/encoding';
 import { LIST_FUNCTIONS } from './sprig/lists';
 import { MATH_FUNCTIONS } from './sprig/math';
+import { PATH_FUNCTIONS } from './sprig/paths';
 import { REGEX_FUNCTIONS } from './sprig/regex';
 import { STRING_FUNCTIONS } from './sprig/strings';
 import { isEmpty, strval } from './sprig/convert';
@@ -37,6 +38,7 @@ export const FUNCTIONS: ReadonlyMap<string, FuncDef> = new Map(
     ...MATH_FUNCTIONS,
     ...REGEX_FUNCTIONS,
     ...ENCODING_FUNCTIONS,
+    ...PATH_FUNCTIONS,
     ...DEFAULTS_AND_TYPES,
   }),
 );
