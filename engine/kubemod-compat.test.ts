@@ -923,6 +923,19 @@ describe('KubeMod execution tiers', () => {
     expect(labels(out.object).done).toBe('true-ish');
   });
 
+  // patch-32: a tier-2 rule removes what tier 1 added, from the object and from last-applied.
+  test('a higher tier removes what a lower tier added (patch-29..32)', () => {
+    const t32r = patchRule(
+      't32r',
+      `match:\n  - select: '$.metadata.labels.size'\n    matchValue: large`,
+      `  - op: remove\n    path: /metadata/labels/size`,
+      'executionTier: 2\n',
+    );
+    const out = run([t29, t30, t31, t32r], colored('green'));
+    expect(labels(out.object)).toEqual({ app: 'nginx', color: 'purple', taste: 'sour' });
+    expect(labels(lastApplied(out.object))).toEqual(labels(out.object));
+  });
+
   test('nothing matches without the starting color', () => {
     const out = run([t29, t30, t31, t32], colored('red'));
     expect(out.patch).toEqual([]);
