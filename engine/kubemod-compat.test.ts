@@ -369,6 +369,23 @@ describe('KubeMod match semantics (core/modrulestoreitem.go isMatch)', () => {
       object: serviceIPs(['10.0.0.1', '123.45.67.10']),
       want: false,
     },
+    // jsonpath/path.go drops undefined matches, so elements lacking the field do not count against All
+    {
+      name: 'matchFor All skips elements without the field',
+      match: `- select: '$.spec.containers[*].securityContext.runAsNonRoot'\n  matchFor: All\n  matchValue: 'true'`,
+      object: pod2,
+      want: true,
+    },
+    // ... and a wildcard boolean is text, so `false` still "matches" without criteria
+    {
+      name: 'a false boolean from a wildcard matches without criteria',
+      match: `- select: '$.spec.containers[*].securityContext.runAsNonRoot'`,
+      object: withChanges(pod2, (p) => {
+        const c = (p.spec as JsonObject).containers as JsonObject[];
+        c[1].securityContext = { runAsNonRoot: false };
+      }),
+      want: true,
+    },
     // isMatch case []interface{}: a definite path to a list is matched element by element
     {
       name: 'definite path to a list',
