@@ -1208,6 +1208,8 @@ describe('KubeMod rejections', () => {
   test('a rejectMessage that does not parse is a validation problem', () => {
     const problems = validateModRule(parseRule(rejectExternal('{{ .Target')));
     expect(problems.map((p) => p.field)).toEqual(['spec.rejectMessage']);
+    // Go: "template: rejectMessage:1: unclosed action"; we add the column (docs/templates.md).
+    expect(problems[0].message).toMatch(/template: rejectMessage:1:\d+: unclosed action/);
   });
 
   // dragnetwebhook.go: CalculatePatch first, then DetermineRejections(patchedJSON).
