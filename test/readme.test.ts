@@ -1,0 +1,22 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TEMPLATE_FUNCTIONS } from '../template';
+
+// The README promises a complete list of template functions; keep it true as functions are added.
+describe('README', () => {
+  const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+  const section = readme.slice(
+    readme.indexOf("Functions: Go's builtins"),
+    readme.indexOf('Not supported: date'),
+  );
+  const listed = new Set(section.match(/[A-Za-z0-9]+/g));
+
+  it.each([...TEMPLATE_FUNCTIONS].filter((f) => f !== 'call'))('lists the template function %s', (name) => {
+    expect(listed.has(name)).toBe(true);
+  });
+
+  it('shows the two set-up commands', () => {
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toContain('npm ci && npm test');
+  });
+});
