@@ -7,8 +7,12 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
+# re2's build leaves ~100 MB of objects and vendored sources next to the one addon it loads: keep only the addon.
 RUN npm run build \
- && npm prune --omit=dev --no-audit --no-fund
+ && npm prune --omit=dev --no-audit --no-fund \
+ && find node_modules/re2/build -mindepth 1 -maxdepth 1 ! -name Release -exec rm -rf {} + \
+ && find node_modules/re2/build/Release -mindepth 1 ! -name re2.node -exec rm -rf {} + \
+ && rm -rf node_modules/re2/vendor
 
 # --- runtime: same Debian release as the build stage, so the compiled re2 addon loads as is.
 FROM node:20-bookworm-slim
