@@ -1,53 +1,17 @@
 import fc from 'fast-check';
-import { parseAllDocuments } from 'yaml';
 import { loadFixture } from '../fixtures/load';
-import { cloneJson, JsonObject } from '../json/value';
-import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { JsonObject } from '../json/value';
+import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { escapeToken } from '../patch/pointer';
-import { applyPatch } from '../patch/rfc6902';
 import { RuleStore } from '../store/rules';
-import { admit, AdmissionOutcome, stableStringify } from './admit';
+import { AdmissionOutcome, stableStringify } from './admit';
+import { admitChecked, storeFromYaml } from './testing';
 
-function storeWith(
+const storeWith = (
   rules: string,
   options: { clusterNamespace?: string; cluster?: JsonObject[] } = {},
-): RuleStore {
-  const store = new RuleStore({ clusterNamespace: options.clusterNamespace });
-  for (const doc of parseAllDocuments(rules)) {
-    const rule = doc.toJS() as JsonObject;
-    const meta = rule.metadata as JsonObject;
-    meta.namespace ??= 'default';
-    const problems = store.upsertRule(rule);
-    if (problems.length) throw new Error(`test rule ${String(meta.name)}: ${JSON.stringify(problems)}`);
-  }
-  for (const o of options.cluster ?? []) {
-    if (o.kind === 'Namespace') store.upsertNamespace(o);
-    else store.upsertNode(o);
-  }
-  return store;
-}
-
-function run(
-  store: RuleStore,
-  object: JsonObject | null,
-  options: { operation?: AdmissionOperation; namespace?: string | null; oldObject?: JsonObject | null } = {},
-): AdmissionOutcome {
-  const before = cloneJson(object);
-  const outcome = admit(
-    {
-      operation: options.operation ?? 'CREATE',
-      object,
-      oldObject: options.oldObject ?? null,
-      namespace: options.namespace === undefined ? 'default' : options.namespace,
-    },
-    store.snapshot(),
-  );
-  // The engine never mutates its input.
-  expect(object).toEqual(before);
-  // The returned patch is valid RFC 6902 against the original and yields the returned object.
-  if (object && outcome.allowed) expect(applyPatch(object, outcome.patch)).toEqual(outcome.object);
-  return outcome;
-}
+): RuleStore => storeFromYaml(rules, options);
+const run = admitChecked;
 
 function labels(o: JsonObject | null): JsonObject {
   return ((o?.metadata as JsonObject).labels ?? {}) as JsonObject;

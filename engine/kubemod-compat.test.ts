@@ -5,11 +5,10 @@
 import { parseAllDocuments } from 'yaml';
 import { loadFixture } from '../fixtures/load';
 import { cloneJson, JsonObject, JsonValue } from '../json/value';
-import { AdmissionOperation, LAST_APPLIED_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
+import { LAST_APPLIED_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
 import { validateModRule } from '../modrule/validate';
-import { applyPatch } from '../patch/rfc6902';
-import { RuleStore } from '../store/rules';
-import { admit, AdmissionOutcome } from './admit';
+import { AdmissionOutcome } from './admit';
+import { admitChecked, AdmitOptions, storeFromYaml } from './testing';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -28,41 +27,12 @@ function parseRule(text: string): JsonObject {
   return parseAllDocuments(text)[0].toJS() as JsonObject;
 }
 
-function storeOf(rules: readonly string[], cluster: readonly JsonObject[] = []): RuleStore {
-  const store = new RuleStore();
-  for (const text of rules) {
-    const problems = store.upsertRule(parseRule(text));
-    if (problems.length > 0) throw new Error(`test rule is invalid: ${JSON.stringify(problems)}`);
-  }
-  for (const o of cluster) {
-    if (o.kind === 'Namespace') store.upsertNamespace(o);
-    else store.upsertNode(o);
-  }
-  return store;
-}
-
-interface RunOptions {
-  operation?: AdmissionOperation;
-  namespace?: string | null;
-  oldObject?: JsonObject;
+interface RunOptions extends AdmitOptions {
   cluster?: readonly JsonObject[];
 }
 
 function run(rules: readonly string[], object: JsonObject | null, o: RunOptions = {}): AdmissionOutcome {
-  const before = cloneJson(object);
-  const outcome = admit(
-    {
-      operation: o.operation ?? 'CREATE',
-      object,
-      oldObject: o.oldObject ?? null,
-      namespace: o.namespace === undefined ? 'default' : o.namespace,
-    },
-    storeOf(rules, o.cluster).snapshot(),
-  );
-  expect(object).toEqual(before);
-  // The patch the API server gets must turn the original into the result.
-  if (object && outcome.allowed) expect(applyPatch(object, outcome.patch)).toEqual(outcome.object);
-  return outcome;
+  return admitChecked(storeFromYaml(rules, { cluster: o.cluster }), object, o);
 }
 
 function get(obj: JsonValue | null | undefined, path: string): JsonValue | undefined {
