@@ -107,6 +107,48 @@ function nameOf(obj: JsonObject): string | undefined {
   return isJsonObject(meta) && typeof meta.name === 'string' && meta.name !== '' ? meta.name : undefined;
 }
 
+/** Manifests by name, copy-on-write: a map handed to a snapshot is never changed afterwards. */
+class ManifestCache {
+  private map = new Map<string, JsonObject>();
+  private shared = false;
+
+  /** The current map, for a snapshot; the next write copies it first. */
+  share(): ReadonlyMap<string, JsonObject> {
+    this.shared = true;
+    return this.map;
+  }
+
+  /** Adds or replaces one manifest; false when it has no name. */
+  set(obj: JsonObject): boolean {
+    const name = nameOf(obj);
+    if (name === undefined) return false;
+    this.writable().set(name, asReference(obj));
+    return true;
+  }
+
+  /** Removes one manifest; false when it was not there. */
+  delete(name: string): boolean {
+    if (!this.map.has(name)) return false;
+    this.writable().delete(name);
+    return true;
+  }
+
+  /** Replaces everything (a full relist). */
+  replace(list: readonly JsonObject[]): void {
+    this.map = new Map();
+    this.shared = false;
+    for (const o of list) this.set(o);
+  }
+
+  private writable(): Map<string, JsonObject> {
+    if (this.shared) {
+      this.map = new Map(this.map);
+      this.shared = false;
+    }
+    return this.map;
+  }
+}
+
 /**
  * Holds the compiled ModRules and the Namespace/Node manifests the engine needs.
  * Writers (operator informers, `serve --local`) replace per-namespace arrays copy-on-write; readers take snapshots.
@@ -114,12 +156,12 @@ function nameOf(obj: JsonObject): string | undefined {
 export class RuleStore {
   readonly clusterNamespace: string;
   private byNamespace = new Map<string, readonly CompiledRule[]>();
-  private namespaces = new Map<string, JsonObject>();
-  private nodes = new Map<string, JsonObject>();
+  private readonly namespaces = new ManifestCache();
+  private readonly nodes = new ManifestCache();
   private count = 0;
   private current: Snapshot | undefined;
-  // Maps handed to a snapshot must not change; the next write copies them first (copy-on-write).
-  private shared = { rules: false, namespaces: false, nodes: false };
+  // The rule map handed to a snapshot must not change; the next write copies it first (copy-on-write).
+  private sharedRules = false;
   private readonly listeners = new Set<() => void>();
 
   constructor(options: { clusterNamespace?: string } = {}) {
@@ -132,11 +174,11 @@ export class RuleStore {
       this.current = new Snapshot(
         this.clusterNamespace,
         this.byNamespace,
-        this.namespaces,
-        this.nodes,
+        this.namespaces.share(),
+        this.nodes.share(),
         this.count,
       );
-      this.shared = { rules: true, namespaces: true, nodes: true };
+      this.sharedRules = true;
     }
     return this.current;
   }
@@ -194,47 +236,35 @@ export class RuleStore {
       count += list.length;
     }
     this.byNamespace = next;
-    this.shared.rules = false;
+    this.sharedRules = false;
     this.count = count;
     this.changed();
     return rejected;
   }
 
   upsertNamespace(ns: JsonObject): void {
-    const name = nameOf(ns);
-    if (name === undefined) return;
-    this.writableNamespaces().set(name, asReference(ns));
-    this.changed();
+    if (this.namespaces.set(ns)) this.changed();
   }
 
   deleteNamespace(name: string): void {
-    if (!this.namespaces.has(name)) return;
-    this.writableNamespaces().delete(name);
-    this.changed();
+    if (this.namespaces.delete(name)) this.changed();
   }
 
   replaceNamespaces(list: readonly JsonObject[]): void {
-    this.namespaces = byName(list);
-    this.shared.namespaces = false;
+    this.namespaces.replace(list);
     this.changed();
   }
 
   upsertNode(node: JsonObject): void {
-    const name = nameOf(node);
-    if (name === undefined) return;
-    this.writableNodes().set(name, asReference(node));
-    this.changed();
+    if (this.nodes.set(node)) this.changed();
   }
 
   deleteNode(name: string): void {
-    if (!this.nodes.has(name)) return;
-    this.writableNodes().delete(name);
-    this.changed();
+    if (this.nodes.delete(name)) this.changed();
   }
 
   replaceNodes(list: readonly JsonObject[]): void {
-    this.nodes = byName(list);
-    this.shared.nodes = false;
+    this.nodes.replace(list);
     this.changed();
   }
 
@@ -251,30 +281,14 @@ export class RuleStore {
     const before = this.byNamespace.get(namespace) ?? [];
     // update() returns a new array, so a snapshot holding `before` keeps seeing it unchanged.
     const after = update(before).sort(compareRules);
-    if (this.shared.rules) {
+    if (this.sharedRules) {
       this.byNamespace = new Map(this.byNamespace);
-      this.shared.rules = false;
+      this.sharedRules = false;
     }
     if (after.length === 0) this.byNamespace.delete(namespace);
     else this.byNamespace.set(namespace, after);
     this.count += after.length - before.length;
     this.changed();
-  }
-
-  private writableNamespaces(): Map<string, JsonObject> {
-    if (this.shared.namespaces) {
-      this.namespaces = new Map(this.namespaces);
-      this.shared.namespaces = false;
-    }
-    return this.namespaces;
-  }
-
-  private writableNodes(): Map<string, JsonObject> {
-    if (this.shared.nodes) {
-      this.nodes = new Map(this.nodes);
-      this.shared.nodes = false;
-    }
-    return this.nodes;
   }
 
   private changed(): void {
@@ -287,15 +301,6 @@ export class RuleStore {
       }
     }
   }
-}
-
-function byName(list: readonly JsonObject[]): Map<string, JsonObject> {
-  const out = new Map<string, JsonObject>();
-  for (const o of list) {
-    const name = nameOf(o);
-    if (name !== undefined) out.set(name, asReference(o));
-  }
-  return out;
 }
 
 /**
