@@ -490,19 +490,6 @@ function dynamicRegex(cache: Map<string, SafeRegex | null>, pattern: string): Sa
   return re;
 }
 
-/** A value an operator works on: anything but an evaluation error. */
-type Operand = Exclude<Val, typeof ERR>;
-
-// Evaluates both operands left to right; an error on either side is the result (gval stops at the first error).
-function bothSides(left: Expr, right: Expr, combine: (a: Operand, b: Operand) => Val): Expr {
-  return (ctx, cur) => {
-    const a = left(ctx, cur);
-    if (a === ERR) return ERR;
-    const b = right(ctx, cur);
-    return b === ERR ? ERR : combine(a, b);
-  };
-}
-
 function compileBinary(node: BinaryNode): Expr {
   const left = compileExpr(node.left);
   if (node.op === '=~' || node.op === '!~') {
@@ -547,30 +534,47 @@ function compileBinary(node: BinaryNode): Expr {
     case '==':
     case '!=': {
       const want = node.op === '==';
-      return bothSides(left, right, (a, b) =>
-        a === UNDEF || b === UNDEF ? false : looseEquals(a, b) === want,
-      );
+      return (ctx, cur) => {
+        const a = left(ctx, cur);
+        if (a === ERR) return ERR;
+        const b = right(ctx, cur);
+        if (b === ERR) return ERR;
+        if (a === UNDEF || b === UNDEF) return false;
+        return looseEquals(a, b) === want;
+      };
     }
     case 'in':
       // KubeMod's inArray: the right side must be a list; membership is reflect.DeepEqual (no conversions).
-      return bothSides(left, right, (a, b) => {
+      return (ctx, cur) => {
+        const a = left(ctx, cur);
+        if (a === ERR) return ERR;
+        const b = right(ctx, cur);
         if (!Array.isArray(b)) return ERR;
-        return a === UNDEF ? false : b.some((x) => jsonEqual(a, x));
-      });
+        if (a === UNDEF) return false;
+        return b.some((x) => jsonEqual(a, x));
+      };
     case '<':
     case '<=':
     case '>':
     case '>=': {
       const op = node.op;
-      return bothSides(left, right, (a, b) => {
+      return (ctx, cur) => {
+        const a = left(ctx, cur);
+        if (a === ERR) return ERR;
+        const b = right(ctx, cur);
+        if (b === ERR) return ERR;
         if (a === UNDEF || b === UNDEF) return false;
         const c = compareOrder(a, b);
         if (Number.isNaN(c)) return false;
         return op === '<' ? c < 0 : op === '<=' ? c <= 0 : op === '>' ? c > 0 : c >= 0;
-      });
+      };
     }
     case '+':
-      return bothSides(left, right, (a, b) => {
+      return (ctx, cur) => {
+        const a = left(ctx, cur);
+        if (a === ERR) return ERR;
+        const b = right(ctx, cur);
+        if (b === ERR) return ERR;
         if (a === UNDEF || b === UNDEF) return UNDEF;
         if (typeof a === 'number' && typeof b === 'number') return a + b;
         if (typeof a === 'string' && typeof b === 'string') return a + b;
@@ -578,10 +582,14 @@ function compileBinary(node: BinaryNode): Expr {
         const fb = toFloat(b);
         if (fa !== undefined && fb !== undefined) return fa + fb;
         return toText(a) + toText(b);
-      });
+      };
     default: {
       const op = node.op;
-      return bothSides(left, right, (a, b) => {
+      return (ctx, cur) => {
+        const a = left(ctx, cur);
+        if (a === ERR) return ERR;
+        const b = right(ctx, cur);
+        if (b === ERR) return ERR;
         if (a === UNDEF || b === UNDEF) return UNDEF;
         const fa = toFloat(a);
         const fb = toFloat(b);
@@ -589,7 +597,7 @@ function compileBinary(node: BinaryNode): Expr {
         const r = op === '-' ? fa - fb : op === '*' ? fa * fb : op === '/' ? fa / fb : fa % fb;
         // JSON has no NaN/Infinity (division by zero): treat as an evaluation error.
         return Number.isFinite(r) ? r : ERR;
-      });
+      };
     }
   }
 }
