@@ -1341,7 +1341,7 @@ describe('KubeMod validation', () => {
   });
 
   // util/template_test.go: ".#0.#2" becomes "(index .SelectKeyParts 0)(index .SelectKeyParts 2)" everywhere in
-  // the value, also outside actions.
+  // the value in KubeMod, also outside actions; modrule rewrites inside actions only (docs/engine.md).
   test('.#N shorthand in value templates', () => {
     const object = withChanges(pod, (p) => {
       (p.metadata as JsonObject).labels = { a: '1' };

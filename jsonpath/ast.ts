@@ -65,7 +65,8 @@ export type Segment =
       readonly end: number | null;
       readonly step: number | null;
     }
-  | { readonly type: 'filter'; readonly predicate: JsonPathNode }; // [? expr] [?(expr)]
+  | { readonly type: 'filter'; readonly predicate: JsonPathNode } // [? expr] [?(expr)]
+  | { readonly type: 'script'; readonly script: JsonPathNode }; // (expr): the value becomes expr with @ = value
 
 /** Segments that can yield several values and capture an index each. */
 export function isAmbiguous(s: Segment): boolean {

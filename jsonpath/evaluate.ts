@@ -60,22 +60,28 @@ export function escapeToken(token: string): string {
     : token.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
+// The path link of a value computed by a script selector: it has no pointer in the object, nor have its members.
+const COMPUTED: PathLink = { parent: null, key: '' };
+
 // Joins rather than prepends: prepending builds rope strings whose memory grows with depth for every result.
-function pointerBetween(to: PathLink | null, from: PathLink | null): string {
+function pointerBetween(to: PathLink | null, from: PathLink | null): string | null {
   const parts: string[] = [];
-  for (let l = to; l && l !== from; l = l.parent)
+  for (let l = to; l && l !== from; l = l.parent) {
+    if (l === COMPUTED) return null;
     parts.push(typeof l.key === 'number' ? String(l.key) : escapeToken(l.key));
+  }
   if (parts.length === 0) return '';
   parts.push('');
   return parts.reverse().join('/');
 }
 
-function pointerOf(link: PathLink | null): string {
+function pointerOf(link: PathLink | null): string | null {
   return pointerBetween(link, null);
 }
 
+// A descent starts and ends on the same side of any script (its capture is taken before later steps run).
 function relativePointer(rel: Relative): string {
-  return pointerBetween(rel.to, rel.from);
+  return pointerBetween(rel.to, rel.from) ?? '';
 }
 
 function indicesOf(link: IndexLink | null): Array<number | string> {
@@ -283,6 +289,15 @@ function compileSegments(segments: readonly Segment[], i: number): Cont {
         }
       };
     }
+    case 'script': {
+      // KubeMod's newScript: a plain step, so it captures nothing; an undefined or failing result drops the value.
+      const script = compileExpr(seg.script);
+      return (ctx, v, _p, ix) => {
+        visit(ctx);
+        const r = script(ctx, v);
+        if (r !== UNDEF && r !== ERR) next(ctx, r, COMPUTED, ix);
+      };
+    }
     case 'descent': {
       // Pre-order over the node and all its descendants; captures the pointer relative to where the descent began.
       const descend = (
@@ -364,7 +379,7 @@ function compileExprPath(node: PathNode): Expr {
       let v: JsonValue = fromRoot ? ctx.root : cur;
       for (let i = 0; i < steps.length; i++) {
         const n = steps[i](ctx, v);
-        if (n === UNDEF) return UNDEF;
+        if (n === UNDEF || n === ERR) return n;
         v = n;
       }
       return v;
@@ -384,8 +399,16 @@ function compileExprPath(node: PathNode): Expr {
   };
 }
 
-function compilePlainStep(seg: Segment): (ctx: Ctx, v: JsonValue) => JsonValue | typeof UNDEF {
+function compilePlainStep(seg: Segment): (ctx: Ctx, v: JsonValue) => Val {
   switch (seg.type) {
+    case 'script': {
+      // An error inside the script is an error of the whole expression, as in KubeMod's plainPath.evaluatePath.
+      const script = compileExpr(seg.script);
+      return (ctx, v) => {
+        visit(ctx);
+        return script(ctx, v);
+      };
+    }
     case 'name': {
       const name = seg.name;
       return (_ctx, v) => (isJsonObject(v) ? (hasOwn.call(v, name) ? v[name] : UNDEF) : childByName(v, name));

@@ -626,7 +626,7 @@ describe('syntax errors name the column and what was expected', () => {
     ['$.metadata.labels["app', 23, 'closing "'],
     ['$.spec.template.spec.containers[? @.image == "x"', 49, "']'"],
     ['$.a[?(@.x == 1]', 15, "')'"],
-    ['$..', 4, "a property name, '*' or '[' after '..'"],
+    ['$..', 4, "a property name, '*', '[' or '(' after '..'"],
     ['$.a ==', 7, 'a path ($ or @), a value or a function call'],
     ['$.a $.b', 5, 'an operator or end of input'],
     [
@@ -665,6 +665,64 @@ describe('syntax errors name the column and what was expected', () => {
     expect(() => compileJsonPath('$.metadata.name[')).toThrow(
       "column 17: expected a quoted name, an index, '*', '?' or a slice after '[' but found end of input",
     );
+  });
+});
+
+describe('script selectors: (expr) maps each selected value, @ = that value (KubeMod parse.go parseScript)', () => {
+  const containers = '$.spec.template.spec.containers';
+  test('after a wildcard: one computed result per element, capturing the wildcard index, no pointer', () => {
+    const names = triples(compileJsonPath(`${containers}[*].name`).select(deployment));
+    expect(names.length).toBeGreaterThan(1);
+    expect(triples(compileJsonPath(`${containers}[*].name(@ == "nginx")`).select(deployment))).toEqual(
+      names.map(([v, , ix]) => [v === 'nginx', null, ix]),
+    );
+    expect(values(`${containers}[*](@.name)`, deployment)).toEqual(
+      values(`${containers}[*].name`, deployment),
+    );
+  });
+
+  test('after `..` the script sees every node (pre-order), and later steps continue from its value', () => {
+    const doc: JsonValue = [
+      { key: 'x', value: 'a' },
+      { key: 'y', value: 'b' },
+    ];
+    expect(values('$..(@ == "a")', doc)).toEqual([false, false, false, true, false, false, false]);
+    expect(values('$..["key"](@ == "y")', doc)).toEqual([false, true]);
+    expect(triples(compileJsonPath('$.*(@).key').select(doc))).toEqual([
+      ['x', null, [0]],
+      ['y', null, [1]],
+    ]);
+    expect(values('$(@[1]).value', doc)).toEqual(['b']);
+  });
+
+  test('undefined and failing scripts drop that value; a definite path with a script yields one result', () => {
+    expect(values(`${containers}[*](@.missing)`, deployment)).toEqual([]);
+    expect(values(`${containers}[*](@.name && true)`, deployment)).toEqual([]);
+    expect(values('$.metadata(@.name == "nginx")', deployment)).toEqual([true]);
+    expect(values('$.metadata.name(@ + "-x")', deployment)).toEqual(['nginx-x']);
+  });
+
+  test('inside expressions and filters', () => {
+    expect(values(`length(${containers}[*](@.image))`, deployment)).toEqual([
+      values(`${containers}[*].image`, deployment).length,
+    ]);
+    expect(values('$.metadata(@.name && true) == true', deployment)).toEqual([]);
+    expect(values(`${containers}[? @(@.name == "nginx")].name`, deployment)).toEqual(['nginx']);
+  });
+
+  test('syntax: the script must close; nesting counts towards the depth limit', () => {
+    expect(() => compileJsonPath('$.a(@ == 1')).toThrow("column 11: expected ')' but found end of input");
+    expect(() => compileJsonPath('$.a()')).toThrow(JsonPathSyntaxError);
+    expect(() => compileJsonPath('$' + '(@'.repeat(MAX_DEPTH + 1) + ')'.repeat(MAX_DEPTH + 1))).toThrow(
+      /levels of nesting/,
+    );
+  });
+
+  test('script applications count towards the visit budget', () => {
+    // 800 x 800: the walk alone stays under MAX_VISITS (640,800 visits); one script per element goes over.
+    const square: JsonValue = Array.from({ length: 800 }, () => Array.from({ length: 800 }, () => 1));
+    expect(values('length($[*][*]) > 0', square)).toEqual([true]);
+    expect(() => compileJsonPath('length($[*][*](@)) > 0').select(square)).toThrow(/visited more than/);
   });
 });
 

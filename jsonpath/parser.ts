@@ -211,15 +211,30 @@ class Parser {
           segments.push({ type: 'wildcard' });
         } else if (this.is('[')) {
           segments.push(this.parseBracket());
+        } else if (this.is('(')) {
+          segments.push(this.parseScript());
         } else {
-          this.fail(`a property name, '*' or '[' after '..'`);
+          this.fail(`a property name, '*', '[' or '(' after '..'`);
         }
       } else if (this.is('[')) {
         segments.push(this.parseBracket());
+      } else if (this.is('(')) {
+        segments.push(this.parseScript());
       } else {
         return { kind: 'path', root: rootTok.text as '$' | '@', segments, column: rootTok.column };
       }
     }
+  }
+
+  // KubeMod's script selector (jsonpath/parse.go parseScript): `$.a(@ == "x")` maps each value through the
+  // expression, evaluated with `@` = that value. A path followed by `(` was a syntax error before.
+  private parseScript(): Segment {
+    this.expect('(');
+    this.enter();
+    const script = this.parseBinary(0);
+    this.depth--;
+    this.expect(')');
+    return { type: 'script', script };
   }
 
   private parseBracket(): Segment {

@@ -90,9 +90,12 @@ const PLACEHOLDER = /#(\d+)/g;
 // KubeMod rewrites `.#0` in value templates to the select's first captured index.
 const TEMPLATE_PLACEHOLDER = /\.#(\d+)/g;
 
-/** Rewrites KubeMod's `.#N` shorthand in a value template to `(index .SelectKeyParts N)`. */
+/** Rewrites KubeMod's `.#N` shorthand inside `{{ }}` actions to `(index .SelectKeyParts N)`; other text stays. */
 export function preprocessValueTemplate(source: string): string {
-  return source.replace(TEMPLATE_PLACEHOLDER, '(index .SelectKeyParts $1)');
+  // KubeMod rewrites the whole text, so `file.#0 {{ .Namespace }}` became `file(index .SelectKeyParts 0) ...`.
+  return source.replace(/\{\{[^]*?(?:\}\}|$)/g, (action) =>
+    action.replace(TEMPLATE_PLACEHOLDER, '(index .SelectKeyParts $1)'),
+  );
 }
 
 /** Compiles a ModRule (namespace taken from metadata, '' when absent); throws InvalidModRuleError. */

@@ -1,6 +1,6 @@
 import { parse } from 'yaml';
 import { cloneJson, JsonObject } from '../json/value';
-import { compileModRule, InvalidModRuleError, placeholderCapacity } from './compile';
+import { compileModRule, InvalidModRuleError, placeholderCapacity, preprocessValueTemplate } from './compile';
 import { withDefaults } from './defaults';
 import { ModRule } from './types';
 import { formatProblems, validateModRule } from './validate';
@@ -281,6 +281,14 @@ describe('compileModRule', () => {
         }),
       ).toBe('3-n');
     }
+  });
+
+  test('.#N is rewritten inside actions only: text outside them stays as written (unlike KubeMod)', () => {
+    expect(preprocessValueTemplate('file.#0-{{ .#0 }}{{print .#12}}')).toBe(
+      'file.#0-{{ (index .SelectKeyParts 0) }}{{print (index .SelectKeyParts 12)}}',
+    );
+    expect(preprocessValueTemplate('v.#0')).toBe('v.#0');
+    expect(preprocessValueTemplate('{{ .#1')).toBe('{{ (index .SelectKeyParts 1)');
   });
 
   test('operations and tier come from the spec', () => {
