@@ -93,6 +93,7 @@ describe('ModRule CRD: schema', () => {
     patch: true,
     rejectMessage: true,
     targetNamespaceRegex: true,
+    targetNamespaceSelector: true,
   };
   const matchFields: Record<keyof MatchItem, true> = {
     select: true,

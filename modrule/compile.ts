@@ -18,6 +18,7 @@ import {
   PatchOperationType,
 } from './types';
 import type { ValidationProblem } from './validate';
+import { CompiledLabelSelector, compileLabelSelector } from './labelselector';
 
 /** One compiled criteria item of spec.match. */
 export interface CompiledMatchItem {
@@ -63,6 +64,8 @@ export interface CompiledRule {
   readonly rejectMessage?: CompiledTemplate;
   /** Compiled targetNamespaceRegex; undefined when the field is absent or empty. */
   readonly targetNamespaceRegex?: SafeRegex;
+  /** Compiled targetNamespaceSelector (labels of the object's Namespace); undefined when absent. */
+  readonly targetNamespaceSelector?: CompiledLabelSelector;
 }
 
 /** Thrown by compileModRule for a rule that does not validate. */
@@ -80,6 +83,7 @@ const SPEC_FIELDS = new Set([
   'patch',
   'rejectMessage',
   'targetNamespaceRegex',
+  'targetNamespaceSelector',
 ]);
 const MATCH_FIELDS = new Set(['select', 'matchValue', 'matchValues', 'matchRegex', 'matchFor', 'negate']);
 const PATCH_FIELDS = new Set(['op', 'select', 'path', 'value']);
@@ -233,6 +237,15 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
       targetNamespaceRegex = tryRegex(rawTarget, 'spec.targetNamespaceRegex', problem);
   }
 
+  let targetNamespaceSelector: CompiledLabelSelector | undefined;
+  if (spec.targetNamespaceSelector !== undefined && spec.targetNamespaceSelector !== null) {
+    targetNamespaceSelector = compileLabelSelector(
+      spec.targetNamespaceSelector,
+      'spec.targetNamespaceSelector',
+      problem,
+    );
+  }
+
   if (problems.length > 0) return { problems };
   return {
     problems,
@@ -248,6 +261,7 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
       patch,
       rejectMessage,
       targetNamespaceRegex,
+      targetNamespaceSelector,
     },
   };
 }

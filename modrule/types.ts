@@ -1,4 +1,5 @@
 import { JsonObject } from '../json/value';
+import type { LabelSelector } from './labelselector';
 
 /** The API group/version and kind KubeMod users already have in their clusters. */
 export const MODRULE_API_VERSION = 'api.kubemod.io/v1beta1';
@@ -36,6 +37,8 @@ export interface ModRuleSpec {
   patch?: PatchOperation[];
   rejectMessage?: string;
   targetNamespaceRegex?: string;
+  /** Beyond KubeMod: cluster-wide rules only; the labels the object's Namespace must have. */
+  targetNamespaceSelector?: LabelSelector;
 }
 
 /** A condition as `kubectl get modrules` shows it. */

@@ -238,6 +238,113 @@ describe('validateModRule', () => {
   });
 });
 
+describe('targetNamespaceSelector (metav1.LabelSelector, checked as the API server does)', () => {
+  const withSelector = (sel: unknown): JsonObject =>
+    variant((r) => {
+      (r.metadata as JsonObject).namespace = 'kubemod-system';
+      r.spec.targetNamespaceSelector = sel as JsonObject;
+    });
+  const at = 'spec.targetNamespaceSelector';
+
+  test('valid selectors compile and match like labels.Selector', () => {
+    const rule = compileModRule(
+      withSelector({
+        matchLabels: { 'example.com/team': 'payments', tier: '' },
+        matchExpressions: [
+          { key: 'env', operator: 'In', values: ['prod', 'staging'] },
+          { key: 'legacy', operator: 'NotIn', values: ['true'] },
+          { key: 'owner', operator: 'Exists' },
+          { key: 'exempt', operator: 'DoesNotExist', values: [] },
+        ],
+      }) as unknown as ModRule,
+    );
+    const sel = rule.targetNamespaceSelector!;
+    const base = { 'example.com/team': 'payments', tier: '', env: 'prod', owner: 'x' };
+    expect(sel.matches(base)).toBe(true);
+    expect(sel.matches({ ...base, legacy: 'false' })).toBe(true); // NotIn: other value
+    expect(sel.matches({ ...base, legacy: 'true' })).toBe(false);
+    expect(sel.matches({ ...base, env: 'dev' })).toBe(false);
+    expect(sel.matches({ ...base, exempt: '' })).toBe(false);
+    const { owner: _owner, ...noOwner } = base;
+    expect(sel.matches(noOwner)).toBe(false);
+    expect(sel.matches({ ...base, tier: 'x' })).toBe(false);
+    expect(compileModRule(withSelector({}) as unknown as ModRule).targetNamespaceSelector!.matches({})).toBe(
+      true,
+    );
+  });
+
+  const cases: Array<[string, unknown, string, string | RegExp]> = [
+    ['not an object', 'env=prod', at, 'must be a label selector'],
+    ['unknown field', { matchLabel: { a: 'b' } }, `${at}.matchLabel`, 'unknown field'],
+    [
+      'In without values',
+      { matchExpressions: [{ key: 'a', operator: 'In' }] },
+      `${at}.matchExpressions[0].values`,
+      "must be specified when `operator` is 'In' or 'NotIn'",
+    ],
+    [
+      'NotIn with []',
+      { matchExpressions: [{ key: 'a', operator: 'NotIn', values: [] }] },
+      `${at}.matchExpressions[0].values`,
+      'Required value',
+    ],
+    [
+      'Exists with values',
+      { matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] },
+      `${at}.matchExpressions[0].values`,
+      "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+    ],
+    [
+      'bad operator',
+      { matchExpressions: [{ key: 'a', operator: 'Equals', values: ['x'] }] },
+      `${at}.matchExpressions[0].operator`,
+      'not a valid selector operator',
+    ],
+    [
+      'bad key',
+      { matchExpressions: [{ key: '-a', operator: 'Exists' }] },
+      `${at}.matchExpressions[0].key`,
+      'name part must consist of alphanumeric characters',
+    ],
+    [
+      'bad key prefix',
+      { matchLabels: { 'Example.com/a': 'b' } },
+      `${at}.matchLabels`,
+      'prefix part must be a lowercase DNS subdomain',
+    ],
+    [
+      'key too long',
+      { matchLabels: { ['a'.repeat(64)]: 'b' } },
+      `${at}.matchLabels`,
+      'no more than 63 characters',
+    ],
+    [
+      'bad label value',
+      { matchLabels: { a: 'b c' } },
+      `${at}.matchLabels`,
+      'a valid label value must be an empty string or',
+    ],
+    [
+      'bad expression value',
+      { matchExpressions: [{ key: 'a', operator: 'In', values: ['ok', 'not ok'] }] },
+      `${at}.matchExpressions[0].values[1]`,
+      'Invalid value: "not ok"',
+    ],
+    ['value not a string', { matchLabels: { a: 1 } }, `${at}.matchLabels`, 'must be a string'],
+    [
+      'missing key',
+      { matchExpressions: [{ operator: 'Exists' }] },
+      `${at}.matchExpressions[0].key`,
+      'Required value',
+    ],
+  ];
+  test.each(cases)('%s', (_name, sel, field, message) => {
+    const problems = validateModRule(withSelector(sel));
+    expect(problems.map((p) => p.field)).toEqual([field]);
+    expect(problems[0].message).toMatch(message);
+  });
+});
+
 describe('compileModRule', () => {
   test('compiles selects, regexes, constant values, placeholders and defaults once', () => {
     const rule = compileModRule(valid() as unknown as ModRule);

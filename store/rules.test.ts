@@ -151,4 +151,137 @@ describe('RuleStore', () => {
     store.deleteNamespace('default');
     expect(calls).toBe(3);
   });
+
+  describe('targetNamespaceSelector: cluster-wide rules chosen by Namespace labels', () => {
+    const namespaceObj = (name: string, labels: Record<string, string>): JsonObject => {
+      const ns = loadFixture('namespace');
+      const meta = ns.metadata as JsonObject;
+      meta.name = name;
+      meta.labels = { 'kubernetes.io/metadata.name': name, ...labels };
+      return ns;
+    };
+    const pci = { matchLabels: { compliance: 'pci' } };
+
+    function storeWithRules(): RuleStore {
+      const store = new RuleStore();
+      store.upsertRule(modRule('kubemod-system', 'pci', { targetNamespaceSelector: pci }));
+      store.upsertRule(
+        modRule('kubemod-system', 'prod-pci', {
+          targetNamespaceRegex: '^prod-',
+          targetNamespaceSelector: {
+            matchExpressions: [
+              { key: 'compliance', operator: 'In', values: ['pci', 'sox'] },
+              { key: 'exempt', operator: 'DoesNotExist' },
+            ],
+          },
+        }),
+      );
+      store.upsertRule(modRule('kubemod-system', 'every-ns', { targetNamespaceSelector: {} }));
+      store.upsertRule(modRule('kubemod-system', 'all', { targetNamespaceRegex: '.*' }));
+      store.upsertRule(
+        modRule('kubemod-system', 'all-labelled', {
+          targetNamespaceRegex: '.*',
+          targetNamespaceSelector: pci,
+        }),
+      );
+      store.upsertNamespace(namespaceObj('prod-payments', { compliance: 'pci' }));
+      store.upsertNamespace(namespaceObj('prod-exempt', { compliance: 'pci', exempt: 'yes' }));
+      store.upsertNamespace(namespaceObj('dev-payments', { compliance: 'pci' }));
+      store.upsertNamespace(namespaceObj('prod-web', {}));
+      return store;
+    }
+
+    test('selector and regex must both match; {} selects every known namespace; cluster-scoped gets none', () => {
+      const snap = storeWithRules().snapshot();
+      expect(names(snap.rulesFor('prod-payments'))).toEqual([
+        'kubemod-system/all',
+        'kubemod-system/all-labelled',
+        'kubemod-system/every-ns',
+        'kubemod-system/pci',
+        'kubemod-system/prod-pci',
+      ]);
+      expect(names(snap.rulesFor('prod-exempt'))).toEqual([
+        'kubemod-system/all',
+        'kubemod-system/all-labelled',
+        'kubemod-system/every-ns',
+        'kubemod-system/pci',
+      ]);
+      expect(names(snap.rulesFor('dev-payments'))).toEqual([
+        'kubemod-system/all',
+        'kubemod-system/all-labelled',
+        'kubemod-system/every-ns',
+        'kubemod-system/pci',
+      ]);
+      expect(names(snap.rulesFor('prod-web'))).toEqual(['kubemod-system/all', 'kubemod-system/every-ns']);
+      // A namespace the store has no manifest for: no labels to match, so only the regex-only rule applies.
+      expect(names(snap.rulesFor('unknown'))).toEqual(['kubemod-system/all']);
+      // Cluster-scoped objects: `.*` matches "", but a selector never matches (no Namespace, no labels).
+      expect(names(snap.rulesFor(null))).toEqual(['kubemod-system/all']);
+      // Objects in the cluster namespace get all its rules, as with targetNamespaceRegex.
+      expect(snap.rulesFor('kubemod-system')).toHaveLength(5);
+    });
+
+    test('a label change recomputes that namespace only; other namespaces keep their memoized lists', () => {
+      const store = storeWithRules();
+      const first = store.snapshot();
+      const web = first.rulesFor('prod-web');
+      const payments = first.rulesFor('prod-payments');
+      const cluster = first.rulesFor(null);
+      store.upsertNamespace(namespaceObj('prod-web', { compliance: 'sox' }));
+      const second = store.snapshot();
+      expect(names(second.rulesFor('prod-web'))).toEqual([
+        'kubemod-system/all',
+        'kubemod-system/every-ns',
+        'kubemod-system/prod-pci',
+      ]);
+      expect(second.rulesFor('prod-payments')).toBe(payments);
+      expect(second.rulesFor(null)).toBe(cluster);
+      expect(names(first.rulesFor('prod-web'))).toEqual(names(web)); // the old snapshot never changes
+      // An update that leaves the labels alone (an annotation) keeps every list, the changed one included.
+      const annotated = namespaceObj('prod-web', { compliance: 'sox' });
+      (annotated.metadata as JsonObject).annotations = { owner: 'web-team' };
+      const sox = second.rulesFor('prod-web');
+      store.upsertNamespace(annotated);
+      store.upsertNode(loadFixture('node'));
+      expect(store.snapshot()).not.toBe(second);
+      expect(store.snapshot().rulesFor('prod-web')).toBe(sox);
+      // Deleting the Namespace and a relist that drops a label are label changes too.
+      store.deleteNamespace('prod-web');
+      expect(names(store.snapshot().rulesFor('prod-web'))).toEqual(['kubemod-system/all']);
+      const third = store.snapshot();
+      const dev = third.rulesFor('dev-payments');
+      store.replaceNamespaces([
+        namespaceObj('prod-payments', { compliance: 'pci' }),
+        namespaceObj('dev-payments', {}),
+      ]);
+      expect(store.snapshot().rulesFor('prod-payments')).toBe(third.rulesFor('prod-payments'));
+      expect(store.snapshot().rulesFor('dev-payments')).not.toBe(dev);
+      expect(names(store.snapshot().rulesFor('dev-payments'))).toEqual([
+        'kubemod-system/all',
+        'kubemod-system/every-ns',
+      ]);
+    });
+
+    test('a rule change recomputes every namespace', () => {
+      const store = storeWithRules();
+      const before = store.snapshot().rulesFor('prod-payments');
+      store.deleteRule('kubemod-system', 'pci');
+      const after = store.snapshot().rulesFor('prod-payments');
+      expect(after).not.toBe(before);
+      expect(names(after)).not.toContain('kubemod-system/pci');
+    });
+
+    test('an invalid selector is rejected with the field path', () => {
+      const store = new RuleStore();
+      const problems = store.upsertRule(
+        modRule('kubemod-system', 'bad', {
+          targetNamespaceSelector: { matchExpressions: [{ key: 'env', operator: 'Exists', values: ['x'] }] },
+        }),
+      );
+      expect(problems.map((p) => p.field)).toEqual([
+        'spec.targetNamespaceSelector.matchExpressions[0].values',
+      ]);
+      expect(store.snapshot().ruleCount).toBe(0);
+    });
+  });
 });

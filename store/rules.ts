@@ -2,13 +2,14 @@ import { isJsonObject, JsonObject } from '../json/value';
 import { analyzeModRule, CompiledRule } from '../modrule/compile';
 import { ValidationProblem } from '../modrule/validate';
 import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { namespaceLabels, targetsClusterScoped, targetsNamespace } from './target';
 
 /** A consistent, never-mutated view of the rules and cluster data one admission request works with. */
 export interface RuleSnapshot {
   readonly clusterNamespace: string;
   /**
    * Rules that apply to objects in `namespace`, sorted by tier then namespace/name: the namespace's own rules plus
-   * cluster-namespace rules whose targetNamespaceRegex matches. null or '' = cluster-scoped object.
+   * cluster-namespace rules whose targetNamespaceRegex / targetNamespaceSelector match. null or '' = cluster-scoped.
    */
   rulesFor(namespace: string | null): readonly CompiledRule[];
   /** Namespace manifest (syntheticRefs.namespace, ignore label). */
@@ -33,8 +34,14 @@ export function compareRules(a: CompiledRule, b: CompiledRule): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+/** Rule lists a new snapshot may take over from the previous one (same rules, some Namespaces unchanged). */
+interface Memo {
+  readonly merged: Map<string, readonly CompiledRule[]>;
+  readonly clusterScoped: readonly CompiledRule[] | undefined;
+}
+
 class Snapshot implements RuleSnapshot {
-  private readonly merged = new Map<string, readonly CompiledRule[]>();
+  private readonly merged: Map<string, readonly CompiledRule[]>;
   private clusterScoped: readonly CompiledRule[] | undefined;
 
   constructor(
@@ -43,14 +50,27 @@ class Snapshot implements RuleSnapshot {
     private readonly namespaces: ReadonlyMap<string, JsonObject>,
     private readonly nodes: ReadonlyMap<string, JsonObject>,
     readonly ruleCount: number,
-  ) {}
+    memo?: Memo,
+  ) {
+    this.merged = memo?.merged ?? new Map();
+    this.clusterScoped = memo?.clusterScoped;
+  }
+
+  /**
+   * The lists computed so far, for a next snapshot with the same rules. With no stale namespace the inputs are
+   * identical, so both snapshots share (and fill) one memo; otherwise the next one gets a copy without them.
+   */
+  memoExcept(stale: ReadonlySet<string>): Memo {
+    if (stale.size === 0) return { merged: this.merged, clusterScoped: this.clusterScoped };
+    const merged = new Map(this.merged);
+    for (const ns of stale) merged.delete(ns);
+    return { merged, clusterScoped: this.clusterScoped };
+  }
 
   rulesFor(namespace: string | null): readonly CompiledRule[] {
     if (namespace === null || namespace === '') {
       // KubeMod: cluster-namespace rules without a regex, plus those whose regex matches "" (e.g. ".*").
-      this.clusterScoped ??= (this.byNamespace.get(this.clusterNamespace) ?? []).filter(
-        (r) => !r.targetNamespaceRegex || r.targetNamespaceRegex.test(''),
-      );
+      this.clusterScoped ??= (this.byNamespace.get(this.clusterNamespace) ?? []).filter(targetsClusterScoped);
       return this.clusterScoped;
     }
     const hit = this.merged.get(namespace);
@@ -59,13 +79,18 @@ class Snapshot implements RuleSnapshot {
     const wide =
       namespace === this.clusterNamespace
         ? [] // the cluster namespace's own list already holds every cluster-wide rule
-        : (this.byNamespace.get(this.clusterNamespace) ?? []).filter(
-            (r) => r.targetNamespaceRegex !== undefined && r.targetNamespaceRegex.test(namespace),
-          );
+        : this.wideRulesFor(namespace);
     const rules = wide.length === 0 ? own : mergeSorted(own, wide);
     if (this.merged.size >= MAX_MEMOIZED_NAMESPACES) this.merged.clear();
     this.merged.set(namespace, rules);
     return rules;
+  }
+
+  private wideRulesFor(namespace: string): readonly CompiledRule[] {
+    const wide = this.byNamespace.get(this.clusterNamespace);
+    if (!wide) return [];
+    const labels = namespaceLabels(this.namespaces.get(namespace));
+    return wide.filter((r) => targetsNamespace(r, namespace, labels));
   }
 
   namespace(name: string): JsonObject | undefined {
@@ -107,6 +132,15 @@ function nameOf(obj: JsonObject): string | undefined {
   return isJsonObject(meta) && typeof meta.name === 'string' && meta.name !== '' ? meta.name : undefined;
 }
 
+function sameLabels(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k] && k in b);
+}
+
 /** Manifests by name, copy-on-write: a map handed to a snapshot is never changed afterwards. */
 class ManifestCache {
   private map = new Map<string, JsonObject>();
@@ -116,6 +150,16 @@ class ManifestCache {
   share(): ReadonlyMap<string, JsonObject> {
     this.shared = true;
     return this.map;
+  }
+
+  /** The current map, to read right away (unlike share(), the next write does not copy it). */
+  view(): ReadonlyMap<string, JsonObject> {
+    return this.map;
+  }
+
+  /** One manifest by name. */
+  get(name: string): JsonObject | undefined {
+    return this.map.get(name);
   }
 
   /** Adds or replaces one manifest; false when it has no name. */
@@ -160,6 +204,10 @@ export class RuleStore {
   private readonly nodes = new ManifestCache();
   private count = 0;
   private current: Snapshot | undefined;
+  // The last snapshot handed out, and what changed since for its memoized rule lists: 'all' after a rule change,
+  // else the namespaces whose labels changed (only their cluster-wide rules need choosing again).
+  private previous: Snapshot | undefined;
+  private stale: Set<string> | 'all' = 'all';
   // The rule map handed to a snapshot must not change; the next write copies it first (copy-on-write).
   private sharedRules = false;
   private readonly listeners = new Set<() => void>();
@@ -177,8 +225,11 @@ export class RuleStore {
         this.namespaces.share(),
         this.nodes.share(),
         this.count,
+        this.previous && this.stale !== 'all' ? this.previous.memoExcept(this.stale) : undefined,
       );
       this.sharedRules = true;
+      this.previous = this.current;
+      this.stale = new Set();
     }
     return this.current;
   }
@@ -238,21 +289,40 @@ export class RuleStore {
     this.byNamespace = next;
     this.sharedRules = false;
     this.count = count;
+    this.stale = 'all';
     this.changed();
     return rejected;
   }
 
   upsertNamespace(ns: JsonObject): void {
-    if (this.namespaces.set(ns)) this.changed();
+    const name = nameOf(ns);
+    const before = name === undefined ? undefined : this.namespaces.get(name);
+    if (!this.namespaces.set(ns)) return;
+    this.labelsMayHaveChanged(name as string, before);
+    this.changed();
   }
 
   deleteNamespace(name: string): void {
-    if (this.namespaces.delete(name)) this.changed();
+    const before = this.namespaces.get(name);
+    if (!this.namespaces.delete(name)) return;
+    this.labelsMayHaveChanged(name, before);
+    this.changed();
   }
 
   replaceNamespaces(list: readonly JsonObject[]): void {
+    const before = this.namespaces.view(); // replace() starts a new map, so this one stays as it is
     this.namespaces.replace(list);
+    const names = new Set([...before.keys(), ...this.namespaces.view().keys()]);
+    for (const name of names) this.labelsMayHaveChanged(name, before.get(name));
     this.changed();
+  }
+
+  // Cluster-wide rules are chosen by namespace labels (targetNamespaceSelector): a Namespace whose labels changed,
+  // appeared or went away gets its rule list computed again; every other namespace keeps its memoized list.
+  private labelsMayHaveChanged(name: string, before: JsonObject | undefined): void {
+    if (this.stale === 'all') return;
+    if (!sameLabels(namespaceLabels(before), namespaceLabels(this.namespaces.get(name))))
+      this.stale.add(name);
   }
 
   upsertNode(node: JsonObject): void {
@@ -288,6 +358,7 @@ export class RuleStore {
     if (after.length === 0) this.byNamespace.delete(namespace);
     else this.byNamespace.set(namespace, after);
     this.count += after.length - before.length;
+    this.stale = 'all';
     this.changed();
   }
 
