@@ -77,6 +77,37 @@ describe('KubeMod README examples through modrule apply', () => {
   });
 });
 
+describe('targetNamespaceSelector with --cluster (examples/namespace-selector)', () => {
+  const dir = join(__dirname, '..', 'examples', 'namespace-selector');
+  const rules = ['--rules', join(dir, 'modrules.yaml')];
+  const cluster = ['--cluster', join(dir, 'cluster.yaml')];
+
+  test('the Namespaces given with --cluster choose the cluster-wide rules by their labels', async () => {
+    const result = await apply([...rules, ...cluster, '--file', join(dir, 'input.yaml')]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(docs(result.stdout)).toEqual(docs(readFileSync(join(dir, 'expected.yaml'), 'utf8')));
+    const annotated = (docs(result.stdout) as JsonObject[]).map(
+      (d) => ((d.metadata as JsonObject).annotations as JsonObject | undefined)?.['audit.example.com/level'],
+    );
+    expect(annotated).toEqual(['pci', undefined, 'pci']);
+  });
+
+  test('selector and regex both decide a rejection', async () => {
+    const result = await apply([...rules, ...cluster, '--file', join(dir, 'input-rejected.yaml')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(readFileSync(join(dir, 'expected-rejection.txt'), 'utf8').trim());
+  });
+
+  test('without --cluster no Namespace is known, so no selector matches', async () => {
+    const result = await apply([...rules, '--file', join(dir, 'input.yaml')]);
+    expect(result.code).toBe(0);
+    expect(docs(result.stdout)).toEqual(docs(readFileSync(join(dir, 'input.yaml'), 'utf8')));
+    const rejected = await apply([...rules, '--file', join(dir, 'input-rejected.yaml')]);
+    expect(rejected.code).toBe(0);
+  });
+});
+
 describe('modrule apply', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'modrule-apply-'));
   const write = (rel: string, content: unknown): string => {
