@@ -230,12 +230,13 @@ export function explainItem(item: CompiledMatchItem, index: number, root: JsonVa
   if (values.length === 0) return done(`the select yields an empty list${negated(item)}`);
   const texts = values.map((v) => formatGoValue(v));
   const hitsCompare = texts.filter((t) => valueMatches(item, t)).length;
-  const need = item.matchFor === 'All' ? 'All needs every one' : 'Any needs one';
-  return done(`${hitsCompare} of ${values.length} compared (${need})${negated(item)}`);
+  const need = item.matchFor === 'All' ? 'matchFor All needs every one' : 'matchFor Any needs one';
+  const of = `${hitsCompare} of ${values.length} value${values.length === 1 ? '' : 's'} matched`;
+  return done(`${of}, ${need}${negated(item)}`);
 }
 
 function negated(item: CompiledMatchItem): string {
-  return item.negate ? ', negated' : '';
+  return item.negate ? '; negate flips it' : '';
 }
 
 // Display only: the item's verdict is itemMatches().
