@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { runProcess } from './cli';
 
 // The shipped suites go through the real command line, as a CI job would run them.
