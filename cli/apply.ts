@@ -292,7 +292,7 @@ export async function loadRules(
 export async function loadPaths(paths: readonly string[], io: CommandIO): Promise<Loaded[]> {
   const out: Loaded[] = [];
   for (const path of paths) {
-    for (const file of await expand(path)) {
+    for (const file of await expandPath(path)) {
       const text = await readInput(file, io);
       out.push(...parseDocuments(text, file === '-' ? '<stdin>' : file));
     }
@@ -300,7 +300,8 @@ export async function loadPaths(paths: readonly string[], io: CommandIO): Promis
   return out;
 }
 
-async function expand(path: string): Promise<string[]> {
+/** A path as files: itself, or a folder's .yaml/.yml/.json files (recursive, sorted); throws UsageError. */
+export async function expandPath(path: string): Promise<string[]> {
   if (path === '-') return ['-'];
   let info;
   try {
@@ -313,7 +314,7 @@ async function expand(path: string): Promise<string[]> {
   const entries = await readdir(path, { withFileTypes: true });
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     const full = join(path, e.name);
-    if (e.isDirectory()) files.push(...(await expand(full)));
+    if (e.isDirectory()) files.push(...(await expandPath(full)));
     else if (/\.(ya?ml|json)$/i.test(e.name)) files.push(full);
   }
   return files;

@@ -1,4 +1,4 @@
-import { parseAllDocuments, stringify, Tags } from 'yaml';
+import { isNode, isPair, LineCounter, parseAllDocuments, stringify, Tags } from 'yaml';
 import { isJsonObject, JsonObject, JsonValue } from '../json/value';
 
 /** Thrown for YAML that does not parse or has no JSON form; says which document. */
@@ -46,6 +46,50 @@ export function parseYamlDocuments(text: string): JsonValue[] {
     out.push(toJsonValue(value, ''));
   }
   return out;
+}
+
+/** One document of a YAML stream, where it is, and how to find a field's line in it. */
+export interface LocatedDocument {
+  /** 1-based position in the stream, empty documents counted. */
+  index: number;
+  /** 1-based line where the document starts. */
+  line: number;
+  /** The value; undefined when the document is empty or broken. */
+  value?: JsonValue;
+  /** Why the document does not parse. */
+  error?: string;
+  /** 1-based line of the deepest existing node along `path` (the document's line when none exists). */
+  lineOf(path: ReadonlyArray<string | number>): number;
+}
+
+/** Parses multi-document YAML like parseYamlDocuments, but keeps going past broken documents and tracks lines. */
+export function parseLocatedDocuments(text: string): LocatedDocument[] {
+  const lines = new LineCounter();
+  const docs = parseAllDocuments(text, { ...readOptions, lineCounter: lines });
+  const lineAt = (offset: number): number => lines.linePos(offset).line;
+  return docs.map((doc, i) => {
+    const start = doc.contents?.range?.[0] ?? doc.range[0];
+    const located: LocatedDocument = {
+      index: i + 1,
+      line: lineAt(start),
+      lineOf: (path) => {
+        for (let n = path.length; n > 0; n--) {
+          const node = doc.getIn(path.slice(0, n), true);
+          const range =
+            isNode(node) || isPair(node) ? (node as { range?: [number, number, number] }).range : undefined;
+          if (range) return lineAt(range[0]);
+        }
+        return located.line;
+      },
+    };
+    if (doc.errors.length > 0) return { ...located, error: firstLine(doc.errors[0].message) };
+    if (doc.contents === null) return located;
+    try {
+      return { ...located, value: toJsonValue(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), '') };
+    } catch (err) {
+      return { ...located, error: firstLine((err as Error).message) };
+    }
+  });
 }
 
 /** Parses Kubernetes manifests: every document must be an object; `kind: *List` documents give their items. */
