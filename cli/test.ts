@@ -434,7 +434,11 @@ export function formatReport(reports: readonly CaseReport[], p: Palette): string
     r.got,
     r.pass ? 'PASS' : 'FAIL',
   ]);
-  const widths = header.map((h, i) => Math.min(48, Math.max(h.length, ...rows.map((row) => row[i].length))));
+  // EXPECTED and GOT are cut to keep rows on a line; the failure details below give them in full.
+  const limits = [Infinity, Infinity, 60, 60, Infinity];
+  const widths = header.map((h, i) =>
+    Math.min(limits[i], Math.max(h.length, ...rows.map((row) => row[i].length))),
+  );
   const cell = (text: string, i: number): string =>
     i === header.length - 1
       ? text
