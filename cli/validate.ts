@@ -70,14 +70,16 @@ export const run: Command = async (args, io) => {
     io.stderr(`modrule validate: give at least one PATH\n\n${USAGE}`);
     return 2;
   }
-  const findings = await validatePaths(positionals);
+  const { findings, files, rules } = await validatePaths(positionals);
   const errors = findings.filter((f) => f.severity === 'error').length;
   const warnings = findings.length - errors;
   if (values.output === 'json') io.stdout(JSON.stringify(findings, null, 2) + '\n');
   else {
     for (const f of findings) io.stdout(formatFinding(f) + '\n');
-    const summary = `${errors} problem${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}\n`;
-    (errors > 0 ? io.stderr : io.stdout)(summary);
+    const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+    io.stderr(
+      `${count(rules, 'ModRule')} in ${count(files, 'file')}: ${count(errors, 'problem')}, ${count(warnings, 'warning')}\n`,
+    );
   }
   return errors > 0 || (values.strict && warnings > 0) ? 1 : 0;
 };
@@ -90,8 +92,12 @@ export function formatFinding(f: Finding): string {
 }
 
 /** Validates every ModRule document under the paths; unreadable paths and broken YAML are findings too. */
-export async function validatePaths(paths: readonly string[]): Promise<Finding[]> {
+export async function validatePaths(
+  paths: readonly string[],
+): Promise<{ findings: Finding[]; files: number; rules: number }> {
   const findings: Finding[] = [];
+  let fileCount = 0;
+  let ruleCount = 0;
   const valid: Array<{ rule: CompiledRule; file: string; doc: LocatedDocument }> = [];
   for (const path of paths) {
     let files: string[];
@@ -111,6 +117,7 @@ export async function validatePaths(paths: readonly string[]): Promise<Finding[]
         findings.push(finding('error', file, 0, 0, null, '', `cannot read: ${(err as Error).message}`));
         continue;
       }
+      fileCount++;
       let count = 0;
       for (const doc of parseLocatedDocuments(text)) {
         if (doc.error) {
@@ -120,6 +127,7 @@ export async function validatePaths(paths: readonly string[]): Promise<Finding[]
         const value = doc.value;
         if (!isJsonObject(value) || !isModRuleLike(value)) continue;
         count++;
+        ruleCount++;
         const rule = ruleName(value);
         // The same function the validating webhook calls (webhook/modrule.ts).
         const problems = validateModRule(value);
@@ -156,7 +164,7 @@ export async function validatePaths(paths: readonly string[]): Promise<Finding[]
       ),
     );
   }
-  return findings;
+  return { findings, files: fileCount, rules: ruleCount };
 }
 
 function finding(

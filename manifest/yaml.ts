@@ -1,4 +1,4 @@
-import { isNode, isPair, LineCounter, parseAllDocuments, stringify, Tags } from 'yaml';
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseAllDocuments, stringify, Tags } from 'yaml';
 import { isJsonObject, JsonObject, JsonValue } from '../json/value';
 
 /** Thrown for YAML that does not parse or has no JSON form; says which document. */
@@ -58,7 +58,7 @@ export interface LocatedDocument {
   value?: JsonValue;
   /** Why the document does not parse. */
   error?: string;
-  /** 1-based line of the deepest existing node along `path` (the document's line when none exists). */
+  /** 1-based line of the deepest existing field along `path` (the document's line when none exists). */
   lineOf(path: ReadonlyArray<string | number>): number;
 }
 
@@ -72,14 +72,25 @@ export function parseLocatedDocuments(text: string): LocatedDocument[] {
     const located: LocatedDocument = {
       index: i + 1,
       line: lineAt(start),
+      // The line of the key of the deepest field along the path that exists (a missing field: its parent's).
       lineOf: (path) => {
-        for (let n = path.length; n > 0; n--) {
-          const node = doc.getIn(path.slice(0, n), true);
-          const range =
-            isNode(node) || isPair(node) ? (node as { range?: [number, number, number] }).range : undefined;
-          if (range) return lineAt(range[0]);
+        let line = located.line;
+        let node: unknown = doc.contents;
+        for (const key of path) {
+          if (isMap(node)) {
+            const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value : p.key) === key);
+            if (!pair) break;
+            const range = isNode(pair.key) ? pair.key.range : undefined;
+            if (range) line = lineAt(range[0]);
+            node = pair.value;
+          } else if (isSeq(node) && typeof key === 'number') {
+            const item: unknown = node.items[key];
+            if (!isNode(item)) break;
+            if (item.range) line = lineAt(item.range[0]);
+            node = item;
+          } else break;
         }
-        return located.line;
+        return line;
       },
     };
     if (doc.errors.length > 0) return { ...located, error: firstLine(doc.errors[0].message) };
