@@ -15,6 +15,12 @@ describe('README', () => {
     expect(listed.has(name)).toBe(true);
   });
 
+  it('shows the example test suite exactly as examples/testing/ ships it (which npm test runs)', () => {
+    const suite = readFileSync(join(__dirname, '..', 'examples', 'testing', 'modrule-test.yaml'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Testing your rules'), readme.indexOf('## Command line'));
+    expect(section).toContain('```yaml\n' + suite + '```');
+  });
+
   it('shows the two set-up commands', () => {
     expect(readme).toContain('npm ci && npm start');
     expect(readme).toContain('npm ci && npm test');
