@@ -7,7 +7,7 @@ import { runProcess } from './cli';
 
 // Helm runs a post-renderer as `exec.Command(path-from-PATH, args...)` with the rendered chart on stdin, reads the
 // manifests from stdout and fails the install with the command's stderr when it exits non-zero. Do exactly that.
-const CHART_OUTPUT = readFileSync(join(__dirname, 'testdata', 'helm-template.yaml'), 'utf8');
+const CHART_OUTPUT = readFileSync(join(__dirname, '..', 'fixtures', 'helm-template.yaml'), 'utf8');
 const RULES = join(__dirname, '..', 'examples', 'helm', 'rules');
 const helmArgs = (...args: string[]): string[] => ['apply', '--rules', ...args];
 
