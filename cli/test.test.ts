@@ -7,25 +7,9 @@ import { JsonObject } from '../json/value';
 import { CommandIO } from './io';
 import { main } from './main';
 import { CaseReport, run } from './test';
+import { CommandResult, runCommand } from './testing';
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function modruleTest(args: string[], tty = false): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const io: CommandIO = {
-    stdout: (t) => (stdout += t),
-    stderr: (t) => (stderr += t),
-    readStdin: async () => '',
-    stdoutIsTTY: tty,
-  };
-  const code = await run(args, io);
-  return { code, stdout, stderr };
-}
+const modruleTest = (args: string[], tty = false): Promise<CommandResult> => runCommand(run, args, { tty });
 
 const RULES = [
   {

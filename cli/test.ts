@@ -1,6 +1,5 @@
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
-import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { admit, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
@@ -23,6 +22,7 @@ import {
 } from './apply';
 import { diffLines, firstMismatch, projectOnto, withContext } from './diff';
 import { formatExplanation, palette, Palette, shortValue, wantColor } from './explain';
+import { parsePathArgs } from './args';
 import { Command, CommandIO, readInput, UsageError } from './io';
 import { Expectation, parseTestSpec, ResultSpec, TEST_FILE_PATTERN, TestSpec } from './testfile';
 
@@ -76,57 +76,35 @@ interface Prepared {
 
 /** `modrule test`: runs rule test suites and reports one row per case. */
 export const run: Command = async (args, io) => {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        output: { type: 'string', short: 'o', default: 'text' },
-        junit: { type: 'string' },
-        explain: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    io.stderr(`modrule test: ${(err as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    io.stdout(USAGE);
-    return 0;
-  }
-  if (values.output !== 'text' && values.output !== 'json') {
-    io.stderr(`modrule test: --output must be text or json, not "${values.output}"\n`);
-    return 2;
-  }
-  if (positionals.length === 0) {
-    io.stderr(`modrule test: give at least one PATH\n\n${USAGE}`);
-    return 2;
-  }
+  const parsed = parsePathArgs('test', USAGE, args, io, {
+    junit: { type: 'string' },
+    explain: { type: 'boolean', default: false },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values, output, paths: positionals } = parsed;
   let reports: CaseReport[];
   try {
     const files = await findTestFiles(positionals);
     const prepared: Prepared[] = [];
     for (const file of files) prepared.push(...(await prepareFile(file, io)));
-    reports = prepared.flatMap((p) => runSuite(p, values.explain));
+    reports = prepared.flatMap((p) => runSuite(p, values.explain === true));
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.stderr(`modrule test: ${err.message}\n`);
     return 2;
   }
   const failed = reports.filter((r) => !r.pass).length;
-  if (values.output === 'json') {
+  if (output === 'json') {
     io.stdout(JSON.stringify({ passed: reports.length - failed, failed, cases: reports }, null, 2) + '\n');
   } else {
     io.stdout(formatReport(reports, palette(wantColor(io.stdoutIsTTY))));
   }
-  if (values.junit) {
+  const junit = values.junit;
+  if (typeof junit === 'string') {
     try {
-      await writeFile(values.junit, junitXml(reports));
+      await writeFile(junit, junitXml(reports));
     } catch (err) {
-      io.stderr(`modrule test: cannot write ${values.junit}: ${(err as Error).message}\n`);
+      io.stderr(`modrule test: cannot write ${junit}: ${(err as Error).message}\n`);
       return 2;
     }
   }

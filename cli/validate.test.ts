@@ -5,26 +5,10 @@ import { parse } from 'yaml';
 import { AdmissionRequest } from '../admission/types';
 import { JsonObject } from '../json/value';
 import { handleValidateModRule } from '../webhook/modrule';
-import { CommandIO } from './io';
+import { CommandResult, runCommand } from './testing';
 import { Finding, run } from './validate';
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function validate(args: string[]): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const io: CommandIO = {
-    stdout: (t) => (stdout += t),
-    stderr: (t) => (stderr += t),
-    readStdin: async () => '',
-  };
-  const code = await run(args, io);
-  return { code, stdout, stderr };
-}
+const validate = (args: string[]): Promise<CommandResult> => runCommand(run, args);
 
 const ROOT = join(__dirname, '..');
 const tmp = mkdtempSync(join(tmpdir(), 'modrule-validate-'));

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { isJsonObject, JsonObject } from '../json/value';
 import { LocatedDocument, parseLocatedDocuments } from '../manifest/yaml';
 import { analyzeModRule, CompiledRule } from '../modrule/compile';
@@ -7,6 +6,7 @@ import { findShadowedRules, lintModRule } from '../modrule/lint';
 import { MODRULE_KIND } from '../modrule/types';
 import { validateModRule } from '../modrule/validate';
 import { expandPath } from './apply';
+import { parsePathArgs } from './args';
 import { Command } from './io';
 
 const USAGE = `usage: modrule validate PATH... [--output text|json] [--strict]
@@ -42,38 +42,15 @@ const API_GROUP = 'api.kubemod.io/';
 
 /** `modrule validate`: checks ModRule files as the webhook would. */
 export const run: Command = async (args, io) => {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        output: { type: 'string', short: 'o', default: 'text' },
-        strict: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    io.stderr(`modrule validate: ${(err as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    io.stdout(USAGE);
-    return 0;
-  }
-  if (values.output !== 'text' && values.output !== 'json') {
-    io.stderr(`modrule validate: --output must be text or json, not "${values.output}"\n`);
-    return 2;
-  }
-  if (positionals.length === 0) {
-    io.stderr(`modrule validate: give at least one PATH\n\n${USAGE}`);
-    return 2;
-  }
+  const parsed = parsePathArgs('validate', USAGE, args, io, {
+    strict: { type: 'boolean', default: false },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values, output, paths: positionals } = parsed;
   const { findings, files, rules } = await validatePaths(positionals);
   const errors = findings.filter((f) => f.severity === 'error').length;
   const warnings = findings.length - errors;
-  if (values.output === 'json') io.stdout(JSON.stringify(findings, null, 2) + '\n');
+  if (output === 'json') io.stdout(JSON.stringify(findings, null, 2) + '\n');
   else {
     for (const f of findings) io.stdout(formatFinding(f) + '\n');
     const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
@@ -81,7 +58,7 @@ export const run: Command = async (args, io) => {
       `${count(rules, 'ModRule')} in ${count(files, 'file')}: ${count(errors, 'problem')}, ${count(warnings, 'warning')}\n`,
     );
   }
-  return errors > 0 || (values.strict && warnings > 0) ? 1 : 0;
+  return errors > 0 || (values.strict === true && warnings > 0) ? 1 : 0;
 };
 
 /** "file:line: document N: ModRule x: field: message", with "warning: " in front of warnings. */
