@@ -307,6 +307,11 @@ describe('modrule test', () => {
         /modrule-test\.yaml: document 1: /,
       ],
       [
+        'patched on DELETE',
+        base([{ resource: 'Deployment/nginx', operation: 'DELETE', patched: { kind: 'Deployment' } }]),
+        /results\[0\]\.patched: nothing is patched on DELETE/,
+      ],
+      [
         'old without UPDATE',
         {
           ...base([{ resource: 'nginx', unchanged: true }]),

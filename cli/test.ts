@@ -219,6 +219,12 @@ async function prepareSpec(spec: TestSpec, where: string, io: CommandIO): Promis
       );
       continue;
     }
+    if (matches[0].operation === 'DELETE' && result.expect.kind === 'patched') {
+      problems.push(
+        `${result.at}.patched: nothing is patched on DELETE (Patch rules only feed Reject rules there)`,
+      );
+      continue;
+    }
     const ruleKeys: string[] = [];
     for (const name of result.rules ?? []) {
       const found = rules.filter((r) => ruleKeyOf(r) === name || nameOf(r) === name);
