@@ -171,18 +171,8 @@ async function prepareFile(file: string, io: CommandIO): Promise<Prepared[]> {
 
 async function prepareSpec(spec: TestSpec, where: string, io: CommandIO): Promise<Prepared> {
   const inTest = (message: string): UsageError => new UsageError(`${where}: ${message}`);
-  let rules: JsonObject[];
-  try {
-    rules = await loadRules(
-      new RuleStore({ clusterNamespace: spec.clusterNamespace }),
-      spec.rules,
-      spec.namespace,
-      io,
-    );
-  } catch (err) {
-    if (err instanceof UsageError) throw inTest(err.message);
-    throw err;
-  }
+  const store = new RuleStore({ clusterNamespace: spec.clusterNamespace });
+  const rules = await loadRules(store, spec.rules, spec.namespace, io).catch(rethrowIn(inTest));
   const cluster = (await loadPaths(spec.cluster, io).catch(rethrowIn(inTest))).map((l) => l.object);
   for (const o of cluster)
     if (o.kind !== 'Namespace' && o.kind !== 'Node')
