@@ -16,9 +16,11 @@ describe('README', () => {
   });
 
   it('shows the example test suite exactly as examples/testing/ ships it (which npm test runs)', () => {
-    const suite = readFileSync(join(__dirname, '..', 'examples', 'testing', 'modrule-test.yaml'), 'utf8');
     const section = readme.slice(readme.indexOf('## Testing your rules'), readme.indexOf('## Command line'));
-    expect(section).toContain('```yaml\n' + suite + '```');
+    for (const file of ['modrule-test.yaml', 'rules.yaml', 'resources.yaml']) {
+      const text = readFileSync(join(__dirname, '..', 'examples', 'testing', file), 'utf8');
+      expect(section).toContain('```yaml\n' + text + '```');
+    }
   });
 
   it('shows the two set-up commands', () => {
