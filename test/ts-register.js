@@ -8,6 +8,8 @@ const path = require('node:path');
 const { compilerOptions } = require('../tsconfig.json');
 
 const cacheDir = path.join(os.tmpdir(), `modrule-ts-cache-${process.getuid ? process.getuid() : 'user'}`);
+// A new compiler or new options make new cache entries.
+const salt = `${require('typescript/package.json').version}\0${JSON.stringify(compilerOptions)}\0`;
 let ts;
 let options;
 
@@ -24,7 +26,13 @@ function transpile(source, filename) {
 
 require.extensions['.ts'] = (module, filename) => {
   const source = fs.readFileSync(filename, 'utf8');
-  const key = crypto.createHash('sha1').update(filename).update('\0').update(source).digest('hex');
+  const key = crypto
+    .createHash('sha1')
+    .update(salt)
+    .update(filename)
+    .update('\0')
+    .update(source)
+    .digest('hex');
   const cached = path.join(cacheDir, `${key}.js`);
   let output;
   try {
