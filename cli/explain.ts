@@ -78,6 +78,6 @@ export function formatExplanation(label: string, e: AdmissionExplanation, p: Pal
   const lines = [`${p.bold(label)} (${e.operation}${e.namespace === null ? ', cluster-scoped' : ''}):`];
   if (e.ignored) lines.push(p.yellow(`  ignored: ${e.ignored}; no rule is evaluated`));
   if (e.rules.length === 0) lines.push('  no ModRules loaded');
-  for (const r of e.ignored ? [] : e.rules) lines.push(...ruleLines(r, p));
+  for (const r of e.rules) lines.push(...ruleLines(r, p));
   return lines.join('\n') + '\n';
 }

@@ -303,6 +303,28 @@ spec: {type: Reject, admissionOperations: [DELETE], match: [{select: '$.kind'}]}
       ['other/elsewhere', 'out-of-scope', 'the rule is in namespace other, the object in default'],
     ]);
 
+    // A cluster-scoped object: only cluster-wide rules whose regex (if any) matches "" apply.
+    const clusterWide = both(storeFromYaml(scoped), compiledOf(scoped), create(loadFixture('node'), null));
+    expect(verdictsOf(clusterWide.explanation)).toEqual(outcomeVerdicts(clusterWide.outcome));
+    expect(clusterWide.explanation.rules.map((r) => [r.rule, r.status, r.reason])).toEqual([
+      [
+        'default/deletes',
+        'out-of-scope',
+        'the rule is in namespace default, the object in none (cluster-scoped)',
+      ],
+      ['kubemod-system/cluster-only', 'matched', undefined],
+      [
+        'kubemod-system/prod-only',
+        'out-of-scope',
+        'targetNamespaceRegex "^prod-" does not match "" (cluster-scoped objects)',
+      ],
+      [
+        'other/elsewhere',
+        'out-of-scope',
+        'the rule is in namespace other, the object in none (cluster-scoped)',
+      ],
+    ]);
+
     const ns = loadFixture('namespace');
     (ns.metadata as JsonObject).labels = { 'admission.kubemod.io/ignore': 'true' };
     const ignoring = storeFromYaml(scoped, { cluster: [ns] });

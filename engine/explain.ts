@@ -283,14 +283,26 @@ function ignoreReason(
 }
 
 function scopeReason(rule: CompiledRule, namespace: string | null, snapshot: RuleSnapshot): string {
-  const where = namespace === null ? 'a cluster-scoped object' : `namespace ${namespace}`;
   if (rule.namespace !== snapshot.clusterNamespace)
     return `the rule is in namespace ${rule.namespace}, the object in ${namespace === null ? 'none (cluster-scoped)' : namespace}`;
-  if (rule.targetNamespaceRegex)
-    return `targetNamespaceRegex ${JSON.stringify(rule.targetNamespaceRegex.source)} does not match ${where}`;
-  if (namespace !== null)
-    return `a cluster-wide rule without targetNamespaceRegex applies to cluster-scoped objects only`;
-  return `not selected for ${where}`;
+  const regex = rule.targetNamespaceRegex;
+  if (namespace === null) {
+    return regex
+      ? `targetNamespaceRegex ${JSON.stringify(regex.source)} does not match "" (cluster-scoped objects)`
+      : 'not selected for cluster-scoped objects';
+  }
+  if (regex && !regex.test(namespace))
+    return `targetNamespaceRegex ${JSON.stringify(regex.source)} does not match namespace ${namespace}`;
+  const spec = rule.source.spec as unknown;
+  if (
+    isJsonObject(spec) &&
+    spec.targetNamespaceSelector !== undefined &&
+    spec.targetNamespaceSelector !== null
+  )
+    return `targetNamespaceSelector does not select namespace ${namespace}`;
+  if (!regex)
+    return 'a cluster-wide rule without targetNamespaceRegex applies to cluster-scoped objects only';
+  return `not selected for namespace ${namespace}`;
 }
 
 // The object as rules see it: syntheticRefs injected, managedFields dropped (as admit() prepares it).
