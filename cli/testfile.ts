@@ -4,6 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { isJsonObject, JsonObject, JsonValue } from '../json/value';
 import { AdmissionOperation } from '../modrule/types';
 
+/** apiVersion and kind of a test file. */
 export const TEST_API_VERSION = 'modrule.io/v1alpha1';
 export const TEST_KIND = 'ModRuleTest';
 /** File names `modrule test DIR` picks up. */
