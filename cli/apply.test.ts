@@ -14,13 +14,14 @@ interface Result {
   stderr: string;
 }
 
-async function apply(args: string[], stdin = ''): Promise<Result> {
+async function apply(args: string[], stdin = '', stdinIsTTY = false): Promise<Result> {
   let stdout = '';
   let stderr = '';
   const io: CommandIO = {
     stdout: (t) => (stdout += t),
     stderr: (t) => (stderr += t),
     readStdin: async () => stdin,
+    stdinIsTTY,
   };
   const code = await run(args, io);
   return { code, stdout, stderr };
@@ -283,7 +284,6 @@ describe('modrule apply', () => {
 
   test.each([
     [['--file', 'x.yaml'], /--rules is required/],
-    [['--rules', 'r.yaml'], /--file is required/],
     [['--rules', 'r', '--file', 'f', '--operation', 'CONNECT'], /--operation must be/],
     [['--rules', 'r', '--file', 'f', '--output', 'xml'], /--output must be/],
     [['--rules', 'r', '--file', 'f', '--bogus'], /Unknown option/],
@@ -291,6 +291,52 @@ describe('modrule apply', () => {
   ])('bad usage %j', async (args, message) => {
     await expect(apply(args)).rejects.toThrow(UsageError);
     await expect(apply(args)).rejects.toThrow(message);
+  });
+
+  test('without --file, objects come from standard input (as Helm runs post-renderers)', async () => {
+    const input = stringify(bareDeployment());
+    const viaFlag = await apply(['--rules', rulesDir, '--file', '-'], input);
+    const viaDefault = await apply(['--rules', rulesDir], input);
+    expect(viaDefault).toEqual(viaFlag);
+    expect((docs(viaDefault.stdout)[0] as JsonObject).metadata).toMatchObject({ labels: { one: 'set' } });
+    // On a terminal nothing is piped in: say what is missing rather than wait for input.
+    await expect(apply(['--rules', rulesDir], '', true)).rejects.toThrow(
+      /--file is required \(or pipe manifests in\)/,
+    );
+  });
+
+  test('--explain: why each rule matched or not, on stderr (yaml) or in each verdict (json)', async () => {
+    const input = write(
+      'explain-in.yaml',
+      [bareDeployment(), loadFixture('service')].map((d) => stringify(d)).join('---\n'),
+    );
+    const rules = ['--rules', rulesDir, '--rules', write('reject2.yaml', rejectRule)];
+    const text = await apply([...rules, '--file', input, '--explain']);
+    expect(text.code).toBe(2);
+    // stdout stays a clean manifest stream.
+    expect(text.stdout).toBe((await apply([...rules, '--file', input])).stdout);
+    expect(text.stderr).toContain(
+      'Deployment default/nginx (CREATE):\n  default/no-services [Reject, tier 0]: not matched (match[0] failed)\n',
+    );
+    expect(text.stderr).toContain(
+      '      matched: NO  <- first failing item (0 of 1 value matched, matchFor Any needs one)\n',
+    );
+    expect(text.stderr).toContain('    patch: add /metadata/labels/one = "set"\n');
+
+    const json = await apply([...rules, '--file', input, '--explain', '--output', 'json']);
+    const verdicts = JSON.parse(json.stdout) as ApplyVerdict[];
+    expect(verdicts[1].explanation?.rules.map((r) => [r.rule, r.status])).toEqual([
+      ['default/no-services', 'matched'],
+      ['default/one', 'matched'],
+      ['default/two', 'matched'],
+    ]);
+    expect(verdicts[1].explanation?.rules[0].rejectMessage).toBe('no Services here');
+    expect(json.stderr).not.toContain('(CREATE):');
+    // Without the flag the verdicts carry no explanation.
+    const plain = JSON.parse(
+      (await apply([...rules, '--file', input, '--output', 'json'])).stdout,
+    ) as ApplyVerdict[];
+    expect(plain[0]).not.toHaveProperty('explanation');
   });
 
   test('broken YAML input is a clear error', async () => {

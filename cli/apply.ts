@@ -2,24 +2,30 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ManifestSyntaxError, parseManifestObjects, stringifyManifests } from '../manifest/yaml';
-import { admit, AdmissionOutcome } from '../engine/admit';
+import { admit, AdmissionInput, AdmissionOutcome } from '../engine/admit';
+import { AdmissionExplanation, explainAdmission } from '../engine/explain';
+import { compileModRule } from '../modrule/compile';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../json/value';
-import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
+import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, ModRule, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
+import { formatExplanation, palette } from './explain';
 import { CommandIO, readInput, UsageError } from './io';
 
-const USAGE = `usage: modrule apply --rules PATH... --file PATH|- [options]
+const USAGE = `usage: modrule apply --rules PATH... [--file PATH|-] [options]
 
 Runs ModRules offline: manifests in, patched manifests out (ready for kubectl apply -f -).
+Without --file, manifests are read from standard input (so it works as a Helm post-renderer).
 
   --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
-  --file PATH|-         objects to admit (multi-document YAML/JSON or kind: List); - reads standard input
+  --file PATH|-         objects to admit (multi-document YAML/JSON or kind: List); - or no --file reads
+                        standard input
   --cluster PATH        Namespace and Node manifests standing in for the cluster; repeatable
   --operation OP        CREATE (default), UPDATE or DELETE (--file then holds the objects being deleted)
   --old PATH            previous versions of the objects for UPDATE (matched by kind/namespace/name); repeatable
   --namespace NS        namespace for ModRules and namespaced objects that name none (default "default")
   --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
   --output yaml|json    yaml (default): admitted objects as a YAML stream; json: one array with every verdict
+  --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
 
 Exit status: 0 all admitted, 2 at least one rejected, 1 bad usage or bad input.
 `;
@@ -56,7 +62,8 @@ export const CLUSTER_SCOPED_KINDS: ReadonlySet<string> = new Set([
 
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 
-interface Loaded {
+/** One object document and the file it came from. */
+export interface Loaded {
   file: string;
   object: JsonObject;
 }
@@ -71,6 +78,8 @@ export interface ApplyVerdict {
   patch: JsonValue[];
   object: JsonObject;
   rules: string[];
+  /** With --explain: every rule's part. */
+  explanation?: AdmissionExplanation;
 }
 
 /** modrule apply: runs ModRules against manifests without a cluster. */
@@ -88,6 +97,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
         namespace: { type: 'string', default: 'default' },
         'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
         output: { type: 'string', default: 'yaml' },
+        explain: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -102,7 +112,10 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     return 0;
   }
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
-  if (!opts.file) throw new UsageError(`--file is required\n\n${USAGE}`);
+  // Helm runs post-renderers with the manifests on stdin and no file argument.
+  if (!opts.file && io.stdinIsTTY)
+    throw new UsageError(`--file is required (or pipe manifests in)\n\n${USAGE}`);
+  const file = opts.file ?? '-';
   const operation = opts.operation.toUpperCase() as AdmissionOperation;
   if (!OPERATIONS.includes(operation)) throw new UsageError(`--operation must be CREATE, UPDATE or DELETE`);
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError(`--output must be yaml or json`);
@@ -111,24 +124,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const defaultNamespace = opts.namespace;
 
   const store = new RuleStore({ clusterNamespace: opts['cluster-namespace'] });
-  const ruleDocs = await loadPaths(opts.rules, io);
-  const invalid: string[] = [];
-  const seen = new Map<string, string>();
-  for (const { file, object } of ruleDocs) {
-    if (object.kind !== MODRULE_KIND) continue; // other documents in rule folders are not ours
-    const rule = cloneJson(object);
-    if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = defaultNamespace;
-    const id = `${namespaceOf(rule) ?? defaultNamespace}/${nameOf(rule) || '<unnamed>'}`;
-    const problems = store.upsertRule(rule);
-    for (const p of problems)
-      invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);
-    if (problems.length === 0) {
-      const before = seen.get(id);
-      if (before) io.stderr(`warning: ModRule ${id} in ${file} replaces the one in ${before}\n`);
-      seen.set(id, file);
-    }
-  }
-  if (invalid.length > 0) throw new UsageError(`invalid ModRules:\n  ${invalid.join('\n  ')}`);
+  const rules = await loadRules(store, opts.rules, defaultNamespace, io);
 
   for (const { object } of await loadPaths(opts.cluster ?? [], io)) {
     if (object.kind === 'Namespace') store.upsertNamespace(object);
@@ -140,8 +136,9 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     olds.set(identity(object, scope(object, defaultNamespace)), object);
   }
 
-  const inputs = await loadPaths([opts.file], io);
+  const inputs = await loadPaths([file], io);
   const snapshot = store.snapshot();
+  const compiled = opts.explain ? rules.map((r) => compileModRule(r as unknown as ModRule)) : [];
   const verdicts: ApplyVerdict[] = [];
   const admitted: JsonObject[] = [];
   let rejected = false;
@@ -150,16 +147,17 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     const namespace = scope(object, defaultNamespace);
     // The API server fills metadata.namespace before admission; do the same, then take it back out if nothing set it.
     const subject = withNamespace(object, namespace);
-    const outcome = admit(
-      {
-        operation,
-        object: operation === 'DELETE' ? null : subject,
-        oldObject: operation === 'DELETE' ? subject : (olds.get(identity(object, namespace)) ?? null),
-        namespace,
-      },
-      snapshot,
+    const input = admissionInput(
+      operation,
+      subject,
+      olds.get(identity(object, namespace)) ?? null,
+      namespace,
     );
+    const outcome = admit(input, snapshot);
     const label = `${String(object.kind ?? '<no kind>')} ${namespace ? `${namespace}/` : ''}${nameOf(object)}`;
+    const explanation = opts.explain ? explainAdmission(input, snapshot, compiled) : undefined;
+    if (explanation && opts.output === 'yaml')
+      io.stderr(formatExplanation(label, explanation, palette(false)));
     for (const f of outcome.failures) {
       io.stderr(`warning: ModRule ${f.rule.namespace}/${f.rule.name} failed on ${label}: ${f.message}\n`);
     }
@@ -187,6 +185,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       patch: outcome.patch as unknown as JsonValue[],
       object: result,
       rules: outcome.matched.map((r) => `${r.namespace}/${r.name}`),
+      ...(explanation ? { explanation } : {}),
     });
   }
 
@@ -195,11 +194,28 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   return rejected ? 2 : 0;
 }
 
-function resultObject(outcome: AdmissionOutcome, subject: JsonObject): JsonObject {
+/** The request admit() sees for one object (on DELETE the object is the old one). */
+export function admissionInput(
+  operation: AdmissionOperation,
+  subject: JsonObject,
+  old: JsonObject | null,
+  namespace: string | null,
+): AdmissionInput {
+  return {
+    operation,
+    object: operation === 'DELETE' ? null : subject,
+    oldObject: operation === 'DELETE' ? subject : old,
+    namespace,
+  };
+}
+
+/** The object to print for an outcome: the patched object, else the input. */
+export function resultObject(outcome: AdmissionOutcome, subject: JsonObject): JsonObject {
   return outcome.allowed && outcome.object ? outcome.object : subject;
 }
 
-function nameOf(obj: JsonObject): string {
+/** metadata.name (or generateName), '' when absent. */
+export function nameOf(obj: JsonObject): string {
   const meta = obj.metadata;
   if (!isJsonObject(meta)) return '';
   if (typeof meta.name === 'string') return meta.name;
@@ -213,22 +229,26 @@ function namespaceOf(obj: JsonObject): string | undefined {
     : undefined;
 }
 
-function scope(obj: JsonObject, defaultNamespace: string): string | null {
+/** The namespace an object is admitted in: null for cluster-scoped kinds, else its own or the default. */
+export function scope(obj: JsonObject, defaultNamespace: string): string | null {
   if (typeof obj.kind === 'string' && CLUSTER_SCOPED_KINDS.has(obj.kind)) return null;
   return namespaceOf(obj) ?? defaultNamespace;
 }
 
-function identity(obj: JsonObject, namespace: string | null): string {
+/** kind/namespace/name, to pair objects with their old versions. */
+export function identity(obj: JsonObject, namespace: string | null): string {
   return `${String(obj.kind)}/${namespace ?? ''}/${nameOf(obj)}`;
 }
 
-function withNamespace(obj: JsonObject, namespace: string | null): JsonObject {
+/** The object with metadata.namespace filled in, as the API server does before admission. */
+export function withNamespace(obj: JsonObject, namespace: string | null): JsonObject {
   if (namespace === null || namespaceOf(obj) !== undefined) return obj;
   const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
   return { ...obj, metadata: { ...meta, namespace } };
 }
 
-function restoreNamespace(result: JsonObject, input: JsonObject): JsonObject {
+/** Takes the namespace filled in by withNamespace back out of the result. */
+export function restoreNamespace(result: JsonObject, input: JsonObject): JsonObject {
   if (namespaceOf(input) !== undefined || !isJsonObject(result.metadata)) return result;
   const meta = input.metadata;
   const hadNone = !isJsonObject(meta) || meta.namespace === undefined;
@@ -236,11 +256,43 @@ function restoreNamespace(result: JsonObject, input: JsonObject): JsonObject {
   return { ...result, metadata: hadNone ? rest : { ...rest, namespace: meta.namespace as JsonValue } };
 }
 
+/**
+ * Loads ModRules from files and folders into the store (rules without a namespace get `defaultNamespace`) and
+ * returns them as loaded; throws a UsageError naming file, rule and field for every invalid one.
+ */
+export async function loadRules(
+  store: RuleStore,
+  paths: readonly string[],
+  defaultNamespace: string,
+  io: CommandIO,
+): Promise<JsonObject[]> {
+  const invalid: string[] = [];
+  const seen = new Map<string, string>();
+  const accepted: JsonObject[] = [];
+  for (const { file, object } of await loadPaths(paths, io)) {
+    if (object.kind !== MODRULE_KIND) continue; // other documents in rule folders are not ours
+    const rule = cloneJson(object);
+    if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = defaultNamespace;
+    const id = `${namespaceOf(rule) ?? defaultNamespace}/${nameOf(rule) || '<unnamed>'}`;
+    const problems = store.upsertRule(rule);
+    for (const p of problems)
+      invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);
+    if (problems.length === 0) {
+      const before = seen.get(id);
+      if (before) io.stderr(`warning: ModRule ${id} in ${file} replaces the one in ${before}\n`);
+      seen.set(id, file);
+      accepted.push(rule);
+    }
+  }
+  if (invalid.length > 0) throw new UsageError(`invalid ModRules:\n  ${invalid.join('\n  ')}`);
+  return accepted;
+}
+
 /** Reads files, folders (recursive .yaml/.yml/.json, sorted) or `-`, and returns every object document. */
-async function loadPaths(paths: readonly string[], io: CommandIO): Promise<Loaded[]> {
+export async function loadPaths(paths: readonly string[], io: CommandIO): Promise<Loaded[]> {
   const out: Loaded[] = [];
   for (const path of paths) {
-    for (const file of await expand(path)) {
+    for (const file of await expandPath(path)) {
       const text = await readInput(file, io);
       out.push(...parseDocuments(text, file === '-' ? '<stdin>' : file));
     }
@@ -248,7 +300,8 @@ async function loadPaths(paths: readonly string[], io: CommandIO): Promise<Loade
   return out;
 }
 
-async function expand(path: string): Promise<string[]> {
+/** A path as files: itself, or a folder's .yaml/.yml/.json files (recursive, sorted); throws UsageError. */
+export async function expandPath(path: string): Promise<string[]> {
   if (path === '-') return ['-'];
   let info;
   try {
@@ -261,7 +314,7 @@ async function expand(path: string): Promise<string[]> {
   const entries = await readdir(path, { withFileTypes: true });
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     const full = join(path, e.name);
-    if (e.isDirectory()) files.push(...(await expand(full)));
+    if (e.isDirectory()) files.push(...(await expandPath(full)));
     else if (/\.(ya?ml|json)$/i.test(e.name)) files.push(full);
   }
   return files;

@@ -6,6 +6,10 @@ export interface CommandIO {
   stderr: (text: string) => void;
   /** Reads all of standard input (for `--file -`). */
   readStdin: () => Promise<string>;
+  /** Standard input is a terminal (nothing piped in); absent means not a terminal. */
+  stdinIsTTY?: boolean;
+  /** Standard output is a terminal (colour allowed); absent means not a terminal. */
+  stdoutIsTTY?: boolean;
 }
 
 /** A subcommand: takes its own arguments, returns the process exit code. */
@@ -24,6 +28,8 @@ export function processIO(): CommandIO {
       for await (const c of process.stdin) chunks.push(c as Buffer);
       return Buffer.concat(chunks).toString('utf8');
     },
+    stdinIsTTY: Boolean(process.stdin.isTTY),
+    stdoutIsTTY: Boolean(process.stdout.isTTY),
   };
 }
 

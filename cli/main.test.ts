@@ -16,7 +16,8 @@ describe('modrule command line', () => {
   it('lists the commands and exits 1 without one', async () => {
     const c = captured();
     expect(await main([], c.io)).toBe(1);
-    for (const name of ['select', 'apply', 'serve', 'operator']) expect(c.out()).toContain(name);
+    for (const name of ['select', 'apply', 'test', 'validate', 'serve', 'operator'])
+      expect(c.out()).toContain(name);
   });
 
   it('exits 0 for --help', async () => {

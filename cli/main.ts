@@ -10,6 +10,14 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run ModRules offline: manifests in, patched manifests out',
     load: async () => (await import('./apply')).run,
   },
+  test: {
+    summary: 'run ModRule test suites (modrule-test.yaml): expected patches and rejections',
+    load: async () => (await import('./test')).run,
+  },
+  validate: {
+    summary: 'check ModRule files offline as the admission webhook does (pre-commit, CI)',
+    load: async () => (await import('./validate')).run,
+  },
   serve: {
     summary: 'run the admission webhook (--local: rules from files, no cluster)',
     load: async () => (await import('./serve')).run,

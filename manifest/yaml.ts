@@ -1,4 +1,4 @@
-import { parseAllDocuments, stringify, Tags } from 'yaml';
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseAllDocuments, stringify, Tags } from 'yaml';
 import { isJsonObject, JsonObject, JsonValue } from '../json/value';
 
 /** Thrown for YAML that does not parse or has no JSON form; says which document. */
@@ -46,6 +46,61 @@ export function parseYamlDocuments(text: string): JsonValue[] {
     out.push(toJsonValue(value, ''));
   }
   return out;
+}
+
+/** One document of a YAML stream, where it is, and how to find a field's line in it. */
+export interface LocatedDocument {
+  /** 1-based position in the stream, empty documents counted. */
+  index: number;
+  /** 1-based line where the document starts. */
+  line: number;
+  /** The value; undefined when the document is empty or broken. */
+  value?: JsonValue;
+  /** Why the document does not parse. */
+  error?: string;
+  /** 1-based line of the deepest existing field along `path` (the document's line when none exists). */
+  lineOf(path: ReadonlyArray<string | number>): number;
+}
+
+/** Parses multi-document YAML like parseYamlDocuments, but keeps going past broken documents and tracks lines. */
+export function parseLocatedDocuments(text: string): LocatedDocument[] {
+  const lines = new LineCounter();
+  const docs = parseAllDocuments(text, { ...readOptions, lineCounter: lines });
+  const lineAt = (offset: number): number => lines.linePos(offset).line;
+  return docs.map((doc, i) => {
+    const start = doc.contents?.range?.[0] ?? doc.range[0];
+    const located: LocatedDocument = {
+      index: i + 1,
+      line: lineAt(start),
+      // The line of the key of the deepest field along the path that exists (a missing field: its parent's).
+      lineOf: (path) => {
+        let line = located.line;
+        let node: unknown = doc.contents;
+        for (const key of path) {
+          if (isMap(node)) {
+            const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value : p.key) === key);
+            if (!pair) break;
+            const range = isNode(pair.key) ? pair.key.range : undefined;
+            if (range) line = lineAt(range[0]);
+            node = pair.value;
+          } else if (isSeq(node) && typeof key === 'number') {
+            const item: unknown = node.items[key];
+            if (!isNode(item)) break;
+            if (item.range) line = lineAt(item.range[0]);
+            node = item;
+          } else break;
+        }
+        return line;
+      },
+    };
+    if (doc.errors.length > 0) return { ...located, error: firstLine(doc.errors[0].message) };
+    if (doc.contents === null) return located;
+    try {
+      return { ...located, value: toJsonValue(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), '') };
+    } catch (err) {
+      return { ...located, error: firstLine((err as Error).message) };
+    }
+  });
 }
 
 /** Parses Kubernetes manifests: every document must be an object; `kind: *List` documents give their items. */

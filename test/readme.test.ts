@@ -15,6 +15,14 @@ describe('README', () => {
     expect(listed.has(name)).toBe(true);
   });
 
+  it('shows the example test suite exactly as examples/testing/ ships it (which npm test runs)', () => {
+    const section = readme.slice(readme.indexOf('## Testing your rules'), readme.indexOf('## Command line'));
+    for (const file of ['modrule-test.yaml', 'rules.yaml', 'resources.yaml']) {
+      const text = readFileSync(join(__dirname, '..', 'examples', 'testing', file), 'utf8');
+      expect(section).toContain('```yaml\n' + text + '```');
+    }
+  });
+
   it('shows the two set-up commands', () => {
     expect(readme).toContain('npm ci && npm start');
     expect(readme).toContain('npm ci && npm test');

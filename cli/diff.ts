@@ -1,0 +1,124 @@
+import { isJsonObject, jsonEqual, JsonValue } from '../json/value';
+import { escapeToken } from '../patch/pointer';
+
+/** Where an expected (partial) object first differs from the actual one. */
+export interface Mismatch {
+  path: string;
+  expected: JsonValue;
+  /** undefined: the actual object has nothing there. */
+  actual: JsonValue | undefined;
+}
+
+/**
+ * Finds where `actual` does not contain `expected`: every field of an expected object must be in the actual one
+ * with a containing value; lists must have the same length and contain element by element (`{}` matches any
+ * element); other values must be equal. null when it is contained.
+ */
+export function firstMismatch(
+  actual: JsonValue | undefined,
+  expected: JsonValue,
+  path = '',
+): Mismatch | null {
+  if (isJsonObject(expected)) {
+    if (!isJsonObject(actual)) return { path: path || '/', expected, actual };
+    for (const key of Object.keys(expected)) {
+      const inner = `${path}/${escapeToken(key)}`;
+      if (!Object.prototype.hasOwnProperty.call(actual, key))
+        return { path: inner, expected: expected[key], actual: undefined };
+      const m = firstMismatch(actual[key], expected[key], inner);
+      if (m) return m;
+    }
+    return null;
+  }
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual) || actual.length !== expected.length)
+      return { path: path || '/', expected, actual };
+    for (let i = 0; i < expected.length; i++) {
+      const m = firstMismatch(actual[i], expected[i], `${path}/${i}`);
+      if (m) return m;
+    }
+    return null;
+  }
+  return actual !== undefined && jsonEqual(actual, expected) ? null : { path: path || '/', expected, actual };
+}
+
+/**
+ * The part of `actual` that `expected` talks about (its keys, its list lengths), so a diff of a partial
+ * expectation against the result shows only what the test checks.
+ */
+export function projectOnto(actual: JsonValue | undefined, expected: JsonValue): JsonValue | undefined {
+  if (isJsonObject(expected) && isJsonObject(actual)) {
+    const out: Record<string, JsonValue> = {};
+    for (const key of Object.keys(expected)) {
+      if (!Object.prototype.hasOwnProperty.call(actual, key)) continue;
+      const v = projectOnto(actual[key], expected[key]);
+      if (v !== undefined) out[key] = v;
+    }
+    return out;
+  }
+  if (Array.isArray(expected) && Array.isArray(actual)) {
+    return actual.map((a, i) => (i < expected.length ? (projectOnto(a, expected[i]) ?? null) : a));
+  }
+  return actual;
+}
+
+/** One line of a diff: ' ' both, '-' expected only, '+' actual only. */
+export interface DiffLine {
+  kind: ' ' | '-' | '+';
+  text: string;
+}
+
+// Above this many lines on both sides the quadratic table costs too much; fall back to "all removed, all added".
+const MAX_DIFF_CELLS = 4_000_000;
+
+/** A line diff (longest common subsequence) of two texts. */
+export function diffLines(expected: string, actual: string): DiffLine[] {
+  const a = expected.replace(/\n$/, '').split('\n');
+  const b = actual.replace(/\n$/, '').split('\n');
+  if (a.length * b.length > MAX_DIFF_CELLS) {
+    return [
+      ...a.map((text) => ({ kind: '-' as const, text })),
+      ...b.map((text) => ({ kind: '+' as const, text })),
+    ];
+  }
+  // lcs[i][j] = length of the LCS of a[i..] and b[j..]
+  const lcs: Uint32Array[] = Array.from({ length: a.length + 1 }, () => new Uint32Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--)
+    for (let j = b.length - 1; j >= 0; j--)
+      lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out: DiffLine[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) {
+      out.push({ kind: ' ', text: a[i] });
+      i++;
+      j++;
+    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) out.push({ kind: '-', text: a[i++] });
+    else out.push({ kind: '+', text: b[j++] });
+  }
+  while (i < a.length) out.push({ kind: '-', text: a[i++] });
+  while (j < b.length) out.push({ kind: '+', text: b[j++] });
+  return out;
+}
+
+/** The changed lines with `context` unchanged lines around them; '...' marks what is left out. */
+export function withContext(lines: readonly DiffLine[], context = 3): DiffLine[] {
+  const keep = new Array<boolean>(lines.length).fill(false);
+  lines.forEach((l, i) => {
+    if (l.kind === ' ') return;
+    for (let k = Math.max(0, i - context); k <= Math.min(lines.length - 1, i + context); k++) keep[k] = true;
+  });
+  const out: DiffLine[] = [];
+  let skipped = false;
+  lines.forEach((l, i) => {
+    if (keep[i]) {
+      out.push(l);
+      skipped = false;
+    } else if (!skipped) {
+      out.push({ kind: ' ', text: '...' });
+      skipped = true;
+    }
+  });
+  return out;
+}

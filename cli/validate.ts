@@ -1,0 +1,177 @@
+import { readFile } from 'node:fs/promises';
+import { isJsonObject, JsonObject } from '../json/value';
+import { LocatedDocument, parseLocatedDocuments } from '../manifest/yaml';
+import { analyzeModRule, CompiledRule } from '../modrule/compile';
+import { findShadowedRules, lintModRule } from '../modrule/lint';
+import { MODRULE_KIND } from '../modrule/types';
+import { validateModRule } from '../modrule/validate';
+import { expandPath } from './apply';
+import { parsePathArgs } from './args';
+import { Command } from './io';
+
+const USAGE = `usage: modrule validate PATH... [--output text|json] [--strict]
+
+Checks ModRule files offline exactly as the admission webhook does, and reports every problem with its file,
+line, document, field and message. Folders are searched recursively for .yaml, .yml and .json files; documents
+of other kinds are skipped. Suitable for pre-commit hooks and CI.
+
+Also warns (without failing) about rules that are valid but probably wrong: #N placeholders never used, a
+select that can never match its matchValue, a Patch rule repeating the patch of an earlier tier.
+
+  --output text|json   text (default): one line per finding; json: one array of findings
+  --strict             warnings fail too
+  -h, --help           show this help
+
+Exit status: 0 no problems (warnings allowed unless --strict), 1 at least one problem, 2 bad usage.
+`;
+
+/** One finding of `modrule validate`. */
+export interface Finding {
+  severity: 'error' | 'warning';
+  file: string;
+  /** 1-based document in the file (empty documents counted). */
+  document: number;
+  line: number;
+  /** "namespace/name" or "name" of the ModRule, when it has one. */
+  rule: string | null;
+  field: string;
+  message: string;
+}
+
+const API_GROUP = 'api.kubemod.io/';
+
+/** `modrule validate`: checks ModRule files as the webhook would. */
+export const run: Command = async (args, io) => {
+  const parsed = parsePathArgs('validate', USAGE, args, io, {
+    strict: { type: 'boolean', default: false },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values, output, paths: positionals } = parsed;
+  const { findings, files, rules } = await validatePaths(positionals);
+  const errors = findings.filter((f) => f.severity === 'error').length;
+  const warnings = findings.length - errors;
+  if (output === 'json') io.stdout(JSON.stringify(findings, null, 2) + '\n');
+  else {
+    for (const f of findings) io.stdout(formatFinding(f) + '\n');
+    const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+    io.stderr(
+      `${count(rules, 'ModRule')} in ${count(files, 'file')}: ${count(errors, 'problem')}, ${count(warnings, 'warning')}\n`,
+    );
+  }
+  return errors > 0 || (values.strict === true && warnings > 0) ? 1 : 0;
+};
+
+/** "file:line: document N: ModRule x: field: message", with "warning: " in front of warnings. */
+export function formatFinding(f: Finding): string {
+  const at = f.document === 0 ? `${f.file}: ` : `${f.file}:${f.line}: document ${f.document}: `;
+  const where = `${at}${f.rule ? `ModRule ${f.rule}: ` : ''}`;
+  return `${f.severity === 'warning' ? 'warning: ' : ''}${where}${f.field ? `${f.field}: ` : ''}${f.message}`;
+}
+
+/** Validates every ModRule document under the paths; unreadable paths and broken YAML are findings too. */
+export async function validatePaths(
+  paths: readonly string[],
+): Promise<{ findings: Finding[]; files: number; rules: number }> {
+  const findings: Finding[] = [];
+  let fileCount = 0;
+  let ruleCount = 0;
+  const valid: Array<{ rule: CompiledRule; file: string; doc: LocatedDocument }> = [];
+  for (const path of paths) {
+    let files: string[];
+    try {
+      files = await expandPath(path);
+    } catch (err) {
+      findings.push(finding('error', path, 0, 0, null, '', (err as Error).message));
+      continue;
+    }
+    if (files.length === 0)
+      findings.push(finding('warning', path, 0, 0, null, '', 'no .yaml, .yml or .json files'));
+    for (const file of files) {
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (err) {
+        findings.push(finding('error', file, 0, 0, null, '', `cannot read: ${(err as Error).message}`));
+        continue;
+      }
+      fileCount++;
+      let count = 0;
+      for (const doc of parseLocatedDocuments(text)) {
+        if (doc.error) {
+          findings.push(finding('error', file, doc.index, doc.line, null, '', `invalid YAML: ${doc.error}`));
+          continue;
+        }
+        const value = doc.value;
+        if (!isJsonObject(value) || !isModRuleLike(value)) continue;
+        count++;
+        ruleCount++;
+        const rule = ruleName(value);
+        // The same function the validating webhook calls (webhook/modrule.ts).
+        const problems = validateModRule(value);
+        for (const p of problems)
+          findings.push(
+            finding('error', file, doc.index, doc.lineOf(fieldPath(p.field)), rule, p.field, p.message),
+          );
+        if (problems.length > 0) continue;
+        const compiled = analyzeModRule(value).rule;
+        if (!compiled) continue;
+        valid.push({ rule: compiled, file, doc });
+        for (const w of lintModRule(compiled))
+          findings.push(
+            finding('warning', file, doc.index, doc.lineOf(fieldPath(w.field)), rule, w.field, w.message),
+          );
+      }
+      if (count === 0 && files.length === 1 && files[0] === path)
+        findings.push(finding('warning', file, 0, 0, null, '', 'no ModRule in this file'));
+    }
+  }
+  // Rules without a namespace are applied with `kubectl apply -n NS`: compare them among themselves.
+  for (const { rule, warning } of findShadowedRules(valid.map((v) => v.rule))) {
+    const at = valid.find((v) => v.rule === rule);
+    if (!at) continue;
+    findings.push(
+      finding(
+        'warning',
+        at.file,
+        at.doc.index,
+        at.doc.lineOf(fieldPath(warning.field)),
+        ruleName(rule.source as unknown as JsonObject),
+        warning.field,
+        warning.message,
+      ),
+    );
+  }
+  return { findings, files: fileCount, rules: ruleCount };
+}
+
+function finding(
+  severity: Finding['severity'],
+  file: string,
+  document: number,
+  line: number,
+  rule: string | null,
+  field: string,
+  message: string,
+): Finding {
+  return { severity, file, document, line, rule, field, message };
+}
+
+// kind ModRule, or anything in KubeMod's API group (so `kind: Modrule` is reported, not skipped).
+function isModRuleLike(doc: JsonObject): boolean {
+  return (
+    doc.kind === MODRULE_KIND || (typeof doc.apiVersion === 'string' && doc.apiVersion.startsWith(API_GROUP))
+  );
+}
+
+function ruleName(doc: JsonObject): string | null {
+  const meta = doc.metadata;
+  if (!isJsonObject(meta) || typeof meta.name !== 'string' || meta.name === '') return null;
+  return typeof meta.namespace === 'string' && meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+}
+
+/** 'spec.match[0].select' -> ['spec', 'match', 0, 'select']. */
+export function fieldPath(field: string): Array<string | number> {
+  const out: Array<string | number> = [];
+  for (const m of field.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push(m[2] !== undefined ? Number(m[2]) : m[1]);
+  return out;
+}
