@@ -236,6 +236,65 @@ describe('modrule operator, in-process against the fake API server', () => {
     }
   });
 
+  it('holds dragnet requests until the first sync instead of answering from an empty store', async () => {
+    api.put('modrules', labelRule('default', 'label-deployments'));
+    let listing = false;
+    api.interceptor = (r) =>
+      !listing && r.path === '/apis/api.kubemod.io/v1beta1/modrules' ? { status: 503 } : undefined;
+    const { operator, stop } = await start();
+    try {
+      const ca = operator.caBundle()!;
+      const deployment = loadFixture('deployment');
+      (deployment.metadata as JsonObject).namespace = 'default';
+      const sent = Date.now();
+      const pending = postReview(
+        operator.webhook.url,
+        '/dragnet-webhook?timeout=10s',
+        makeReview('CREATE', deployment),
+        ca,
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      expect(operator.isReady()).toBe(false);
+      listing = true;
+      const { review } = await pending;
+      expect(operator.isReady()).toBe(true);
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(300);
+      expect(decodePatch(review)).toContainEqual(
+        expect.objectContaining({ path: '/metadata/labels/patched', value: 'yes' }),
+      );
+    } finally {
+      await stop();
+    }
+  });
+
+  it("answers 503 when the rules are still not loaded near the API server's timeout, so failurePolicy decides", async () => {
+    api.interceptor = (r) => (r.path === '/api/v1/namespaces' ? { status: 503 } : undefined);
+    const { operator, stop } = await start();
+    try {
+      const sent = Date.now();
+      const res = await send(`${operator.webhook.url}/dragnet-webhook?timeout=2s`, {
+        body: JSON.stringify(makeReview('CREATE', loadFixture('deployment'))),
+        headers: { 'Content-Type': 'application/json' },
+        ca: operator.caBundle()!,
+      });
+      expect(res.status).toBe(503);
+      expect(res.body).toContain('rules not loaded yet');
+      // Held for the 2 s timeout less a second in hand.
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(950);
+      expect(Date.now() - sent).toBeLessThan(1900);
+      // The ModRule webhooks do not need the store and answer at once.
+      const validated = await postReview(
+        operator.webhook.url,
+        '/validate-api-kubemod-io-v1beta1-modrule?timeout=2s',
+        makeReview('CREATE', labelRule('default', 'x')),
+        operator.caBundle()!,
+      );
+      expect(validated.review.response?.allowed).toBe(true);
+    } finally {
+      await stop();
+    }
+  });
+
   it('finishes a request that is in flight when it is told to stop', async () => {
     const { operator, stop } = await start();
     await eventually(() => operator.isReady());
