@@ -21,8 +21,19 @@ describe('parseOperatorArgs', () => {
       healthPort: 8081,
       certMode: 'self',
       certDir: '/tmp/k8s-webhook-server/serving-certs',
+      extraHosts: [],
       logLevel: 'info',
     });
+  });
+
+  it('takes extra serving-certificate SANs from --cert-extra-sans or MODRULE_CERT_EXTRA_SANS', () => {
+    const env = { MODRULE_CERT_EXTRA_SANS: '127.0.0.1, modrule.example.com,::1' };
+    expect(parseOperatorArgs([], env, noSaNamespace)).toMatchObject({
+      extraHosts: ['127.0.0.1', 'modrule.example.com', '::1'],
+    });
+    expect(
+      parseOperatorArgs(['--cert-extra-sans', '10.0.0.5,*.hooks.local'], env, noSaNamespace),
+    ).toMatchObject({ extraHosts: ['10.0.0.5', '*.hooks.local'] });
   });
 
   it('reads the environment, and flags win over it', () => {
@@ -42,6 +53,7 @@ describe('parseOperatorArgs', () => {
       healthPort: 9090,
       certMode: 'external',
       certDir: '/certs',
+      extraHosts: [],
       logLevel: 'debug',
     });
     expect(
@@ -70,6 +82,9 @@ describe('parseOperatorArgs', () => {
     [['--log-level', 'trace'], {}, /--log-level must be one of/],
     [['--cluster-namespace', 'Bad_NS'], {}, /not a valid namespace name/],
     [['--nope'], {}, /Unknown option/],
+    [['--cert-extra-sans', 'Not_A_Host'], {}, /"Not_A_Host" is neither a DNS name nor an IP/],
+    [[], { MODRULE_CERT_EXTRA_SANS: '1.2.3.4.5' }, /MODRULE_CERT_EXTRA_SANS: "1.2.3.4.5"/],
+    [['--cert-mode', 'external', '--cert-extra-sans', '127.0.0.1'], {}, /only applies to --cert-mode self/],
   ])('rejects %j %j', (args, env, message) => {
     expect(() => parseOperatorArgs(args, env, noSaNamespace)).toThrow(message);
   });
@@ -103,7 +118,9 @@ describe('modrule operator, in-process against the fake API server', () => {
   async function start(): Promise<{ operator: RunningOperator; stop: () => Promise<number> }> {
     const controller = new AbortController();
     let started: RunningOperator | null = null;
-    const exit = runOperator(['--webhook-port', '0', '--health-port', '0'], io, {
+    // The webhook is called at https://127.0.0.1: the flag puts that IP in the serving certificate.
+    const args = ['--webhook-port', '0', '--health-port', '0', '--cert-extra-sans', '127.0.0.1'];
+    const exit = runOperator(args, io, {
       client: createKubeClient(api.kubeConfig()),
       logger: silentLogger(),
       signal: controller.signal,
@@ -111,7 +128,6 @@ describe('modrule operator, in-process against the fake API server', () => {
       config: {
         host: '127.0.0.1',
         podNamespace: 'kubemod-system',
-        extraHosts: ['127.0.0.1'],
         shutdownDelayMs: 300,
       },
     });
