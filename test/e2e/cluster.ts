@@ -288,6 +288,7 @@ export async function waitFor<T>(
   what: string,
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 60_000,
+  intervalMs = 500,
 ): Promise<T> {
   const start = Date.now();
   let last: unknown = null;
@@ -301,6 +302,6 @@ export async function waitFor<T>(
     if (Date.now() - start > timeoutMs) {
       throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

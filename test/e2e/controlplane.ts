@@ -245,9 +245,10 @@ export class LocalControlPlane {
     }
   }
 
-  /** Stops kube-apiserver and starts it again on the same port; resolves when it is ready. */
-  async restartApiServer(): Promise<void> {
+  /** Stops kube-apiserver, keeps it down for downMs, starts it again on the same port; resolves when ready. */
+  async restartApiServer(downMs = 0): Promise<void> {
     if (this.apiserver) await terminate(this.apiserver, 3000);
+    await sleep(downMs);
     await this.startApiServer();
   }
 

@@ -88,6 +88,7 @@ async function colorTakesEffect(client: KubeClient, value: string, timeoutMs = 6
     `ConfigMaps labelled e2e-color=${value}`,
     async () => labelsOf(await createConfigMap(client))['e2e-color'] === value,
     timeoutMs,
+    100,
   );
   return Date.now() - start;
 }
@@ -498,6 +499,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
         return hooks.length === 4 && hooks.every((h) => (h.clientConfig as JsonObject).caBundle);
       },
       10_000,
+      25,
     );
     const restored = Date.now() - wiped;
     measured['caBundle restored after delete + re-create'] = `${restored} ms`;
@@ -537,7 +539,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     await apply(admin, MODRULES(NS), labelConfigMaps('before-restart'));
     await colorTakesEffect(admin, 'before-restart');
     const down = Date.now();
-    await cp!.restartApiServer();
+    // Down for 10 s, as when its node restarts: long enough for the informers' backoff to grow.
+    await cp!.restartApiServer(10_000);
     const back = Date.now();
     measured['API server restart (down to ready)'] = `${back - down} ms`;
     await waitFor('ModRule writes after the restart', async () => {
