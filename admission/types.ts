@@ -42,11 +42,29 @@ export interface AdmissionRequest {
   options?: JsonObject | null;
 }
 
+/** One problem of an invalid object (metav1.StatusCause): kubectl prints `field: message` for each. */
+export interface StatusCause {
+  /** e.g. FieldValueInvalid, FieldValueRequired (the API server's field.ErrorType names). */
+  reason?: string;
+  message?: string;
+  /** Path of the field, e.g. spec.match[0].matchRegex. */
+  field?: string;
+}
+
+/** metav1.StatusDetails: which object, and the causes. */
+export interface StatusDetails {
+  name?: string;
+  group?: string;
+  kind?: string;
+  causes?: StatusCause[];
+}
+
 export interface AdmissionStatus {
   code?: number;
   message?: string;
   reason?: string;
   status?: 'Success' | 'Failure';
+  details?: StatusDetails;
 }
 
 /** response of an AdmissionReview. */

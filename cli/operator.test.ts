@@ -21,8 +21,19 @@ describe('parseOperatorArgs', () => {
       healthPort: 8081,
       certMode: 'self',
       certDir: '/tmp/k8s-webhook-server/serving-certs',
+      extraHosts: [],
       logLevel: 'info',
     });
+  });
+
+  it('takes extra serving-certificate SANs from --cert-extra-sans or MODRULE_CERT_EXTRA_SANS', () => {
+    const env = { MODRULE_CERT_EXTRA_SANS: '127.0.0.1, modrule.example.com,::1' };
+    expect(parseOperatorArgs([], env, noSaNamespace)).toMatchObject({
+      extraHosts: ['127.0.0.1', 'modrule.example.com', '::1'],
+    });
+    expect(
+      parseOperatorArgs(['--cert-extra-sans', '10.0.0.5,*.hooks.local'], env, noSaNamespace),
+    ).toMatchObject({ extraHosts: ['10.0.0.5', '*.hooks.local'] });
   });
 
   it('reads the environment, and flags win over it', () => {
@@ -42,6 +53,7 @@ describe('parseOperatorArgs', () => {
       healthPort: 9090,
       certMode: 'external',
       certDir: '/certs',
+      extraHosts: [],
       logLevel: 'debug',
     });
     expect(
@@ -70,6 +82,9 @@ describe('parseOperatorArgs', () => {
     [['--log-level', 'trace'], {}, /--log-level must be one of/],
     [['--cluster-namespace', 'Bad_NS'], {}, /not a valid namespace name/],
     [['--nope'], {}, /Unknown option/],
+    [['--cert-extra-sans', 'Not_A_Host'], {}, /"Not_A_Host" is neither a DNS name nor an IP/],
+    [[], { MODRULE_CERT_EXTRA_SANS: '1.2.3.4.5' }, /MODRULE_CERT_EXTRA_SANS: "1.2.3.4.5"/],
+    [['--cert-mode', 'external', '--cert-extra-sans', '127.0.0.1'], {}, /only applies to --cert-mode self/],
   ])('rejects %j %j', (args, env, message) => {
     expect(() => parseOperatorArgs(args, env, noSaNamespace)).toThrow(message);
   });
@@ -103,7 +118,9 @@ describe('modrule operator, in-process against the fake API server', () => {
   async function start(): Promise<{ operator: RunningOperator; stop: () => Promise<number> }> {
     const controller = new AbortController();
     let started: RunningOperator | null = null;
-    const exit = runOperator(['--webhook-port', '0', '--health-port', '0'], io, {
+    // The webhook is called at https://127.0.0.1: the flag puts that IP in the serving certificate.
+    const args = ['--webhook-port', '0', '--health-port', '0', '--cert-extra-sans', '127.0.0.1'];
+    const exit = runOperator(args, io, {
       client: createKubeClient(api.kubeConfig()),
       logger: silentLogger(),
       signal: controller.signal,
@@ -111,7 +128,6 @@ describe('modrule operator, in-process against the fake API server', () => {
       config: {
         host: '127.0.0.1',
         podNamespace: 'kubemod-system',
-        extraHosts: ['127.0.0.1'],
         shutdownDelayMs: 300,
       },
     });
@@ -231,6 +247,65 @@ describe('modrule operator, in-process against the fake API server', () => {
       listing = true;
       await eventually(() => operator.isReady(), 10_000);
       expect((await send(`${operator.webhook.healthUrl}/readyz`)).status).toBe(200);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('holds dragnet requests until the first sync instead of answering from an empty store', async () => {
+    api.put('modrules', labelRule('default', 'label-deployments'));
+    let listing = false;
+    api.interceptor = (r) =>
+      !listing && r.path === '/apis/api.kubemod.io/v1beta1/modrules' ? { status: 503 } : undefined;
+    const { operator, stop } = await start();
+    try {
+      const ca = operator.caBundle()!;
+      const deployment = loadFixture('deployment');
+      (deployment.metadata as JsonObject).namespace = 'default';
+      const sent = Date.now();
+      const pending = postReview(
+        operator.webhook.url,
+        '/dragnet-webhook?timeout=10s',
+        makeReview('CREATE', deployment),
+        ca,
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      expect(operator.isReady()).toBe(false);
+      listing = true;
+      const { review } = await pending;
+      expect(operator.isReady()).toBe(true);
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(300);
+      expect(decodePatch(review)).toContainEqual(
+        expect.objectContaining({ path: '/metadata/labels/patched', value: 'yes' }),
+      );
+    } finally {
+      await stop();
+    }
+  });
+
+  it("answers 503 when the rules are still not loaded near the API server's timeout, so failurePolicy decides", async () => {
+    api.interceptor = (r) => (r.path === '/api/v1/namespaces' ? { status: 503 } : undefined);
+    const { operator, stop } = await start();
+    try {
+      const sent = Date.now();
+      const res = await send(`${operator.webhook.url}/dragnet-webhook?timeout=2s`, {
+        body: JSON.stringify(makeReview('CREATE', loadFixture('deployment'))),
+        headers: { 'Content-Type': 'application/json' },
+        ca: operator.caBundle()!,
+      });
+      expect(res.status).toBe(503);
+      expect(res.body).toContain('rules not loaded yet');
+      // Held for the 2 s timeout less a second in hand.
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(950);
+      expect(Date.now() - sent).toBeLessThan(1900);
+      // The ModRule webhooks do not need the store and answer at once.
+      const validated = await postReview(
+        operator.webhook.url,
+        '/validate-api-kubemod-io-v1beta1-modrule?timeout=2s',
+        makeReview('CREATE', labelRule('default', 'x')),
+        operator.caBundle()!,
+      );
+      expect(validated.review.response?.allowed).toBe(true);
     } finally {
       await stop();
     }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createLogger, Logger, LogLevel } from '../log/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
@@ -17,6 +18,8 @@ options (environment variable in brackets):
   --health-port N          plain-HTTP /healthz, /readyz, /metrics [MODRULE_HEALTH_PORT] (default 8081)
   --cert-mode MODE         self: CA and certificate in Secret kubemod-webhook-server-cert, caBundle managed;
                            external: tls.crt/tls.key from --cert-dir (cert-manager) [MODRULE_CERT_MODE] (default self)
+  --cert-extra-sans LIST   self mode: more names for the serving certificate, comma-separated DNS names and IPs,
+                           e.g. 127.0.0.1,modrule.example.com (webhooks called by URL) [MODRULE_CERT_EXTRA_SANS]
   --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
                            (default /tmp/k8s-webhook-server/serving-certs)
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
@@ -28,6 +31,7 @@ else the cluster namespace.
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_NAME = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Everything `modrule operator` runs with. */
 export interface OperatorOptions extends OperatorConfig {
@@ -47,6 +51,21 @@ function namespaceName(value: string, what: string): string {
   if (!NAME.test(value) || value.length > 63)
     throw new UsageError(`${what} "${value}" is not a valid namespace name`);
   return value;
+}
+
+/** Comma-separated DNS names (RFC 1123, optionally `*.`-prefixed) and IP addresses; throws on anything else. */
+function sanList(value: string, where: string): string[] {
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const name of names) {
+    // A last label of digits only is a mistyped IP (no top-level domain is numeric).
+    const dns = DNS_NAME.test(name) && name.length <= 253 && !/(^|\.)\d+$/.test(name);
+    if (!isIP(name) && !dns)
+      throw new UsageError(`${where}: "${name}" is neither a DNS name nor an IP address`);
+  }
+  return names;
 }
 
 function serviceAccountNamespace(): string | undefined {
@@ -75,6 +94,7 @@ export function parseOperatorArgs(
         'health-port': { type: 'string' },
         'cert-mode': { type: 'string' },
         'cert-dir': { type: 'string' },
+        'cert-extra-sans': { type: 'string' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -101,11 +121,15 @@ export function parseOperatorArgs(
   const [certMode, certModeWhere] = pick('cert-mode', 'MODRULE_CERT_MODE', 'self');
   const [certDir] = pick('cert-dir', 'MODRULE_CERT_DIR', '/tmp/k8s-webhook-server/serving-certs');
   const [logLevel, logWhere] = pick('log-level', 'MODRULE_LOG_LEVEL', 'info');
+  const [extraSans, extraSansWhere] = pick('cert-extra-sans', 'MODRULE_CERT_EXTRA_SANS', '');
   if (certMode !== 'self' && certMode !== 'external') {
     throw new UsageError(`${certModeWhere} must be "self" or "external", got "${certMode}"`);
   }
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`${logWhere} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const extraHosts = sanList(extraSans, extraSansWhere);
+  if (extraHosts.length > 0 && certMode !== 'self')
+    throw new UsageError(`${extraSansWhere} only applies to --cert-mode self`);
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
   return {
@@ -115,6 +139,7 @@ export function parseOperatorArgs(
     healthPort: port(healthPort, healthWhere),
     certMode: certMode as CertMode,
     certDir,
+    extraHosts,
     logLevel: logLevel as LogLevel,
   };
 }

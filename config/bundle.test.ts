@@ -386,7 +386,7 @@ describe('RBAC', () => {
     expect(verbsFor('', 'secrets')).toEqual([]);
   });
 
-  it('may only get/update/patch its own two webhook configurations', () => {
+  it('may only get/list/watch/update/patch its own two webhook configurations (by name)', () => {
     const webhookRules = rules.filter(({ rule }) =>
       (rule.apiGroups as string[]).includes('admissionregistration.k8s.io'),
     );
@@ -395,13 +395,13 @@ describe('RBAC', () => {
         apiGroups: ['admissionregistration.k8s.io'],
         resources: ['mutatingwebhookconfigurations'],
         resourceNames: ['kubemod-mutating-webhook-configuration'],
-        verbs: ['get', 'update', 'patch'],
+        verbs: ['get', 'list', 'watch', 'update', 'patch'],
       },
       {
         apiGroups: ['admissionregistration.k8s.io'],
         resources: ['validatingwebhookconfigurations'],
         resourceNames: ['kubemod-validating-webhook-configuration'],
-        verbs: ['get', 'update', 'patch'],
+        verbs: ['get', 'list', 'watch', 'update', 'patch'],
       },
     ]);
   });

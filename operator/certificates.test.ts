@@ -62,6 +62,17 @@ describe('planCertificates', () => {
     expect(x509(plan!.bundle.cert).subjectAltName).toContain('IP Address:10.0.0.7');
   });
 
+  it('takes extra DNS and IP SANs (IPv6 in any spelling) and is then content', () => {
+    const extra = ['modrule.example.com', '127.0.0.1', '::1', 'FD00:0:0::A:1'];
+    const plan = planCertificates(null, [...hosts, ...extra], t0, timing);
+    const names = x509(plan!.bundle.cert).subjectAltName;
+    expect(names).toContain('DNS:modrule.example.com');
+    expect(names).toContain('IP Address:127.0.0.1');
+    expect(names).toContain('IP Address:0:0:0:0:0:0:0:1');
+    // Before: IPv6 names never matched their printed form, so every hourly check reissued.
+    expect(planCertificates(plan!.bundle, [...hosts, ...extra], at(1), timing)).toBeNull();
+  });
+
   it('walks a whole CA lifetime: serving renewals, a two-phase CA rollover, the old CA retired', () => {
     let bundle = planCertificates(null, hosts, t0, timing)!.bundle;
     const firstCa = bundle.caCert;

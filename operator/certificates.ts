@@ -1,4 +1,5 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { isIP } from 'node:net';
 import { issueServingCert, newCa, unix } from '../certs/generate';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -64,11 +65,23 @@ export function newBundle(
   return { caCert: ca.cert, caKey: ca.key, ...serving };
 }
 
+/** One spelling per name: DNS names lower-case, IPv6 addresses expanded as X509Certificate prints them. */
+export function canonicalHost(host: string): string {
+  if (isIP(host) !== 6) return host.toLowerCase();
+  const [head, tail = ''] = host.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = host.includes('::') && tail ? tail.split(':') : [];
+  const groups = host.includes('::')
+    ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return groups.map((g) => g.replace(/^0+(?=.)/, '')).join(':');
+}
+
 function sans(cert: X509Certificate): Set<string> {
   const out = new Set<string>();
   for (const part of (cert.subjectAltName ?? '').split(',')) {
     const m = /^\s*(DNS|IP Address):(.+)$/.exec(part);
-    if (m) out.add(m[2].trim());
+    if (m) out.add(canonicalHost(m[2].trim()));
   }
   return out;
 }
@@ -134,7 +147,7 @@ export function planCertificates(
   const names = sans(serving);
   let reissue = '';
   if (!keyMatches(serving, current.key)) reissue = 'serving key does not match';
-  else if (hosts.some((h) => !names.has(h))) reissue = 'serving certificate lacks a host';
+  else if (hosts.some((h) => !names.has(canonicalHost(h)))) reissue = 'serving certificate lacks a host';
   else if (expires(serving) - now.getTime() < timing.servingRenewBeforeDays * DAY_MS)
     reissue = 'serving certificate near expiry';
   else if (!signedByCurrent && rolloverSettled) reissue = 'serving certificate moved to the new CA';

@@ -1,6 +1,6 @@
 import { JsonObject } from '../json/value';
 import { silentLogger } from '../log/logger';
-import { Informer } from './informer';
+import { Informer, InformerOptions } from './informer';
 import { createKubeClient, KubeApiError } from './kube';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
@@ -42,7 +42,7 @@ describe('Informer against the fake API server', () => {
     await api.close();
   });
 
-  function start(m: ReturnType<typeof mirror>): Informer {
+  function start(m: ReturnType<typeof mirror>, options: Partial<InformerOptions> = {}): Informer {
     informer = new Informer({
       client: createKubeClient(api.kubeConfig()),
       path: '/api/v1/namespaces',
@@ -52,6 +52,7 @@ describe('Informer against the fake API server', () => {
       logger: silentLogger(),
       backoff: { initialMs: 10, maxMs: 50 },
       watchTimeoutSeconds: 60,
+      ...options,
     });
     informer.start();
     return informer;
@@ -105,6 +106,41 @@ describe('Informer against the fake API server', () => {
       expect(inf.listCount).toBe(2);
     },
   );
+
+  it('relists as soon as the server is back after an outage, not after the next backoff step', async () => {
+    // An API server restart: watches fail with connection errors for a while (the backoff grows), then the
+    // restarted server answers the old resourceVersion with 410 Gone.
+    api.put('namespaces', ns('before'));
+    const m = mirror();
+    const inf = start(m, {
+      backoff: { initialMs: 200, maxMs: 10_000 },
+      reconnect: { initialMs: 50, maxMs: 200 },
+    });
+    await inf.synced;
+    await eventually(() => api.openWatches === 1);
+    await api.goDown();
+    await new Promise((r) => setTimeout(r, 2500));
+    api.put('namespaces', ns('during'));
+    api.compact();
+    await api.comeUp();
+    const back = Date.now();
+    api.put('namespaces', ns('after'));
+    await eventually(() => m.names().join() === 'after,before,during', 5000);
+    // Before: the next attempt came up to one grown backoff step (1.6-3.2 s here) later, and the 410 then
+    // waited one more step before relisting.
+    expect(Date.now() - back).toBeLessThan(1000);
+    expect(inf.listCount).toBe(2);
+  });
+
+  it('backs off when the server answers 410 to the watch of a list it just served', async () => {
+    api.put('namespaces', ns('a'));
+    api.interceptor = (r) => (r.query.watch === 'true' ? { status: 410, message: 'too old' } : undefined);
+    const m = mirror();
+    start(m, { backoff: { initialMs: 100, maxMs: 400 } });
+    await new Promise((r) => setTimeout(r, 1000));
+    // Without backing off it would relist hundreds of times a second.
+    expect(api.requestsTo('GET', '/api/v1/namespaces').length).toBeLessThan(20);
+  });
 
   it('keeps retrying while the API server fails, then syncs', async () => {
     api.put('namespaces', ns('a'));

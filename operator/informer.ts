@@ -22,6 +22,12 @@ export interface InformerOptions {
   handlers: InformerHandlers;
   logger: Logger;
   backoff?: BackoffOptions;
+  /**
+   * Retry delays while the API server does not answer at all (connection refused/reset, status 0); default
+   * 250 ms doubling to 2 s. Kept short: such a probe costs the server nothing, and a long step here is time
+   * spent on stale rules after the server is back.
+   */
+  reconnect?: BackoffOptions;
   /** Server-side watch timeout; default a random 300-600 s so replicas do not reconnect together. */
   watchTimeoutSeconds?: number;
   /** Items per list page; default 500. */
@@ -82,17 +88,22 @@ export class Informer {
   private async run(): Promise<void> {
     const { logger, path } = this.options;
     const backoff = new Backoff(this.options.backoff);
+    const reconnect = new Backoff(this.options.reconnect ?? { initialMs: 250, maxMs: 2000 });
     let resourceVersion: string | null = null;
+    let listedAt = 0;
     while (!this.stopped) {
       try {
         if (resourceVersion === null) {
           resourceVersion = await this.list();
-          backoff.reset();
+          listedAt = Date.now();
+          reconnect.reset();
         }
         const started = Date.now();
         const { lastVersion, events } = await this.watchFrom(resourceVersion);
         resourceVersion = lastVersion;
-        // A stream that ends at once without events is as bad as an error: do not spin on it.
+        reconnect.reset();
+        // A stream that ends at once without events is as bad as an error: do not spin on it. Only a watch
+        // that worked resets the backoff (a list alone does not: list, 410, list, ... must slow down too).
         if (events === 0 && Date.now() - started < 1000 && !this.stopped)
           await sleep(backoff.next(), this.controller.signal);
         else backoff.reset();
@@ -101,15 +112,19 @@ export class Informer {
         if (isExpired(err)) {
           logger.info('watch expired; relisting', { path });
           resourceVersion = null;
-          // Relisting right away is normal after a compaction; only repeated failures wait.
-          if (backoff.failures === 0) {
-            backoff.next();
+          // 410 is an answer: the server is up again, so relist now whatever failed before it (an API server
+          // restart ends exactly so). Only a 410 straight after a fresh list waits, so it cannot spin.
+          if (Date.now() - listedAt > 1000) {
+            backoff.reset();
+            reconnect.reset();
             continue;
           }
-        } else {
-          logger.warn('list/watch failed; retrying', { path, error: (err as Error).message });
+          await sleep(backoff.next(), this.controller.signal);
+          continue;
         }
-        await sleep(backoff.next(), this.controller.signal);
+        logger.warn('list/watch failed; retrying', { path, error: (err as Error).message });
+        const unanswered = err instanceof KubeApiError && err.status === 0;
+        await sleep(unanswered ? reconnect.next() : backoff.next(), this.controller.signal);
       }
     }
   }

@@ -166,4 +166,31 @@ describe('SelfSignedCertificates against the fake API server', () => {
     api.remove('secrets', NS, 'kubemod-webhook-server-cert');
     await eventually(() => api.get('secrets', NS, 'kubemod-webhook-server-cert') !== undefined);
   });
+
+  it('restores caBundle within moments when the configurations are deleted and re-created without it', async () => {
+    const r1 = replica();
+    await r1.start();
+    const want = bundleFromSecret(api.get('secrets', NS, 'kubemod-webhook-server-cert')!)!.caCert;
+    await eventually(() => api.openWatches === 2);
+    // What a GitOps tool does when it re-applies bundle.yaml (KubeMod issue #112); the hourly check is far away.
+    api.remove('mutatingwebhookconfigurations', null, 'kubemod-mutating-webhook-configuration');
+    api.remove('validatingwebhookconfigurations', null, 'kubemod-validating-webhook-configuration');
+    const wiped = Date.now();
+    webhookConfigs(api);
+    expect(caBundles(api)).toEqual(['', '', '', '']);
+    await eventually(() => caBundles(api).every((b) => decode(b) === want), 3000);
+    expect(Date.now() - wiped).toBeLessThan(1000);
+    // The watch is narrowed to the two names, as the RBAC rules (resourceNames) require.
+    const watches = api.requests.filter((r) => /webhookconfigurations$/.test(r.path) && r.query.watch);
+    expect(new Set(watches.map((r) => r.query.fieldSelector))).toEqual(
+      new Set([
+        'metadata.name=kubemod-mutating-webhook-configuration',
+        'metadata.name=kubemod-validating-webhook-configuration',
+      ]),
+    );
+    // Our own patch comes back as a watch event: no further patches follow.
+    const patches = api.requestsTo('PATCH', /webhookconfigurations/).length;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(api.requestsTo('PATCH', /webhookconfigurations/)).toHaveLength(patches);
+  });
 });

@@ -9,6 +9,8 @@ import {
   planCertificates,
   serviceHosts,
 } from './certificates';
+import { Backoff, sleep } from './backoff';
+import { Informer } from './informer';
 import { JSON_PATCH, KubeApiError, KubeClient } from './kube';
 
 export const CERT_SECRET_NAME = 'kubemod-webhook-server-cert';
@@ -27,6 +29,11 @@ export interface SelfSignedOptions {
   /** Extra SANs (e.g. an IP for a webhook reached by URL in e2e runs). */
   extraHosts?: readonly string[];
   webhookConfigurations?: { mutating: string; validating: string };
+  /**
+   * Watch the two webhook configurations (by name) and put caBundle back within moments when it is wiped, e.g.
+   * when a GitOps tool deletes and re-creates them from bundle.yaml; default true.
+   */
+  watchWebhookConfigurations?: boolean;
   /** How often to check for expiry and caBundle drift; default hourly. */
   checkIntervalMs?: number;
   /** How often to re-read the Secret for certificates another replica renewed; default 30 s. */
@@ -68,6 +75,14 @@ function secretData(bundle: CertBundle): JsonObject {
   };
 }
 
+/** True when some webhook of the configuration does not carry `caBundle` (base64) as its CA bundle. */
+function lacksCaBundle(config: JsonObject, caBundle: string): boolean {
+  const webhooks = Array.isArray(config.webhooks) ? config.webhooks : [];
+  return webhooks.some(
+    (w) => isJsonObject(w) && !(isJsonObject(w.clientConfig) && w.clientConfig.caBundle === caBundle),
+  );
+}
+
 /**
  * `--cert-mode self`: the operator keeps its own CA and serving certificate in a Secret. Replicas agree through the
  * API server (create-if-absent, optimistic-concurrency updates), each serves whatever the Secret holds, and the
@@ -84,6 +99,10 @@ export class SelfSignedCertificates {
   private polling = false;
   private timer: NodeJS.Timeout | null = null;
   private checking: Promise<void> | null = null;
+  private readonly stopping = new AbortController();
+  private watchers: Informer[] = [];
+  private caSync: Promise<void> | null = null;
+  private caSyncAgain = false;
 
   constructor(private readonly options: SelfSignedOptions) {
     const ns = encodeURIComponent(options.namespace);
@@ -165,19 +184,23 @@ export class SelfSignedCertificates {
     }
   }
 
-  /** Sets caBundle on every webhook of both configurations that does not already carry the bundle; returns how many. */
-  async syncCaBundle(bundle: CertBundle): Promise<number> {
-    const { client, logger } = this.options;
+  private configurations(): Array<[plural: string, name: string, kind: string]> {
     const names = this.options.webhookConfigurations ?? {
       mutating: MUTATING_WEBHOOK_CONFIGURATION,
       validating: VALIDATING_WEBHOOK_CONFIGURATION,
     };
+    return [
+      ['mutatingwebhookconfigurations', names.mutating, 'MutatingWebhookConfiguration'],
+      ['validatingwebhookconfigurations', names.validating, 'ValidatingWebhookConfiguration'],
+    ];
+  }
+
+  /** Sets caBundle on every webhook of both configurations that does not already carry the bundle; returns how many. */
+  async syncCaBundle(bundle: CertBundle): Promise<number> {
+    const { client, logger } = this.options;
     const want = b64(bundle.caCert);
     let patched = 0;
-    for (const [plural, name] of [
-      ['mutatingwebhookconfigurations', names.mutating],
-      ['validatingwebhookconfigurations', names.validating],
-    ]) {
+    for (const [plural, name] of this.configurations()) {
       const path = `/apis/admissionregistration.k8s.io/v1/${plural}/${encodeURIComponent(name)}`;
       let config: JsonObject;
       try {
@@ -228,7 +251,59 @@ export class SelfSignedCertificates {
     this.poller.unref();
     this.timer = setInterval(() => void this.check(), this.options.checkIntervalMs ?? 60 * 60 * 1000);
     this.timer.unref();
+    if (this.options.watchWebhookConfigurations !== false) this.watchConfigurations();
     return this.tls;
+  }
+
+  /**
+   * One informer per configuration, narrowed by `fieldSelector=metadata.name=...` (which RBAC authorises with
+   * resourceNames): any version of it lacking our CA bundle, including a re-created one, triggers a sync.
+   */
+  private watchConfigurations(): void {
+    const { client, logger } = this.options;
+    const check = (config: JsonObject) => {
+      if (this.bundle && lacksCaBundle(config, b64(this.bundle.caCert))) this.requestCaSync();
+    };
+    for (const [plural, name, kind] of this.configurations()) {
+      const informer = new Informer({
+        client,
+        logger,
+        path: `/apis/admissionregistration.k8s.io/v1/${plural}`,
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind,
+        fieldSelector: `metadata.name=${name}`,
+        handlers: { replace: (items) => items.forEach(check), upsert: check, remove: () => undefined },
+      });
+      informer.start();
+      this.watchers.push(informer);
+    }
+  }
+
+  /** Runs syncCaBundle, once more if asked again meanwhile, retrying failures with backoff until it succeeds. */
+  private requestCaSync(): void {
+    if (this.caSync) {
+      this.caSyncAgain = true;
+      return;
+    }
+    const signal = this.stopping.signal;
+    this.caSync = (async () => {
+      const backoff = new Backoff();
+      do {
+        this.caSyncAgain = false;
+        const bundle = this.bundle;
+        if (!bundle) break;
+        try {
+          await this.syncCaBundle(bundle);
+        } catch (err) {
+          this.options.logger.warn('cannot restore webhook caBundle; will retry', {
+            error: (err as Error).message,
+          });
+          this.caSyncAgain = true;
+          await sleep(backoff.next(), signal);
+        }
+      } while (this.caSyncAgain && !signal.aborted);
+      this.caSync = null;
+    })();
   }
 
   /** The certificates currently served. */
@@ -255,7 +330,8 @@ export class SelfSignedCertificates {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     if (this.poller) clearInterval(this.poller);
-    await this.checking;
+    this.stopping.abort();
+    await Promise.all([this.checking, this.caSync, ...this.watchers.map((w) => w.stop())]);
   }
 
   /** Re-reads the Secret and serves what it holds; recreates it when it was deleted. */

@@ -144,6 +144,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       registry,
       processMetrics: true,
       isReady: () => !draining && rules.isReady(),
+      rulesLoaded: rules.synced,
       onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
     });
   } catch (err) {

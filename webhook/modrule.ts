@@ -1,6 +1,6 @@
-import { AdmissionRequest, AdmissionResponse } from '../admission/types';
+import { AdmissionRequest, AdmissionResponse, StatusCause } from '../admission/types';
 import { withDefaults } from '../modrule/defaults';
-import { formatProblems, validateModRule } from '../modrule/validate';
+import { formatProblems, validateModRule, ValidationProblem } from '../modrule/validate';
 import { createPatch } from '../patch/diff';
 import { AdmissionResult } from './dragnet';
 import { allowResponse, BadRequestError, denyResponse, patchResponse } from './review';
@@ -32,6 +32,23 @@ function displayName(request: AdmissionRequest): string {
   return request.namespace ? `${request.namespace}/${name}` : name;
 }
 
+/** The API server's field.ErrorType for a problem, from the wording our validation uses. */
+function causeReason(message: string): string {
+  if (message.startsWith('required')) return 'FieldValueRequired';
+  if (message.startsWith('unknown field')) return 'FieldValueNotSupported';
+  if (message.startsWith('only allowed')) return 'FieldValueForbidden';
+  return 'FieldValueInvalid';
+}
+
+/**
+ * Each problem as a status cause, as the API server's own validation reports them: kubectl (1.20 too) prints
+ * `The ModRule "x" is invalid:` and then one `field: message` line per cause; without causes only "The request
+ * is invalid".
+ */
+export function statusCauses(problems: readonly ValidationProblem[]): StatusCause[] {
+  return problems.map((p) => ({ reason: causeReason(p.message), message: p.message, field: p.field }));
+}
+
 /** /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all. */
 export function handleValidateModRule(request: AdmissionRequest): EndpointDecision {
   if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
@@ -40,10 +57,16 @@ export function handleValidateModRule(request: AdmissionRequest): EndpointDecisi
   const problems = validateModRule(objectFor(request));
   if (problems.length === 0) return { response: allowResponse(request.uid), result: 'allowed' };
   const message = `ModRule ${displayName(request)} is invalid: ${formatProblems(problems)}`;
-  return {
-    response: denyResponse(request.uid, INVALID_MODRULE_CODE, 'Invalid', message),
-    result: 'rejected',
+  const response = denyResponse(request.uid, INVALID_MODRULE_CODE, 'Invalid', message);
+  const meta = request.object?.metadata;
+  const name = meta && typeof meta === 'object' && !Array.isArray(meta) ? meta.name : undefined;
+  response.status!.details = {
+    name: typeof name === 'string' ? name : request.name || undefined,
+    group: 'api.kubemod.io',
+    kind: 'ModRule',
+    causes: statusCauses(problems),
   };
+  return { response, result: 'rejected' };
 }
 
 /** /mutate-api-kubemod-io-v1beta1-modrule: fills KubeMod's defaults as a patch. */

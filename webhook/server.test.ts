@@ -363,6 +363,19 @@ describe('ModRule endpoints', () => {
     expect(bad.review.response?.status?.message).toMatch(
       /^ModRule default\/add-team-label is invalid: .*spec\.match\[1\]\.matchRegex/,
     );
+    // As the API server's own validation answers: kubectl 1.20 prints one `field: message` line per cause.
+    expect(bad.review.response?.status?.details).toEqual({
+      name: 'add-team-label',
+      group: 'api.kubemod.io',
+      kind: 'ModRule',
+      causes: [
+        {
+          reason: 'FieldValueInvalid',
+          field: 'spec.match[1].matchRegex',
+          message: expect.stringContaining('invalid regex'),
+        },
+      ],
+    });
   });
 
   it('validates: DELETE of even an invalid ModRule is allowed', async () => {

@@ -11,6 +11,7 @@ import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
+import { holdBudgetMs, within } from './hold';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { BadRequestError, parseAdmissionReview, reviewResponse } from './review';
 import { TLS_MIN_VERSION, TlsSource } from './tls';
@@ -50,6 +51,12 @@ export interface WebhookServerOptions {
   processMetrics?: boolean;
   /** Whether the rules are loaded; /readyz answers 503 until it returns true. */
   isReady: () => boolean;
+  /**
+   * Resolves when the store holds the cluster's rules (the operator's first full sync). Until then dragnet
+   * requests are held, up to the API server's timeout less a second, then answered HTTP 503 so the webhook's
+   * failurePolicy decides: never an answer from an empty store. Omitted: the store is complete from the start.
+   */
+  rulesLoaded?: Promise<void>;
   /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
   onPodBinding?: (binding: PodBindingEvent) => unknown;
   /** Request body cap; default 8 MiB. */
@@ -127,6 +134,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
   const metrics = new WebhookMetrics(registry, store);
   let closing = false;
+  let loaded = !options.rulesLoaded;
+  void options.rulesLoaded?.then(() => (loaded = true));
 
   const dispatchPodBinding = (event: PodBindingEvent): void => {
     const callback = options.onPodBinding;
@@ -254,6 +263,15 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     } catch (err) {
       if (err instanceof BadRequestError) return fail(err.status, err.message);
       throw err;
+    }
+    if (endpoint === 'dragnet' && !loaded && !(await within(options.rulesLoaded!, holdBudgetMs(req.url)))) {
+      logger.warn('rules not loaded yet; left to the webhook failurePolicy', {
+        object: objectRef(request),
+        operation,
+        uid: request.uid,
+      });
+      finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
+      return;
     }
     let decision: EndpointDecision;
     try {

@@ -1,5 +1,14 @@
 import { JsonObject } from '../../json/value';
-import { crdManifest, e2eSettings, webhookManifests } from './cluster';
+import { createKubeClient } from '../../operator/kube';
+import { FakeApiServer } from '../../operator/testing/fake-apiserver';
+import {
+  bundleObjects,
+  ClusterLedger,
+  collectionOf,
+  crdManifest,
+  e2eSettings,
+  webhookManifests,
+} from './cluster';
 
 describe('e2e manifests', () => {
   const { mutating, validating } = webhookManifests('https://172.18.0.1:9443', 'modrule-e2e-x');
@@ -36,5 +45,46 @@ describe('e2e manifests', () => {
       webhookPort: 10443,
       clusterNamespace: 'kubemod-system',
     });
+  });
+});
+
+describe('the e2e suite and bundle.yaml', () => {
+  it('knows where every object of the bundle goes', () => {
+    const paths = bundleObjects().map(collectionOf);
+    expect(paths.length).toBeGreaterThan(10);
+    expect(paths).toContain('/apis/policy/v1/namespaces/kubemod-system/poddisruptionbudgets');
+  });
+});
+
+describe('ClusterLedger', () => {
+  let api: FakeApiServer;
+  beforeEach(async () => {
+    api = await FakeApiServer.start();
+  });
+  afterEach(() => api.close());
+
+  it('leaves the cluster as found: created objects deleted, changed ones (labels too) put back', async () => {
+    api.put('namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'kube-system', labels: { team: 'platform' } },
+    });
+    const ledger = new ClusterLedger(createKubeClient(api.kubeConfig()));
+    await ledger.apply({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'kube-system', labels: { 'admission.kubemod.io/ignore': 'true' } },
+    });
+    await ledger.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kubemod-system' } });
+    await ledger.apply({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } });
+    expect((api.get('namespaces', null, 'kube-system')?.metadata as JsonObject).labels).toEqual({
+      'admission.kubemod.io/ignore': 'true',
+    });
+    expect(await ledger.restore()).toEqual([]);
+    expect((api.get('namespaces', null, 'kube-system')?.metadata as JsonObject).labels).toEqual({
+      team: 'platform',
+    });
+    expect(api.get('namespaces', null, 'kubemod-system')).toBeUndefined();
+    expect(api.get('nodes', null, 'n1')).toBeUndefined();
   });
 });

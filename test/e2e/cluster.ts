@@ -32,6 +32,118 @@ function readManifests(relative: string): JsonObject[] {
     .filter(isJsonObject);
 }
 
+/** Every object of bundle.yaml, in apply order. */
+export function bundleObjects(): JsonObject[] {
+  return readManifests('bundle.yaml');
+}
+
+const COLLECTIONS: Record<string, string> = {
+  'v1/Namespace': '/api/v1/namespaces',
+  'v1/ServiceAccount': '/api/v1/namespaces/{ns}/serviceaccounts',
+  'v1/Service': '/api/v1/namespaces/{ns}/services',
+  'v1/ConfigMap': '/api/v1/namespaces/{ns}/configmaps',
+  'v1/Secret': '/api/v1/namespaces/{ns}/secrets',
+  'v1/Node': '/api/v1/nodes',
+  'apps/v1/Deployment': '/apis/apps/v1/namespaces/{ns}/deployments',
+  'policy/v1/PodDisruptionBudget': '/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets',
+  'apiextensions.k8s.io/v1/CustomResourceDefinition':
+    '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+  'rbac.authorization.k8s.io/v1/ClusterRole': '/apis/rbac.authorization.k8s.io/v1/clusterroles',
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+  'rbac.authorization.k8s.io/v1/Role': '/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles',
+  'rbac.authorization.k8s.io/v1/RoleBinding':
+    '/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings',
+  'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration':
+    '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
+  'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration':
+    '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+  'api.kubemod.io/v1beta1/ModRule': '/apis/api.kubemod.io/v1beta1/namespaces/{ns}/modrules',
+};
+
+/** The collection an object belongs to, e.g. /apis/apps/v1/namespaces/x/deployments. */
+export function collectionOf(obj: JsonObject): string {
+  const template = COLLECTIONS[`${String(obj.apiVersion)}/${String(obj.kind)}`];
+  if (!template)
+    throw new Error(`e2e: no collection known for ${String(obj.apiVersion)} ${String(obj.kind)}`);
+  const ns = String((obj.metadata as JsonObject).namespace ?? '');
+  return template.replace('{ns}', encodeURIComponent(ns));
+}
+
+/** The object's own path. */
+export function pathOf(obj: JsonObject): string {
+  return `${collectionOf(obj)}/${encodeURIComponent(String((obj.metadata as JsonObject).name))}`;
+}
+
+const SERVER_FIELDS = ['resourceVersion', 'uid', 'creationTimestamp', 'managedFields', 'generation'];
+
+/**
+ * Everything the suite writes to a cluster goes through here, so it can leave the cluster as it found it: objects
+ * it created are deleted (newest first), objects that existed are put back as they were (labels included).
+ */
+export class ClusterLedger {
+  private readonly created: string[] = [];
+  private readonly previous = new Map<string, JsonObject>();
+
+  constructor(private readonly client: KubeClient) {}
+
+  /** Creates obj, or replaces the existing one after keeping a copy to restore. */
+  async apply(obj: JsonObject): Promise<JsonObject> {
+    const path = pathOf(obj);
+    let existing: JsonObject | null = null;
+    try {
+      existing = await this.client.request('GET', path);
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 404)) throw err;
+    }
+    if (!existing) {
+      const made = await this.client.request('POST', collectionOf(obj), { body: obj });
+      if (!this.created.includes(path) && !this.previous.has(path)) this.created.push(path);
+      return made;
+    }
+    if (!this.previous.has(path) && !this.created.includes(path)) this.previous.set(path, existing);
+    const meta = {
+      ...(obj.metadata as JsonObject),
+      resourceVersion: (existing.metadata as JsonObject).resourceVersion,
+    };
+    // Fields the server assigned (a Service's clusterIP) must stay.
+    const spec =
+      isJsonObject(existing.spec) && isJsonObject(obj.spec) ? { ...existing.spec, ...obj.spec } : obj.spec;
+    const body = spec === undefined ? { ...obj, metadata: meta } : { ...obj, metadata: meta, spec };
+    return this.client.request('PUT', path, { body });
+  }
+
+  /** Records an object created elsewhere (by the operator, or by a test) for deletion at the end. */
+  track(path: string): void {
+    if (!this.created.includes(path) && !this.previous.has(path)) this.created.push(path);
+  }
+
+  /** Deletes what was created and restores what was replaced; reports what it could not undo. */
+  async restore(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const path of [...this.created].reverse()) {
+      try {
+        await remove(this.client, path);
+      } catch (err) {
+        problems.push(`delete ${path}: ${(err as Error).message}`);
+      }
+    }
+    for (const [path, old] of [...this.previous].reverse()) {
+      try {
+        const current = await this.client.request('GET', path);
+        const meta = { ...(old.metadata as JsonObject) };
+        for (const f of SERVER_FIELDS) delete meta[f];
+        meta.resourceVersion = (current.metadata as JsonObject).resourceVersion;
+        await this.client.request('PUT', path, { body: { ...old, metadata: meta } });
+      } catch (err) {
+        problems.push(`restore ${path}: ${(err as Error).message}`);
+      }
+    }
+    this.created.length = 0;
+    this.previous.clear();
+    return problems;
+  }
+}
+
 /** The ModRule CRD from config/ (another part of the repo), or a minimal one with a status subresource. */
 export function crdManifest(): JsonObject {
   const fromConfig = readManifests('config/crd/modrules.yaml').find(
@@ -87,7 +199,7 @@ function minimalWebhook(name: string, rules: JsonObject[], failurePolicy: 'Fail'
 }
 
 /**
- * The two webhook configurations from config/ (or minimal ones), rewritten for a test run: every webhook calls
+ * The two webhook configurations from bundle.yaml (or minimal ones), rewritten for a test run: every webhook calls
  * `baseUrl` by URL, and the dragnet and pod-binding webhooks only see namespaces labelled `scopeLabel=true`, so
  * the run cannot disturb anything else in the cluster.
  */
@@ -101,9 +213,7 @@ export function webhookManifests(
     operations: ['CREATE', 'UPDATE'],
     resources: ['modrules'],
   };
-  const mutating = readManifests('config/webhook/mutating_webhook_configuration.yaml').find(
-    (m) => m.kind === 'MutatingWebhookConfiguration',
-  ) ?? {
+  const mutating = bundleObjects().find((m) => m.kind === 'MutatingWebhookConfiguration') ?? {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
     metadata: { name: 'kubemod-mutating-webhook-configuration' },
@@ -128,9 +238,7 @@ export function webhookManifests(
       ),
     ],
   };
-  const validating = readManifests('config/webhook/validating_webhook_configuration.yaml').find(
-    (m) => m.kind === 'ValidatingWebhookConfiguration',
-  ) ?? {
+  const validating = bundleObjects().find((m) => m.kind === 'ValidatingWebhookConfiguration') ?? {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
     metadata: { name: 'kubemod-validating-webhook-configuration' },
@@ -166,10 +274,10 @@ export async function apply(client: KubeClient, collection: string, obj: JsonObj
   }
 }
 
-/** Deletes an object; a missing one is fine. */
+/** Deletes an object (dependents in the background); a missing one is fine. */
 export async function remove(client: KubeClient, path: string): Promise<void> {
   try {
-    await client.request('DELETE', path);
+    await client.request('DELETE', path, { query: { propagationPolicy: 'Background' } });
   } catch (err) {
     if (!(err instanceof KubeApiError && err.status === 404)) throw err;
   }
@@ -180,6 +288,7 @@ export async function waitFor<T>(
   what: string,
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 60_000,
+  intervalMs = 500,
 ): Promise<T> {
   const start = Date.now();
   let last: unknown = null;
@@ -193,6 +302,6 @@ export async function waitFor<T>(
     if (Date.now() - start > timeoutMs) {
       throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

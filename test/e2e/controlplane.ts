@@ -1,0 +1,273 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { issueServingCert, newCa } from '../../certs/generate';
+
+/*
+ * A throw-away control plane for the e2e suite, the way controller-runtime's envtest does it: etcd and
+ * kube-apiserver from KUBEBUILDER_ASSETS on free loopback ports, state in a temp dir, a static admin token.
+ * No controller-manager, no scheduler, no kubelet.
+ */
+
+/** A free TCP port on 127.0.0.1 (free when asked; the caller binds it soon after). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** Sends SIGTERM, then SIGKILL after graceMs (kube-apiserver 1.20 may ignore SIGTERM for a while). */
+async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
+  if (exited(child)) return;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await gone;
+  clearTimeout(timer);
+}
+
+/** A running etcd + kube-apiserver; stop() ends both and removes their state. */
+export class LocalControlPlane {
+  private etcd: ChildProcess | null = null;
+  private apiserver: ChildProcess | null = null;
+  private etcdPaused = false;
+
+  private constructor(
+    private readonly assets: string,
+    private readonly dir: string,
+    private readonly etcdDataDir: string,
+    readonly server: string,
+    private readonly ports: { etcd: number; peer: number; apiserver: number },
+    private readonly caCert: string,
+    private readonly token: string,
+  ) {}
+
+  /** Starts etcd and kube-apiserver from the binaries in `assets` (envtest's KUBEBUILDER_ASSETS). */
+  static async start(assets: string): Promise<LocalControlPlane> {
+    for (const bin of ['etcd', 'kube-apiserver']) {
+      if (!existsSync(join(assets, bin))) throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${bin}`);
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'modrule-e2e-'));
+    // etcd fsyncs every write: on tmpfs the 1,000-rule test does not wait on the disk.
+    const shm = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/modrule-e2e-etcd-') : join(dir, 'etcd');
+    const ports = { etcd: await freePort(), peer: await freePort(), apiserver: await freePort() };
+    const now = new Date();
+    const ca = newCa(now, 2, 'modrule-e2e-ca');
+    const serving = issueServingCert(ca, ['127.0.0.1', 'localhost'], now, 1);
+    const sa = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    const token = randomBytes(24).toString('hex');
+    writeFileSync(join(dir, 'ca.crt'), ca.cert);
+    writeFileSync(join(dir, 'apiserver.crt'), serving.cert);
+    writeFileSync(join(dir, 'apiserver.key'), serving.key, { mode: 0o600 });
+    writeFileSync(join(dir, 'sa.key'), sa.privateKey, { mode: 0o600 });
+    writeFileSync(join(dir, 'sa.pub'), sa.publicKey);
+    writeFileSync(join(dir, 'tokens.csv'), `${token},e2e-admin,e2e-admin,"system:masters"\n`, {
+      mode: 0o600,
+    });
+    const cp = new LocalControlPlane(
+      assets,
+      dir,
+      shm,
+      `https://127.0.0.1:${ports.apiserver}`,
+      ports,
+      ca.cert,
+      token,
+    );
+    try {
+      await cp.startEtcd();
+      await cp.startApiServer();
+    } catch (err) {
+      await cp.stop();
+      throw err;
+    }
+    writeFileSync(join(dir, 'kubeconfig'), cp.kubeConfigYaml(), { mode: 0o600 });
+    return cp;
+  }
+
+  /** Admin credentials (static token, member of system:masters). */
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromString(this.kubeConfigYaml());
+    return kc;
+  }
+
+  /** A kubeconfig file for kubectl. */
+  get kubeConfigPath(): string {
+    return join(this.dir, 'kubeconfig');
+  }
+
+  /** kubectl from the assets folder, when it has one. */
+  get kubectl(): string | null {
+    const path = join(this.assets, 'kubectl');
+    return existsSync(path) ? path : null;
+  }
+
+  private kubeConfigYaml(): string {
+    const ca = Buffer.from(this.caCert).toString('base64');
+    return [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: e2e, cluster: {server: '${this.server}', certificate-authority-data: '${ca}'}}]`,
+      `users: [{name: e2e-admin, user: {token: '${this.token}'}}]`,
+      'contexts: [{name: e2e, context: {cluster: e2e, user: e2e-admin}}]',
+      'current-context: e2e',
+      '',
+    ].join('\n');
+  }
+
+  private spawnLogged(name: string, bin: string, args: string[]): ChildProcess {
+    const log = openSync(join(this.dir, `${name}.log`), 'a');
+    const child = spawn(join(this.assets, bin), args, { stdio: ['ignore', log, log] });
+    closeSync(log);
+    return child;
+  }
+
+  /** The last lines a component logged (for failure messages). */
+  logTail(name: 'etcd' | 'apiserver', lines = 30): string {
+    try {
+      return readFileSync(join(this.dir, `${name}.log`), 'utf8')
+        .split('\n')
+        .slice(-lines)
+        .join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  private async startEtcd(): Promise<void> {
+    const { etcd, peer } = this.ports;
+    this.etcd = this.spawnLogged('etcd', 'etcd', [
+      '--name=e2e',
+      `--data-dir=${this.etcdDataDir}`,
+      `--listen-client-urls=http://127.0.0.1:${etcd}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcd}`,
+      `--listen-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-cluster=e2e=http://127.0.0.1:${peer}`,
+    ]);
+    await this.until('etcd', 20_000, async () => {
+      const res = await fetch(`http://127.0.0.1:${etcd}/health`);
+      return res.ok && (await res.text()).includes('true');
+    });
+  }
+
+  private apiServerArgs(): string[] {
+    const d = this.dir;
+    return [
+      `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${this.ports.apiserver}`,
+      '--insecure-port=0',
+      `--tls-cert-file=${join(d, 'apiserver.crt')}`,
+      `--tls-private-key-file=${join(d, 'apiserver.key')}`,
+      `--token-auth-file=${join(d, 'tokens.csv')}`,
+      `--service-account-key-file=${join(d, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(d, 'sa.key')}`,
+      '--service-account-issuer=https://kubernetes.default.svc',
+      '--api-audiences=https://kubernetes.default.svc',
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--authorization-mode=RBAC',
+      '--allow-privileged=true',
+      '--profiling=false',
+      '--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
+    ];
+  }
+
+  private async startApiServer(): Promise<void> {
+    this.apiserver = this.spawnLogged('apiserver', 'kube-apiserver', this.apiServerArgs());
+    await this.waitReady();
+  }
+
+  /** Resolves when /readyz answers ok (fails after 60 s, or at once when the process exited). */
+  async waitReady(timeoutMs = 60_000): Promise<void> {
+    await this.until('kube-apiserver', timeoutMs, async () => (await this.get('/readyz')).body === 'ok');
+  }
+
+  /** GET with the admin token, trusting only our CA. */
+  get(path: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(`${this.server}${path}`, {
+        ca: this.caCert,
+        headers: { Authorization: `Bearer ${this.token}` },
+        agent: false,
+        timeout: 5000,
+      });
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('timeout', () => req.destroy(new Error('timed out')));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  private async until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+    const start = Date.now();
+    const child = what === 'etcd' ? this.etcd : this.apiserver;
+    for (;;) {
+      if (child && exited(child)) {
+        throw new Error(`${what} exited:\n${this.logTail(what === 'etcd' ? 'etcd' : 'apiserver')}`);
+      }
+      try {
+        if (await check()) return;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() - start > timeoutMs) {
+        throw new Error(
+          `${what} not ready in ${timeoutMs} ms:\n${this.logTail(what === 'etcd' ? 'etcd' : 'apiserver')}`,
+        );
+      }
+      await sleep(100);
+    }
+  }
+
+  /** Stops kube-apiserver, keeps it down for downMs, starts it again on the same port; resolves when ready. */
+  async restartApiServer(downMs = 0): Promise<void> {
+    if (this.apiserver) await terminate(this.apiserver, 3000);
+    await sleep(downMs);
+    await this.startApiServer();
+  }
+
+  /** Freezes etcd (SIGSTOP): the API server stays up but every storage call hangs. */
+  pauseEtcd(): void {
+    this.etcd?.kill('SIGSTOP');
+    this.etcdPaused = true;
+  }
+
+  resumeEtcd(): void {
+    this.etcd?.kill('SIGCONT');
+    this.etcdPaused = false;
+  }
+
+  async stop(): Promise<void> {
+    if (this.etcdPaused) this.resumeEtcd();
+    if (this.apiserver) await terminate(this.apiserver, 3000);
+    if (this.etcd) await terminate(this.etcd, 3000);
+    rmSync(this.dir, { recursive: true, force: true });
+    rmSync(this.etcdDataDir, { recursive: true, force: true });
+  }
+}
