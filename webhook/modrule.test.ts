@@ -44,3 +44,39 @@ describe('handleValidateModRule causes', () => {
       expect(response.status?.message).toContain(`${c.field}: ${c.message}`);
   });
 });
+
+describe('handleValidateModRule targeting warnings', () => {
+  const rule = (namespace: string, extra: Record<string, unknown>) => {
+    const request = review({
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'wide', namespace },
+      spec: { type: 'Reject', match: [{ select: '$.kind', matchValue: 'Pod' }], ...extra },
+    });
+    request.namespace = namespace;
+    return request;
+  };
+  const selector = { targetNamespaceSelector: { matchLabels: { team: 'a' } } };
+
+  it('admits targeting fields outside the cluster namespace with a warning naming each field', () => {
+    const { response } = handleValidateModRule(
+      rule('team-a', { ...selector, targetNamespaceRegex: '^team-' }),
+      'kubemod-system',
+    );
+    expect(response.allowed).toBe(true);
+    expect(response.warnings).toHaveLength(2);
+    expect(response.warnings?.[0]).toMatch(
+      /^spec\.targetNamespaceRegex is ignored: only ModRules in namespace kubemod-system/,
+    );
+    expect(response.warnings?.[1]).toMatch(/^spec\.targetNamespaceSelector is ignored/);
+  });
+
+  it('says nothing in the cluster namespace, or without targeting fields', () => {
+    expect(
+      handleValidateModRule(rule('kubemod-system', selector), 'kubemod-system').response.warnings,
+    ).toBeUndefined();
+    expect(handleValidateModRule(rule('team-a', {}), 'kubemod-system').response.warnings).toBeUndefined();
+    // A configured cluster namespace is honoured.
+    expect(handleValidateModRule(rule('platform', selector), 'platform').response.warnings).toBeUndefined();
+  });
+});

@@ -1,5 +1,6 @@
 import { AdmissionRequest, AdmissionResponse, StatusCause } from '../admission/types';
 import { withDefaults } from '../modrule/defaults';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { formatProblems, validateModRule, ValidationProblem } from '../modrule/validate';
 import { createPatch } from '../patch/diff';
 import { AdmissionResult } from './dragnet';
@@ -49,13 +50,41 @@ export function statusCauses(problems: readonly ValidationProblem[]): StatusCaus
   return problems.map((p) => ({ reason: causeReason(p.message), message: p.message, field: p.field }));
 }
 
-/** /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all. */
-export function handleValidateModRule(request: AdmissionRequest): EndpointDecision {
+const TARGETING_FIELDS = ['targetNamespaceRegex', 'targetNamespaceSelector'] as const;
+
+/**
+ * Warnings (kubectl prints them) for targeting fields that a rule outside the cluster namespace carries: they are
+ * valid, as in KubeMod, but ignored there, which is rarely what the author meant.
+ */
+export function targetingWarnings(request: AdmissionRequest, clusterNamespace: string): string[] {
+  const namespace = request.namespace || '';
+  const spec = request.object?.spec;
+  if (namespace === clusterNamespace || !spec || typeof spec !== 'object' || Array.isArray(spec)) return [];
+  return TARGETING_FIELDS.filter((f) => spec[f] !== undefined).map(
+    (f) =>
+      `spec.${f} is ignored: only ModRules in namespace ${clusterNamespace} target other namespaces; ` +
+      `this rule applies to objects in ${namespace || 'its own namespace'} only`,
+  );
+}
+
+/**
+ * /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all;
+ * valid rules with targeting fields outside `clusterNamespace` are admitted with a warning.
+ */
+export function handleValidateModRule(
+  request: AdmissionRequest,
+  clusterNamespace: string = DEFAULT_CLUSTER_NAMESPACE,
+): EndpointDecision {
   if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
     return { response: allowResponse(request.uid), result: 'allowed' };
   }
   const problems = validateModRule(objectFor(request));
-  if (problems.length === 0) return { response: allowResponse(request.uid), result: 'allowed' };
+  if (problems.length === 0) {
+    const response = allowResponse(request.uid);
+    const warnings = targetingWarnings(request, clusterNamespace);
+    if (warnings.length > 0) response.warnings = warnings;
+    return { response, result: 'allowed' };
+  }
   const message = `ModRule ${displayName(request)} is invalid: ${formatProblems(problems)}`;
   const response = denyResponse(request.uid, INVALID_MODRULE_CODE, 'Invalid', message);
   const meta = request.object?.metadata;

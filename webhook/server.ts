@@ -163,7 +163,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         return decision;
       }
       case 'validate-modrule': {
-        const decision = handleValidateModRule(request);
+        const decision = handleValidateModRule(request, store.snapshot().clusterNamespace);
         if (decision.result === 'rejected') {
           logger.info('invalid ModRule rejected', {
             object: objectRef(request),
