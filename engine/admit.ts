@@ -1,4 +1,5 @@
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { BudgetExhaustedError, RequestBudget } from '../limits/budget';
 import { CompiledRule } from '../modrule/compile';
 import {
   AdmissionOperation,
@@ -56,8 +57,15 @@ export interface AdmissionOutcome {
 
 const SYNTHETIC_REFS = 'syntheticRefs';
 
-/** Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. */
-export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionOutcome {
+/**
+ * Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. Once `budget` runs out,
+ * the rule being evaluated and every later one fail (see skipRest).
+ */
+export function admit(
+  input: AdmissionInput,
+  snapshot: RuleSnapshot,
+  budget: RequestBudget = new RequestBudget(),
+): AdmissionOutcome {
   const outcome: AdmissionOutcome = {
     allowed: true,
     rejections: [],
@@ -94,6 +102,7 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     namespaceText,
     lastApplied,
     outcome,
+    budget,
   );
   if (patched !== current) {
     current = patched;
@@ -105,7 +114,7 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     }
   }
 
-  runRejectRules(rules, current, namespaceText, outcome);
+  runRejectRules(rules, current, namespaceText, outcome, budget);
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
     outcome.patch = [];
@@ -125,31 +134,51 @@ function runPatchRules(
   namespace: string,
   lastApplied: LastApplied,
   outcome: AdmissionOutcome,
+  request: RequestBudget,
 ): JsonObject {
-  const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
+  const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST, request };
   let current = object;
   for (let i = 0; i < patchRules.length;) {
     const tier = patchRules[i].tier;
     const tierInput = current;
     for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
       const rule = patchRules[i];
-      if (!ruleMatches(rule, tierInput)) continue;
+      try {
+        if (!ruleMatches(rule, tierInput, request)) continue;
+        request.check();
+      } catch (err) {
+        skipRest(patchRules.slice(i), err, outcome);
+        return current;
+      }
       outcome.matched.push(refOf(rule));
       try {
         const ops = resolveOperations(rule, current, namespace, budget);
         // A copy per rule: a rule that fails half-way leaves nothing behind.
-        const next = applyOperations(cloneJson(current), ops);
+        const next = applyOperations(cloneJson(current), ops, request);
         if (!isJsonObject(next))
           throw new RuleRuntimeError('the patch replaced the object with a non-object');
         current = next;
         lastApplied.apply(ops);
         outcome.patched.push(refOf(rule));
       } catch (err) {
+        if (err instanceof BudgetExhaustedError) {
+          skipRest(patchRules.slice(i), err, outcome);
+          return current;
+        }
         outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
       }
     }
   }
   return current;
+}
+
+/**
+ * The request's budget ran out during rules[0]: it and every rule after it fail as rules fail at run time (reported,
+ * their changes dropped), so the request is answered at once. Reject rules fail open, like every rule failure.
+ */
+function skipRest(rules: readonly CompiledRule[], err: unknown, outcome: AdmissionOutcome): void {
+  if (!(err instanceof BudgetExhaustedError)) throw err;
+  for (const rule of rules) outcome.failures.push({ rule: refOf(rule), message: err.message });
 }
 
 /** Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject). */
@@ -158,16 +187,29 @@ function runRejectRules(
   object: JsonObject,
   namespace: string,
   outcome: AdmissionOutcome,
+  budget: RequestBudget,
 ): void {
-  for (const rule of rules) {
-    if (rule.type !== 'Reject' || !ruleMatches(rule, object)) continue;
+  const rest = (i: number) => rules.slice(i).filter((r) => r.type === 'Reject');
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i];
+    try {
+      if (rule.type !== 'Reject' || !ruleMatches(rule, object, budget)) continue;
+      budget.check();
+    } catch (err) {
+      skipRest(rest(i), err, outcome);
+      return;
+    }
     outcome.matched.push(refOf(rule));
     // No rejectMessage (or a broken one): '' and KubeMod's denial names just the rule.
     let message = '';
     if (rule.rejectMessage) {
       try {
-        message = rule.rejectMessage.render({ Target: object, Namespace: namespace });
+        message = rule.rejectMessage.render({ Target: object, Namespace: namespace }, budget);
       } catch (err) {
+        if (err instanceof BudgetExhaustedError) {
+          skipRest(rest(i), err, outcome);
+          return;
+        }
         // A broken message must not turn a rejection into an admission.
         outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
       }

@@ -10,6 +10,9 @@ export class WebhookMetrics {
   readonly ruleRejections: Counter<'namespace' | 'name'>;
   readonly ruleErrors: Counter<'namespace' | 'name'>;
   readonly storeRules: Gauge;
+  readonly budgetExhausted: Counter<'namespace'>;
+  readonly demotions: Counter<'namespace' | 'reason'>;
+  readonly demoted: Gauge;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -51,6 +54,25 @@ export class WebhookMetrics {
       name: 'modrule_store_objects',
       help: 'Objects held by the rule store: ModRules in force, and Namespaces and Nodes cached for syntheticRefs.',
       labelNames: ['kind'],
+      registers: [registry],
+    });
+    // Labelled by the request's namespace: bounded by the cluster's namespaces, and a series only appears for a
+    // namespace that ran out, which is what the operator needs to find.
+    this.budgetExhausted = new Counter({
+      name: 'modrule_request_budget_exhausted_total',
+      help: 'Dragnet requests whose evaluation budget (steps or time) ran out, by the namespace of the request ("" = cluster-scoped).',
+      labelNames: ['namespace'],
+      registers: [registry],
+    });
+    this.demotions = new Counter({
+      name: 'modrule_namespace_demotions_total',
+      help: 'Namespaces demoted (small budget, queued) or kept demoted, by namespace and reason.',
+      labelNames: ['namespace', 'reason'],
+      registers: [registry],
+    });
+    this.demoted = new Gauge({
+      name: 'modrule_demoted_namespaces',
+      help: 'Namespaces demoted right now.',
       registers: [registry],
     });
     const update = () => {

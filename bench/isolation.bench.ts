@@ -1,0 +1,155 @@
+import autocannon from 'autocannon';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { benignRule, bigConfigMap, hostileRules, smallConfigMap } from '../fixtures/hostile';
+import { JsonObject } from '../json/value';
+import { silentLogger } from '../log/logger';
+import { RuleStore } from '../store/rules';
+import { generateCertificates } from '../webhook/certs';
+import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
+import { MemoryTlsSource } from '../webhook/tls';
+import { BenchRow } from './types';
+
+// Issue 12: does one namespace's expensive rules slow down another's admissions? A benign namespace ("good": one
+// cheap rule, small ConfigMaps) is loaded alone, then while a hostile namespace ("evil": 25 expensive but valid rules,
+// a 600-key ConfigMap) is kept saturated. Loopback only; MODRULE_BENCH_SECONDS sets the seconds per run (default 10).
+const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 10);
+const BENIGN_CONNECTIONS = 4;
+const HOSTILE_CONNECTIONS = 4;
+
+interface WorkerInput {
+  modruleIsolationBench: true;
+  cert: string;
+  key: string;
+}
+
+async function serveInWorker(input: WorkerInput): Promise<void> {
+  const store = new RuleStore();
+  const rejected = store.replaceRules([...hostileRules('evil'), benignRule('evil'), benignRule('good')]);
+  if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
+  const webhook = await startWebhookServer({
+    store,
+    tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
+    port: 0,
+    host: '127.0.0.1',
+    healthPort: 0,
+    logger: silentLogger(),
+    isReady: () => true,
+  });
+  parentPort?.once('message', () => void webhook.close().then(() => process.exit(0)));
+  parentPort?.postMessage({ url: webhook.url + WEBHOOK_PATHS.dragnet });
+}
+
+if (!isMainThread && (workerData as WorkerInput | null)?.modruleIsolationBench) {
+  void serveInWorker(workerData as WorkerInput);
+}
+
+// The server runs in a worker thread so the load generators (this thread) do not share its event loop.
+function startWorker(input: WorkerInput): Promise<{ url: string; stop: () => Promise<void> }> {
+  const worker = new Worker(__filename, { workerData: input });
+  return new Promise((resolve, reject) => {
+    worker.once('error', reject);
+    worker.once('message', (m: { url: string }) =>
+      resolve({
+        url: m.url,
+        stop: () =>
+          new Promise((done) => {
+            worker.once('exit', () => done());
+            worker.postMessage('stop');
+          }),
+      }),
+    );
+  });
+}
+
+/** A ConfigMap CREATE review as the API server sends it. */
+function review(object: JsonObject): string {
+  const meta = object.metadata as JsonObject;
+  const gvr = { group: '', version: 'v1', resource: 'configmaps' };
+  return JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: '0d7f1e2c-5c43-4b52-9a37-0c7e6f1f2a10',
+      kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      resource: gvr,
+      requestKind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      requestResource: gvr,
+      name: meta.name,
+      namespace: meta.namespace,
+      operation: 'CREATE',
+      userInfo: { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] },
+      object,
+      oldObject: null,
+      dryRun: false,
+    },
+  });
+}
+
+interface Point {
+  requests: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  max: number;
+  bad: number;
+}
+
+async function load(url: string, body: string, connections: number): Promise<Point> {
+  const r = await autocannon({
+    url,
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/json' },
+    connections,
+    duration: SECONDS,
+    timeout: 30,
+  });
+  return {
+    requests: r.requests.total,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    bad: r.non2xx + r.errors + r.timeouts,
+  };
+}
+
+const ms = (p: Point) =>
+  `p50 ${p.p50} ms, p99 ${p.p99} ms, max ${p.max} ms, ${p.requests} requests` + (p.bad ? `, ${p.bad} failed` : '');
+
+/** Benign p50/p99 alone and while a hostile namespace is saturated, and the hostile requests' own latency. */
+export async function run(): Promise<BenchRow[]> {
+  const certs = generateCertificates({ hosts: ['127.0.0.1'] });
+  const server = await startWorker({ modruleIsolationBench: true, cert: certs.cert, key: certs.key });
+  const benign = review(smallConfigMap('good'));
+  const hostile = review(bigConfigMap('evil'));
+  try {
+    const alone = await load(server.url, benign, BENIGN_CONNECTIONS);
+    const [shared, evil] = await Promise.all([
+      load(server.url, benign, BENIGN_CONNECTIONS),
+      load(server.url, hostile, HOSTILE_CONNECTIONS),
+    ]);
+    return [
+      {
+        suite: 'isolation',
+        case: `benign ns alone c=${BENIGN_CONNECTIONS}`,
+        opsPerSec: alone.rps,
+        notes: ms(alone),
+      },
+      {
+        suite: 'isolation',
+        case: `benign ns, hostile ns saturated c=${BENIGN_CONNECTIONS}+${HOSTILE_CONNECTIONS}`,
+        opsPerSec: shared.rps,
+        notes: `${ms(shared)}; p99 +${shared.p99 - alone.p99} ms over alone`,
+      },
+      {
+        suite: 'isolation',
+        case: `hostile ns requests c=${HOSTILE_CONNECTIONS}`,
+        opsPerSec: evil.rps,
+        notes: ms(evil),
+      },
+    ];
+  } finally {
+    await server.stop();
+  }
+}

@@ -1,0 +1,121 @@
+import { compileJsonPath, JsonPathLimitError, MAX_VISITS } from '../jsonpath';
+import { compileTemplate, TemplateRuntimeError } from '../template';
+import { BUDGET_CHECK_STEPS, BudgetExhaustedError, RequestBudget } from './budget';
+
+// A clock the test moves by hand.
+function manualClock(): { now: () => number; advance: (ms: number) => void; reads: () => number } {
+  let t = 1000;
+  let reads = 0;
+  return {
+    now: () => (reads++, t),
+    advance: (ms) => (t += ms),
+    reads: () => reads,
+  };
+}
+
+describe('RequestBudget', () => {
+  test('steps run out: the charge that goes past the limit throws, and every later charge and check too', () => {
+    const b = new RequestBudget({ steps: 10_000, ms: 1e9 });
+    b.charge(9_999);
+    expect(b.exhausted).toBeNull();
+    b.charge(1);
+    expect(() => b.charge(1)).toThrow(BudgetExhaustedError);
+    expect(b.exhausted).toMatch(/more than 10000 evaluation steps/);
+    expect(() => b.charge(0)).toThrow(/request budget exhausted/);
+    expect(() => b.check()).toThrow(BudgetExhaustedError);
+    expect(b.stepsLeft).toBe(0);
+  });
+
+  test('the deadline is checked by check(), and by charge() once per BUDGET_CHECK_STEPS steps', () => {
+    const clock = manualClock();
+    const b = new RequestBudget({ steps: 1e9, ms: 50 }, clock.now);
+    b.check();
+    clock.advance(51);
+    // Small charges do not read the clock...
+    const before = clock.reads();
+    for (let i = 0; i < BUDGET_CHECK_STEPS - 1; i++) b.charge(1);
+    expect(clock.reads()).toBe(before);
+    // ...the one that completes a batch does, and finds the deadline passed.
+    expect(() => b.charge(1)).toThrow(/longer than 50 ms/);
+  });
+
+  test('unlimited never runs out', () => {
+    const b = RequestBudget.unlimited();
+    for (let i = 0; i < 10; i++) b.charge(1e12);
+    expect(() => b.check()).not.toThrow();
+  });
+});
+
+describe('selects charge the request budget', () => {
+  const object = { items: Array.from({ length: 20_000 }, (_, i) => ({ n: i })) };
+
+  test('visits are charged, and a select without a budget charges nothing', () => {
+    const select = compileJsonPath('$.items[? @.n > 19990].n');
+    const b = new RequestBudget({ steps: 1e9, ms: 1e9 });
+    expect(select.select(object, b).map((r) => r.value)).toEqual(
+      [19991, 19992, 19993, 19994, 19995, 19996, 19997, 19998, 19999],
+    );
+    const spent = 1e9 - b.stepsLeft;
+    expect(spent).toBeGreaterThanOrEqual(20_000);
+    expect(spent).toBeLessThan(20_000 + 2 * BUDGET_CHECK_STEPS);
+    expect(select.select(object).length).toBe(9);
+  });
+
+  test('a select stops as soon as the budget runs out, with the budget error (not its own limit)', () => {
+    const b = new RequestBudget({ steps: 5_000, ms: 1e9 });
+    expect(() => compileJsonPath('$..*').select(object, b)).toThrow(BudgetExhaustedError);
+    expect(b.stepsLeft).toBe(0);
+  });
+
+  test("the select's own limit still applies with a large budget", () => {
+    const wide = { a: Array.from({ length: 2_000 }, (_, i) => i) };
+    const b = new RequestBudget({ steps: 1e12, ms: 1e9 });
+    // 2,000 x 2,000 pairs: more than MAX_VISITS.
+    expect(() => compileJsonPath('$.a[? $.a[? @ == 1] ]..*').select(wide, b)).not.toThrow();
+    expect(MAX_VISITS).toBe(1_000_000);
+    const deep = { a: Array.from({ length: 1_100 }, () => Array.from({ length: 1_000 }, () => 0)) };
+    expect(() => compileJsonPath('$..*').select(deep, b)).toThrow(JsonPathLimitError);
+  });
+
+  test('static paths cost one step each', () => {
+    const b = new RequestBudget({ steps: 100, ms: 1e9 });
+    const kind = compileJsonPath('$.kind');
+    for (let i = 0; i < 100; i++) kind.select({ kind: 'Pod' }, b);
+    expect(() => kind.select({ kind: 'Pod' }, b)).toThrow(BudgetExhaustedError);
+  });
+});
+
+describe('templates charge the request budget', () => {
+  const t = compileTemplate('{{ range until 100000 }}{{ end }}done');
+
+  test('a render without a budget is bounded only by its own limits', () => {
+    expect(t.render({})).toBe('done');
+  });
+
+  test('a render stops once the budget runs out, with the budget error, not a template error', () => {
+    const b = new RequestBudget({ steps: 10_000, ms: 1e9 });
+    let err: unknown;
+    try {
+      t.render({}, b);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(BudgetExhaustedError);
+    expect(err).not.toBeInstanceOf(TemplateRuntimeError);
+  });
+
+  test('steps are charged for successful renders too, summed over renders', () => {
+    const b = new RequestBudget({ steps: 450_000, ms: 1e9 });
+    // ~2 steps per iteration: two renders fit, the third does not.
+    expect(t.render({}, b)).toBe('done');
+    expect(t.render({}, b)).toBe('done');
+    expect(() => t.render({}, b)).toThrow(BudgetExhaustedError);
+  });
+
+  test('the budget error passes through function calls (string work is charged before the call)', () => {
+    const b = new RequestBudget({ steps: 1_000, ms: 1e9 });
+    const re = compileTemplate('{{ regexReplaceAll "a" (repeat 200000 "ab") "c" | len }}');
+    expect(() => re.render({}, b)).toThrow(BudgetExhaustedError);
+    expect(re.render({})).toBe('400000');
+  });
+});
