@@ -46,7 +46,9 @@ export function resolveOperations(
   rule.patch.forEach((op, i) => {
     const at = `spec.patch[${i}]`;
     if (!op.select) {
-      out.push(resolveOne(op, op.tokens as readonly string[], target, namespace, null, [], at, budget.request));
+      out.push(
+        resolveOne(op, op.tokens as readonly string[], target, namespace, null, [], at, budget.request),
+      );
     } else {
       let results;
       try {

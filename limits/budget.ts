@@ -67,7 +67,7 @@ export class RequestBudget {
    */
   charge(n: number): void {
     this.remaining -= n;
-    if (this.remaining < this.checkBelow) this.check();
+    if (this.remaining <= this.checkBelow) this.check();
   }
 
   /** Throws BudgetExhaustedError if the steps or the time are spent; at rule boundaries and from charge(). */

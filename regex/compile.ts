@@ -5,11 +5,17 @@ export interface SafeRegex {
   readonly source: string;
   /** Unanchored search, as Go's regexp.MatchString. */
   test(input: string): boolean;
-  /** Go's ReplaceAllString, with ${1} / $1 / ${name} references in the replacement. */
-  replaceAll(input: string, replacement: string): string;
-  /** All matches, each with its submatches (index 0 is the whole match). */
-  findAll(input: string, limit?: number): string[][];
+  /**
+   * Go's ReplaceAllString, with ${1} / $1 / ${name} references in the replacement. `onMatch` is called with each
+   * match's offset (to charge the work: it may throw to stop).
+   */
+  replaceAll(input: string, replacement: string, onMatch?: MatchHook): string;
+  /** All matches, each with its submatches (index 0 is the whole match); `onMatch` as for replaceAll. */
+  findAll(input: string, limit?: number, onMatch?: MatchHook): string[][];
 }
+
+/** Called per match with its UTF-16 offset. */
+export type MatchHook = (offset: number) => void;
 
 /** Thrown for a pattern RE2 cannot compile; message says what is wrong. */
 export class RegexSyntaxError extends Error {
@@ -41,13 +47,17 @@ export function compileRegex(pattern: string): SafeRegex {
     source: pattern,
     test: (input) => re.test(input),
     // Go's expansion syntax ($1, ${1}, ${name}) differs from JS ($1, $<name>): translate once per call.
-    replaceAll: (input, replacement) =>
-      input.replace(global, (...m: unknown[]) => expandGo(replacement, m as (string | number | object)[])),
-    findAll: (input, limit = -1) => {
+    replaceAll: (input, replacement, onMatch) =>
+      input.replace(global, (...m: unknown[]) => {
+        onMatch?.(m[m.length - (typeof m[m.length - 1] === 'object' ? 3 : 2)] as number);
+        return expandGo(replacement, m as (string | number | object)[]);
+      }),
+    findAll: (input, limit = -1, onMatch) => {
       const out: string[][] = [];
       global.lastIndex = 0;
       let m: RegExpExecArray | null;
       while ((limit < 0 || out.length < limit) && (m = global.exec(input)) !== null) {
+        onMatch?.(m.index);
         out.push(Array.from(m, (s) => s ?? ''));
         if (m[0] === '') global.lastIndex++;
       }

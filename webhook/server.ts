@@ -79,6 +79,8 @@ export interface RunningWebhook {
   readonly port: number;
   readonly healthPort: number;
   readonly registry: Registry;
+  /** The HTTPS server's slow-client limits in force (ms): headers, whole request, and how often Node checks them. */
+  readonly httpTimeouts: { headersMs: number; requestMs: number; checkingIntervalMs: number };
   /** Stops accepting connections, lets in-flight requests finish, then resolves. */
   close(): Promise<void>;
 }
@@ -385,6 +387,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     port,
     healthPort,
     registry,
+    httpTimeouts: {
+      headersMs: server.headersTimeout,
+      requestMs: server.requestTimeout,
+      checkingIntervalMs: (server as unknown as { connectionsCheckingInterval: number })
+        .connectionsCheckingInterval,
+    },
     close: () => {
       if (!closed) {
         closing = true;

@@ -6,19 +6,26 @@ import { num } from './convert';
 const s = (v: GoValue): string => v as string;
 const SEP = '\u{F8FF0}';
 
+// node-re2 converts offsets from the start of the input for every match found through a callback or lastIndex,
+// so the work grows with the square of the input (50,000 matches in 100 kB: ~3 s). Each match is charged for its
+// offset: a render stops at its step limit (or the request's budget) instead of running for minutes.
+const matchCost =
+  (ctx: FuncContext) =>
+  (offset: number): void =>
+    ctx.charge(1 + (offset >> 7));
+
 // Bounds the result before building it: every match may expand to the replacement plus referenced groups.
 function replaceAll(ctx: FuncContext, pattern: string, input: string, repl: string): string {
   const re = ctx.regex(pattern);
   const refs = (repl.match(/\$/g) ?? []).length;
   const perMatch = repl.length + refs * input.length;
   if ((input.length + 1) * perMatch + input.length > ctx.maxString) {
-    const matches = re.findAll(input).length;
-    ctx.charge(matches);
+    const matches = re.findAll(input, -1, matchCost(ctx)).length;
     if (matches * perMatch + input.length > ctx.maxString) {
       throw new FunctionError(`regexReplaceAll result longer than ${ctx.maxString} bytes`);
     }
   }
-  return re.replaceAll(input, repl);
+  return re.replaceAll(input, repl, matchCost(ctx));
 }
 
 /** Sprig's regex functions, all on RE2 with Go syntax. */
@@ -38,7 +45,7 @@ export const REGEX_FUNCTIONS: Record<string, FuncDef> = {
     if (limit === 0) return [];
     const out = ctx
       .regex(s(re))
-      .findAll(s(v), limit < 0 ? -1 : limit)
+      .findAll(s(v), limit < 0 ? -1 : limit, matchCost(ctx))
       .map((m) => m[0]);
     ctx.charge(out.length);
     return out;
