@@ -22,7 +22,22 @@ describe('parseOperatorArgs', () => {
       certMode: 'self',
       certDir: '/tmp/k8s-webhook-server/serving-certs',
       logLevel: 'info',
+      budget: { ms: 1000, steps: 10_000_000 },
     });
+  });
+
+  it('takes the request budget from flags or the environment, and refuses non-numbers', () => {
+    const env = { MODRULE_REQUEST_BUDGET_MS: '250', MODRULE_REQUEST_BUDGET_STEPS: '5000' };
+    expect(parseOperatorArgs([], env, noSaNamespace)).toMatchObject({ budget: { ms: 250, steps: 5000 } });
+    expect(parseOperatorArgs(['--request-budget-ms', '40'], env, noSaNamespace)).toMatchObject({
+      budget: { ms: 40, steps: 5000 },
+    });
+    expect(() => parseOperatorArgs([], { MODRULE_REQUEST_BUDGET_MS: '0' }, noSaNamespace)).toThrow(
+      /MODRULE_REQUEST_BUDGET_MS must be a positive integer, got "0"/,
+    );
+    expect(() => parseOperatorArgs(['--request-budget-steps', '1e6'], {}, noSaNamespace)).toThrow(
+      /--request-budget-steps must be a positive integer/,
+    );
   });
 
   it('reads the environment, and flags win over it', () => {
@@ -43,6 +58,7 @@ describe('parseOperatorArgs', () => {
       certMode: 'external',
       certDir: '/certs',
       logLevel: 'debug',
+      budget: { ms: 1000, steps: 10_000_000 },
     });
     expect(
       parseOperatorArgs(

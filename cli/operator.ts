@@ -4,6 +4,7 @@ import { createLogger, Logger, LogLevel } from '../log/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { createKubeClient, KubeClient, loadKubeConfig } from '../operator/kube';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
+import { budgetHelp, parseBudget } from './budget';
 import { CommandIO, UsageError } from './io';
 
 const HELP = `usage: modrule operator [options]
@@ -20,7 +21,7 @@ options (environment variable in brackets):
   --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
                            (default /tmp/k8s-webhook-server/serving-certs)
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
-
+${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace.
 `;
@@ -76,6 +77,8 @@ export function parseOperatorArgs(
         'cert-mode': { type: 'string' },
         'cert-dir': { type: 'string' },
         'log-level': { type: 'string' },
+        'request-budget-ms': { type: 'string' },
+        'request-budget-steps': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -106,6 +109,12 @@ export function parseOperatorArgs(
   }
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`${logWhere} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const [budgetMs, budgetMsWhere] = pick('request-budget-ms', 'MODRULE_REQUEST_BUDGET_MS', '');
+  const [budgetSteps, budgetStepsWhere] = pick('request-budget-steps', 'MODRULE_REQUEST_BUDGET_STEPS', '');
+  const budget = parseBudget(
+    { value: budgetMs || undefined, where: budgetMsWhere },
+    { value: budgetSteps || undefined, where: budgetStepsWhere },
+  );
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
   return {
@@ -116,6 +125,7 @@ export function parseOperatorArgs(
     certMode: certMode as CertMode,
     certDir,
     logLevel: logLevel as LogLevel,
+    budget,
   };
 }
 
