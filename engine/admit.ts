@@ -1,5 +1,6 @@
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
 import { BudgetExhaustedError, RequestBudget } from '../limits/budget';
+import { deeperThan, MAX_OBJECT_DEPTH } from '../limits/depth';
 import { CompiledRule } from '../modrule/compile';
 import {
   AdmissionOperation,
@@ -88,6 +89,12 @@ export function admit(
   }
   const rules = snapshot.rulesFor(namespace).filter((r) => r.operations.has(operation));
   if (rules.length === 0) return outcome;
+  if (deeperThan(subject)) {
+    // Refused up front with a clear reason, rather than a stack overflow somewhere in a rule.
+    const message = `object nests deeper than ${MAX_OBJECT_DEPTH} levels; ModRules are not evaluated against it`;
+    for (const rule of rules) outcome.failures.push({ rule: refOf(rule), message });
+    return outcome;
+  }
 
   const namespaceText = namespace ?? '';
   const working = prepare(subject, namespace, snapshot);

@@ -1,5 +1,6 @@
 import { connect, TLSSocket } from 'node:tls';
-import { benignRule, bigConfigMap, hostileRules, smallConfigMap } from '../fixtures/hostile';
+import { AdmissionReview } from '../admission/types';
+import { benignRule, bigConfigMap, deepObject, hostileRules, smallConfigMap } from '../fixtures/hostile';
 import { silentLogger } from '../log/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates, GeneratedCertificates } from './certs';
@@ -68,6 +69,26 @@ describe('per-request budget over HTTP', () => {
     expect(
       errors.some((l) => l.startsWith('modrule_rule_errors_total{namespace="evil",name="hostile-9"} 1')),
     ).toBe(true);
+  });
+
+  it('an object nested 10,000 levels deep is answered with a warning, not a stack overflow', async () => {
+    // JSON.stringify itself overflows at this depth: the nested data is spliced in as text.
+    const shallow = { ...deepObject('good', 0), data: 'DEEP' };
+    const body = JSON.stringify(makeReview('CREATE', shallow)).replace(
+      '"DEEP"',
+      '{"a":'.repeat(10_000) + '"x"' + '}'.repeat(10_000),
+    );
+    const raw = await send(server.url + WEBHOOK_PATHS.dragnet, {
+      body,
+      headers: { 'Content-Type': 'application/json' },
+      ca: certs.caCert,
+    });
+    expect(raw.status).toBe(200);
+    const review = JSON.parse(raw.body) as AdmissionReview;
+    expect(review.response?.allowed).toBe(true);
+    expect(review.response?.warnings).toEqual([
+      'modrule good/benign failed: object nests deeper than 1000 levels; ModRules are not evaluated against it',
+    ]);
   });
 
   it("another namespace's request is evaluated with its own budget", async () => {
