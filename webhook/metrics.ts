@@ -18,6 +18,7 @@ export class WebhookMetrics {
   constructor(
     readonly registry: Registry,
     store: RuleStore,
+    demotedNamespaces: () => number = () => 0,
   ) {
     this.requests = new Counter({
       name: 'modrule_webhook_requests_total',
@@ -74,6 +75,9 @@ export class WebhookMetrics {
       name: 'modrule_demoted_namespaces',
       help: 'Namespaces demoted right now.',
       registers: [registry],
+      collect() {
+        this.set(demotedNamespaces());
+      },
     });
     const update = () => {
       const snapshot = store.snapshot();

@@ -145,8 +145,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const registry = options.registry ?? new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
-  const metrics = new WebhookMetrics(registry, store);
   const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
+  const metrics = new WebhookMetrics(registry, store, () => fairness.demotedCount());
   let closing = false;
 
   const dispatchPodBinding = (event: PodBindingEvent): void => {
@@ -185,7 +185,6 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     }
     if (run.demotion) {
       metrics.demotions.inc({ namespace, reason: run.demotion });
-      metrics.demoted.set(fairness.demotedCount());
       if (!run.demoted) {
         // Logged once per demotion (renewals while demoted are counted, not logged).
         logger.warn('namespace demoted: its requests now get a small budget and wait their turn', {
