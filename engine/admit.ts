@@ -1,5 +1,5 @@
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
-import { BudgetExhaustedError, RequestBudget } from '../limits/budget';
+import { BudgetExhaustedError, REJECT_RESERVE, RequestBudget } from '../limits/budget';
 import { deeperThan, MAX_OBJECT_DEPTH } from '../limits/depth';
 import { CompiledRule } from '../modrule/compile';
 import {
@@ -92,7 +92,12 @@ export function admit(
   if (deeperThan(subject)) {
     // Refused up front with a clear reason, rather than a stack overflow somewhere in a rule.
     const message = `object nests deeper than ${MAX_OBJECT_DEPTH} levels; ModRules are not evaluated against it`;
-    for (const rule of rules) outcome.failures.push({ rule: refOf(rule), message });
+    for (const rule of rules)
+      if (rule.type === 'Patch') outcome.failures.push({ rule: refOf(rule), message });
+    // Reject rules fail closed: nesting an object deeply must not be a way around them.
+    const rejects = rules.filter((r) => r.type === 'Reject');
+    rejectUnevaluated(rejects, `: object nests deeper than ${MAX_OBJECT_DEPTH} levels`, outcome);
+    outcome.allowed = rejects.length === 0;
     return outcome;
   }
 
@@ -103,6 +108,8 @@ export function admit(
   // Patch rules run on DELETE too, as in KubeMod (CalculatePatch runs for every operation): Reject rules then see
   // the patched old object. The API server has no object to patch on DELETE, so no patch is returned there.
   const lastApplied = new LastApplied(subject);
+  // Patch rules (a tenant's own among them) cannot spend what the Reject rules (the cluster's among them) need.
+  if (rules.some((r) => r.type === 'Reject')) budget.reserve(REJECT_RESERVE);
   const patched = runPatchRules(
     rules.filter((r) => r.type === 'Patch'),
     current,
@@ -121,6 +128,7 @@ export function admit(
     }
   }
 
+  budget.release();
   runRejectRules(rules, current, namespaceText, outcome, budget);
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
@@ -181,7 +189,7 @@ function runPatchRules(
 
 /**
  * The request's budget ran out during rules[0]: it and every rule after it fail as rules fail at run time (reported,
- * their changes dropped), so the request is answered at once. Reject rules fail open, like every rule failure.
+ * their changes dropped), so the request is answered at once. (Reject rules fail closed: see rejectUnevaluated.)
  */
 function skipRest(rules: readonly CompiledRule[], err: unknown, outcome: AdmissionOutcome): void {
   if (!(err instanceof BudgetExhaustedError)) throw err;
@@ -203,7 +211,8 @@ function runRejectRules(
       if (rule.type !== 'Reject' || !ruleMatches(rule, object, budget)) continue;
       budget.check();
     } catch (err) {
-      skipRest(rest(i), err, outcome);
+      if (!(err instanceof BudgetExhaustedError)) throw err;
+      rejectUnevaluated(rest(i), ` within the request budget (${err.message})`, outcome);
       return;
     }
     outcome.matched.push(refOf(rule));
@@ -214,13 +223,26 @@ function runRejectRules(
         message = rule.rejectMessage.render({ Target: object, Namespace: namespace }, budget);
       } catch (err) {
         if (err instanceof BudgetExhaustedError) {
-          skipRest(rest(i), err, outcome);
+          rejectUnevaluated(rest(i), ` within the request budget (${err.message})`, outcome);
           return;
         }
         // A broken message must not turn a rejection into an admission.
         outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
       }
     }
+    outcome.rejections.push({ rule: refOf(rule), message });
+  }
+}
+
+/**
+ * Reject rules that could not be evaluated reject (fail closed), as a rule whose rejectMessage fails still rejects:
+ * otherwise exhausting the budget, or nesting the object deeply, would be a way around every policy. Each is also
+ * reported as a failure (warned, counted).
+ */
+function rejectUnevaluated(rules: readonly CompiledRule[], why: string, outcome: AdmissionOutcome): void {
+  const message = `could not be evaluated${why}`;
+  for (const rule of rules) {
+    outcome.failures.push({ rule: refOf(rule), message });
     outcome.rejections.push({ rule: refOf(rule), message });
   }
 }

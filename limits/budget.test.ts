@@ -39,6 +39,30 @@ describe('RequestBudget', () => {
     expect(() => b.charge(1)).toThrow(/longer than 50 ms/);
   });
 
+  test('reserve() holds back a share of steps and time until release(); exhausted stays set', () => {
+    const b = new RequestBudget({ steps: 10_000, ms: 1e9 });
+    b.reserve(0.25);
+    b.charge(7_000);
+    // One large charge past the held part: it throws, and does not eat into what is held back.
+    expect(() => b.charge(100_000)).toThrow(/Patch rules used more than 7500 of 10000 evaluation steps/);
+    expect(() => b.charge(0)).toThrow(BudgetExhaustedError);
+    b.release();
+    expect(b.stepsLeft).toBe(2_500);
+    b.charge(2_500);
+    expect(() => b.charge(1)).toThrow(/more than 10000 evaluation steps/);
+    expect(b.exhausted).toMatch(/Patch rules used more than 7500/);
+
+    const clock = manualClock();
+    const t = new RequestBudget({ steps: 1e9, ms: 100 }, clock.now);
+    t.reserve(0.25);
+    clock.advance(76);
+    expect(() => t.check()).toThrow(/Patch rules took longer than 75 of 100 ms/);
+    t.release();
+    t.check();
+    clock.advance(25);
+    expect(() => t.check()).toThrow(/evaluation took longer than 100 ms/);
+  });
+
   test('unlimited never runs out', () => {
     const b = RequestBudget.unlimited();
     for (let i = 0; i < 10; i++) b.charge(1e12);

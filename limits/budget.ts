@@ -12,6 +12,12 @@ export interface BudgetLimits {
 export const DEFAULT_BUDGET: BudgetLimits = { steps: 10_000_000, ms: 1_000 };
 
 /**
+ * Share of the steps and time held back for Reject rules while Patch rules run (when the request has Reject rules):
+ * a tenant's expensive Patch rules cannot use up what the cluster's Reject rules need.
+ */
+export const REJECT_RESERVE = 0.25;
+
+/**
  * How often (in steps) a per-evaluation counter reports to the request budget. Also bounds how far past its
  * deadline a request runs: 4096 steps are well under a millisecond.
  */
@@ -35,6 +41,11 @@ export class RequestBudget {
   // Reading the clock costs more than a step: charge() reads it once per BUDGET_CHECK_STEPS steps.
   private checkBelow: number;
   private readonly deadline: number;
+  // Held back by reserve() until release(): the steps and the milliseconds before the deadline.
+  private heldSteps = 0;
+  private heldMs = 0;
+  // Why charges throw right now (the phase ran out), and why the request first ran out (kept after release()).
+  private stopped: string | null = null;
   private exhaustedBy: string | null = null;
 
   constructor(
@@ -42,7 +53,7 @@ export class RequestBudget {
     private readonly now: () => number = () => performance.now(),
   ) {
     this.remaining = limits.steps;
-    this.checkBelow = Math.max(limits.steps - BUDGET_CHECK_STEPS, 0);
+    this.checkBelow = this.nextCheck();
     this.deadline = now() + limits.ms;
   }
 
@@ -56,9 +67,28 @@ export class RequestBudget {
     return Math.max(this.remaining, 0);
   }
 
-  /** Why the budget ran out, or null while it lasts. */
+  /** Why the budget (or a phase's share of it) first ran out, or null while it lasts. */
   get exhausted(): string | null {
     return this.exhaustedBy;
+  }
+
+  /**
+   * Holds back `fraction` of the steps and of the time (from the end) until release(): meanwhile the budget runs
+   * out where the held part starts. The engine holds back REJECT_RESERVE for the Reject rules while Patch rules run.
+   */
+  reserve(fraction: number): void {
+    const { steps, ms } = this.limits;
+    this.heldSteps = Number.isFinite(steps) ? Math.floor(steps * fraction) : 0;
+    this.heldMs = Number.isFinite(ms) ? ms * fraction : 0;
+    if (this.stopped === null) this.checkBelow = this.nextCheck();
+  }
+
+  /** Ends reserve(): what was held back, and whatever the earlier phase left, may be spent. */
+  release(): void {
+    this.heldSteps = 0;
+    this.heldMs = 0;
+    this.stopped = null;
+    this.checkBelow = this.nextCheck();
   }
 
   /**
@@ -72,19 +102,43 @@ export class RequestBudget {
 
   /** Throws BudgetExhaustedError if the steps or the time are spent; at rule boundaries and from charge(). */
   check(): void {
-    if (this.exhaustedBy === null) {
-      if (this.remaining < 0) {
-        this.exhaustedBy = `request budget exhausted: more than ${this.limits.steps} evaluation steps`;
-      } else if (this.now() > this.deadline) {
-        this.exhaustedBy = `request budget exhausted: evaluation took longer than ${this.limits.ms} ms`;
-      } else {
-        // Never below 0: running out of steps is always noticed at once.
-        this.checkBelow = Math.max(this.remaining - BUDGET_CHECK_STEPS, 0);
+    if (this.stopped === null) {
+      this.stopped = this.overrun();
+      if (this.stopped === null) {
+        this.checkBelow = this.nextCheck();
         return;
       }
-      // Every later charge throws too.
+      this.exhaustedBy ??= this.stopped;
+      // Every later charge throws too (until release()).
       this.checkBelow = Infinity;
     }
-    throw new BudgetExhaustedError(this.exhaustedBy);
+    throw new BudgetExhaustedError(this.stopped);
+  }
+
+  // The next check is due after BUDGET_CHECK_STEPS more steps, never below the held part: running out of steps is
+  // always noticed at once. Without a step limit the clock is not read by charge() (unlimited budgets).
+  private nextCheck(): number {
+    if (this.remaining === Infinity) return -Infinity;
+    return Math.max(this.remaining - BUDGET_CHECK_STEPS, this.heldSteps);
+  }
+
+  private overrun(): string | null {
+    const { steps, ms } = this.limits;
+    const held = this.heldSteps > 0 || this.heldMs > 0;
+    const why = ' (the rest is reserved for Reject rules)';
+    if (this.remaining < this.heldSteps) {
+      // Large charges are paid before the work they stand for (a 300,000-element `until`): the work the overshoot
+      // stands for was never done, so the held part stays whole.
+      if (held) this.remaining = this.heldSteps;
+      return held
+        ? `request budget exhausted: Patch rules used more than ${steps - this.heldSteps} of ${steps} evaluation steps${why}`
+        : `request budget exhausted: more than ${steps} evaluation steps`;
+    }
+    if (this.now() > this.deadline - this.heldMs) {
+      return held
+        ? `request budget exhausted: Patch rules took longer than ${ms - this.heldMs} of ${ms} ms${why}`
+        : `request budget exhausted: evaluation took longer than ${ms} ms`;
+    }
+    return null;
   }
 }

@@ -53,7 +53,7 @@ describe('object depth', () => {
     expect(out.allowed).toBe(true);
   });
 
-  test('a deeper object (10,000 levels, as custom resources may be) fails every rule with a clear message', () => {
+  test('a deeper object (10,000 levels, as custom resources may be): Patch rules fail, Reject rules reject', () => {
     const store = storeFromYaml(rules);
     for (const depth of [MAX_OBJECT_DEPTH + 1, 10_000, 100_000]) {
       // admit itself (admitChecked's own deep copy of the input would overflow the stack first).
@@ -61,14 +61,25 @@ describe('object depth', () => {
         { operation: 'CREATE', object: nested(depth), oldObject: null, namespace: 'default' },
         store.snapshot(),
       );
-      expect(out.allowed).toBe(true);
+      // Fail closed: a deep object must not be a way around the Reject rules.
+      expect(out.allowed).toBe(false);
+      expect(out.rejections).toEqual([
+        {
+          rule: { namespace: 'default', name: 'no-leaf-y' },
+          message: `could not be evaluated: object nests deeper than ${MAX_OBJECT_DEPTH} levels`,
+        },
+      ]);
       expect(out.patch).toEqual([]);
-      expect(out.failures).toEqual(
-        ['label', 'no-leaf-y'].map((name) => ({
-          rule: { namespace: 'default', name },
+      expect(out.failures).toEqual([
+        {
+          rule: { namespace: 'default', name: 'label' },
           message: `object nests deeper than ${MAX_OBJECT_DEPTH} levels; ModRules are not evaluated against it`,
-        })),
-      );
+        },
+        {
+          rule: { namespace: 'default', name: 'no-leaf-y' },
+          message: `could not be evaluated: object nests deeper than ${MAX_OBJECT_DEPTH} levels`,
+        },
+      ]);
     }
   });
 });

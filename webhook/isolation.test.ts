@@ -103,6 +103,53 @@ describe('per-request budget over HTTP', () => {
   });
 });
 
+describe('Reject rules under the request budget over HTTP', () => {
+  let server: RunningWebhook;
+  beforeAll(async () => {
+    const store = new RuleStore();
+    const policy = {
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'require-owner', namespace: 'kubemod-system' },
+      spec: {
+        type: 'Reject',
+        targetNamespaceRegex: '.*',
+        rejectMessage: 'no owner label',
+        match: [
+          { select: '$.kind', matchValue: 'ConfigMap' },
+          { select: '$.metadata.labels.owner', negate: true },
+        ],
+      },
+    };
+    expect(store.replaceRules([...hostileRules('evil', 10), policy])).toEqual([]);
+    server = await start({
+      store,
+      budget: { steps: 200_000, ms: 5_000 },
+      fairness: { slowMs: 1e9, shareMsPerSecond: 1e9, demotionMs: 1 },
+    });
+  });
+  afterAll(() => server.close());
+
+  it("a tenant's hostile Patch rules exhaust the budget, the cluster's Reject rule still rejects the object", async () => {
+    const { review } = await postReview(
+      server.url,
+      WEBHOOK_PATHS.dragnet,
+      makeReview('CREATE', bigConfigMap('evil')),
+      certs.caCert,
+    );
+    expect(review.response?.allowed).toBe(false);
+    expect(review.response?.status?.message).toBe(
+      'operation rejected by the following ModRule(s): kubemod-system/require-owner: "no owner label"',
+    );
+    expect(review.response?.warnings?.[0]).toMatch(
+      /^modrule evil\/hostile-\d+ failed: request budget exhausted: Patch rules used more than 150000 of 200000/,
+    );
+    expect(await metric(server, 'modrule_request_budget_exhausted_total')).toContain(
+      'modrule_request_budget_exhausted_total{namespace="evil"} 1',
+    );
+  });
+});
+
 describe('demotion', () => {
   let server: RunningWebhook;
   beforeAll(async () => {
