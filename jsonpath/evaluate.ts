@@ -44,6 +44,8 @@ interface Ctx {
   /** The request's budget, charged every BUDGET_CHECK_STEPS visits; null when evaluated alone. */
   readonly budget: RequestBudget | null;
   charged: number;
+  /** Work beyond node visits (regex tests), charged to the request budget but not counted as visits. */
+  extra: number;
   sink: Sink;
 }
 type Expr = (ctx: Ctx, current: JsonValue) => Val;
@@ -68,15 +70,32 @@ function checkpoint(ctx: Ctx): void {
 
 function newCtx(root: JsonValue, budget: RequestBudget | undefined, sink: Sink): Ctx {
   const b = budget ?? null;
-  return { root, visits: 0, checkAt: b ? BUDGET_CHECK_STEPS : MAX_VISITS, budget: b, charged: 0, sink };
+  return {
+    root,
+    visits: 0,
+    checkAt: b ? BUDGET_CHECK_STEPS : MAX_VISITS,
+    budget: b,
+    charged: 0,
+    extra: 0,
+    sink,
+  };
 }
 
 // Charges the visits not yet charged (one per evaluation at least, so a request of many tiny selects pays too).
 function settle(ctx: Ctx): void {
   if (!ctx.budget) return;
-  const n = Math.max(ctx.visits - ctx.charged, 1);
-  ctx.charged = ctx.visits;
+  const total = ctx.visits + ctx.extra;
+  const n = Math.max(total - ctx.charged, 1);
+  ctx.charged = total;
   ctx.budget.charge(n);
+}
+
+// A regex test costs as much as a dozen visits and more for long inputs: charged in proportion, and brought forward
+// to the next visit's checkpoint, so the deadline is read at most every BUDGET_CHECK_STEPS steps of work.
+function spend(ctx: Ctx, n: number): void {
+  if (!ctx.budget) return;
+  ctx.extra += n;
+  ctx.checkAt -= n;
 }
 
 /** Escapes one RFC6901 reference token. */
@@ -503,6 +522,9 @@ function compileRegexOperand(node: JsonPathNode): Pick<SafeRegex, 'test'> | null
   }
 }
 
+/** Request budget steps of one regex test (plus one per 16 characters tested): about 2 µs of RE2 through node. */
+const REGEX_TEST_STEPS = 16;
+
 // Regexes built at run time from paths: small per-select cache so a filter over many elements compiles once.
 function dynamicRegex(cache: Map<string, SafeRegex | null>, pattern: string): SafeRegex | null {
   let re = cache.get(pattern);
@@ -536,7 +558,9 @@ function compileBinary(node: BinaryNode): Expr {
         if (!re) return ERR;
       }
       if (a === UNDEF) return false;
-      return re.test(toText(a)) !== negate;
+      const text = toText(a);
+      spend(ctx, REGEX_TEST_STEPS + (text.length >> 4));
+      return re.test(text) !== negate;
     };
   }
   const right = compileExpr(node.right);
