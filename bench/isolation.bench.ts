@@ -46,7 +46,8 @@ async function serveInWorker(input: WorkerInput): Promise<void> {
     healthPort: 0,
     logger: silentLogger(),
     isReady: () => true,
-    budget: input.budgetMs ? { ...DEFAULT_BUDGET, ms: input.budgetMs } : undefined,
+    // Steps in proportion (~10 steps per µs of the most expensive work), so the time is what binds.
+    budget: input.budgetMs ? { ms: input.budgetMs, steps: input.budgetMs * 10_000 } : undefined,
   });
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();

@@ -22,7 +22,7 @@ describe('parseOperatorArgs', () => {
       certMode: 'self',
       certDir: '/tmp/k8s-webhook-server/serving-certs',
       logLevel: 'info',
-      budget: { ms: 1000, steps: 10_000_000 },
+      budget: { ms: 100, steps: 1_000_000 },
     });
   });
 
@@ -58,7 +58,7 @@ describe('parseOperatorArgs', () => {
       certMode: 'external',
       certDir: '/certs',
       logLevel: 'debug',
-      budget: { ms: 1000, steps: 10_000_000 },
+      budget: { ms: 100, steps: 1_000_000 },
     });
     expect(
       parseOperatorArgs(

@@ -38,10 +38,10 @@ describe('parseServeArgs', () => {
       cert: undefined,
       key: undefined,
       certDir: undefined,
-      budget: { ms: 1000, steps: 10_000_000 },
+      budget: { ms: 100, steps: 1_000_000 },
     });
     expect(parseServeArgs(['--local', '--request-budget-ms', '200'])).toMatchObject({
-      budget: { ms: 200, steps: 10_000_000 },
+      budget: { ms: 200, steps: 1_000_000 },
     });
     expect(packageRoot(join(packageRoot(), 'dist', 'cli'))).toBe(packageRoot());
   });

@@ -1,5 +1,5 @@
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
-import { BudgetExhaustedError, REJECT_RESERVE, RequestBudget } from '../limits/budget';
+import { BudgetExhaustedError, REJECT_RESERVE, RequestBudget, UNTIMED_BUDGET } from '../limits/budget';
 import { deeperThan, MAX_OBJECT_DEPTH } from '../limits/depth';
 import { CompiledRule } from '../modrule/compile';
 import {
@@ -59,13 +59,13 @@ export interface AdmissionOutcome {
 const SYNTHETIC_REFS = 'syntheticRefs';
 
 /**
- * Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. Once `budget` runs out,
- * the rule being evaluated and every later one fail (see skipRest).
+ * Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. Once `budget` (default
+ * UNTIMED_BUDGET; the webhook passes its own) runs out, the rules left fail (Patch) or reject (Reject).
  */
 export function admit(
   input: AdmissionInput,
   snapshot: RuleSnapshot,
-  budget: RequestBudget = new RequestBudget(),
+  budget: RequestBudget = new RequestBudget(UNTIMED_BUDGET),
 ): AdmissionOutcome {
   const outcome: AdmissionOutcome = {
     allowed: true,

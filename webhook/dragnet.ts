@@ -64,7 +64,7 @@ function failureWarnings(failures: AdmissionOutcome['failures']): string[] {
 /**
  * Answers one /dragnet-webhook request against one snapshot: pure apart from reading the snapshot.
  * Engine failures answer allowed (KubeMod fails open: a broken rule must not block every deployment).
- * `budget` bounds the evaluation of all rules together (default: a fresh DEFAULT_BUDGET).
+ * `budget` bounds the evaluation of all rules together (default: admit's, UNTIMED_BUDGET).
  */
 export function handleDragnet(
   request: AdmissionRequest,

@@ -11,10 +11,19 @@ export interface FairnessOptions {
   shareMsPerSecond?: number;
   /** How long a demotion lasts, renewed by every new offence; default 60 s. */
   demotionMs?: number;
-  /** The budget of a demoted namespace's requests; default 5 ms and 1/200 of the steps. */
+  /** The budget of a demoted namespace's requests; default 5 ms and the steps in proportion (50,000). */
   demotedBudget?: BudgetLimits;
   /** Clock in ms (tests). */
   now?: () => number;
+}
+
+// 5 ms, and steps in the budget's own proportion to time: a single large operation is paid for before it runs, so
+// with more steps than the time allows for, one operation could outlast the 5 ms by far (a 300,000-element `until`
+// takes ~40 ms).
+function demoted(budget: BudgetLimits): BudgetLimits {
+  const ms = Math.min(5, budget.ms);
+  const steps = Number.isFinite(budget.ms) ? (budget.steps * ms) / budget.ms : budget.steps / 20;
+  return { steps: Math.ceil(steps), ms };
 }
 
 interface Account {
@@ -59,10 +68,7 @@ export class NamespaceFairness {
 
   constructor(options: FairnessOptions = {}) {
     this.budget = options.budget ?? DEFAULT_BUDGET;
-    this.demotedBudget = options.demotedBudget ?? {
-      steps: Math.ceil(this.budget.steps / 200),
-      ms: Math.min(5, this.budget.ms),
-    };
+    this.demotedBudget = options.demotedBudget ?? demoted(this.budget);
     this.slowMs = options.slowMs ?? 25;
     this.shareMsPerSecond = options.shareMsPerSecond ?? 250;
     this.demotionMs = options.demotionMs ?? 60_000;

@@ -168,7 +168,7 @@ describe('demotion', () => {
       'modrule_namespace_demotions_total{namespace="evil",reason="budget exhausted"} 1',
     );
     expect(await metric(server, 'modrule_demoted_namespaces')).toContain('modrule_demoted_namespaces 1');
-    // Demoted: 1/200 of the steps (1,000). The hostile request fails sooner...
+    // Demoted: 5 ms, and steps in proportion (200). The hostile request fails sooner...
     const { review } = await postReview(
       server.url,
       WEBHOOK_PATHS.dragnet,
@@ -176,7 +176,7 @@ describe('demotion', () => {
       certs.caCert,
     );
     expect(review.response?.warnings?.[0]).toMatch(
-      /request budget exhausted: more than 1000 evaluation steps/,
+      /request budget exhausted: more than 200 evaluation steps/,
     );
     // ...while a small object of the demoted namespace still gets its cheap rule.
     const small = await postReview(
