@@ -58,7 +58,7 @@ export const REGEX_FUNCTIONS: Record<string, FuncDef> = {
     if (limit === 0) return [];
     if (s(re) !== '' && str === '') return [''];
     // Mark each match with a private-use separator, then cut: parts alternate text, match, text, ...
-    const marked = ctx.regex(s(re)).replaceAll(str.split(SEP).join(''), `${SEP}\${0}${SEP}`);
+    const marked = ctx.regex(s(re)).replaceAll(str.split(SEP).join(''), `${SEP}\${0}${SEP}`, matchCost(ctx));
     const parts = marked.split(SEP);
     const out: string[] = [];
     let acc = parts[0];
