@@ -5,7 +5,13 @@ import { silentLogger } from '../log/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates, GeneratedCertificates } from './certs';
 import { NamespaceFairness } from './fairness';
-import { HTTP_TIMEOUTS, RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
+import {
+  HTTP_TIMEOUTS,
+  NamespaceDemotion,
+  RunningWebhook,
+  startWebhookServer,
+  WEBHOOK_PATHS,
+} from './server';
 import { decodePatch, makeReview, postReview, send } from './testing';
 import { MemoryTlsSource } from './tls';
 
@@ -187,6 +193,50 @@ describe('demotion', () => {
     );
     expect(small.review.response?.allowed).toBe(true);
     expect(small.review.response?.warnings).toBeUndefined();
+  });
+});
+
+describe('onDemotion', () => {
+  it("is called once per demotion with the namespace's own rules that ran, not the cluster's", async () => {
+    const calls: NamespaceDemotion[] = [];
+    const store = new RuleStore();
+    const policy = {
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'label-all', namespace: 'kubemod-system' },
+      spec: {
+        type: 'Patch',
+        targetNamespaceRegex: '.*',
+        match: [{ select: '$.kind', matchValue: 'ConfigMap' }],
+        patch: [{ op: 'add', path: '/metadata/labels/seen', value: 'yes' }],
+      },
+    };
+    expect(store.replaceRules([...hostileRules('evil', 3), policy])).toEqual([]);
+    const server = await start({
+      store,
+      budget: { steps: 200_000, ms: 5_000 },
+      onDemotion: (d) => calls.push(d),
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        await postReview(
+          server.url,
+          WEBHOOK_PATHS.dragnet,
+          makeReview('CREATE', bigConfigMap('evil')),
+          certs.caCert,
+        );
+      }
+      await new Promise((r) => setImmediate(r));
+      expect(calls).toEqual([
+        {
+          namespace: 'evil',
+          reason: 'budget exhausted',
+          rules: ['hostile-0', 'hostile-1', 'hostile-2'].map((name) => ({ namespace: 'evil', name })),
+        },
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -7,8 +7,9 @@ import { JsonObject } from '../json/value';
 import { Logger } from '../log/logger';
 import { RuleStore } from '../store/rules';
 import { BudgetLimits, DEFAULT_BUDGET } from '../limits/budget';
+import { RuleRef } from '../engine/admit';
 import { AdmissionResult, DragnetDecision, handleDragnet, ruleName, storeNamespace } from './dragnet';
-import { FairnessOptions, NamespaceFairness } from './fairness';
+import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
@@ -62,10 +63,23 @@ export interface WebhookServerOptions {
   budget?: BudgetLimits;
   /** Demotion of namespaces that keep exhausting budgets (tests shorten it); the budget comes from `budget`. */
   fairness?: Omit<FairnessOptions, 'budget'>;
+  /**
+   * Called once when a namespace is demoted (not on renewals), with the namespace's own ModRules that matched or
+   * failed in the request that demoted it: the server has no Kubernetes client, the operator can put a Warning
+   * Event on them. Errors are logged.
+   */
+  onDemotion?: (demotion: NamespaceDemotion) => unknown;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
   requestTimeoutMs?: number;
+}
+
+/** What onDemotion receives. */
+export interface NamespaceDemotion {
+  namespace: string;
+  reason: DemotionReason;
+  rules: RuleRef[];
 }
 
 /** Slow-client limits of the HTTPS server, as documented: headers within 30 s, the whole request within 60 s. */
@@ -167,6 +181,22 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     });
   };
 
+  const notifyDemotion = (namespace: string, reason: DemotionReason, decision: DragnetDecision): void => {
+    const callback = options.onDemotion;
+    if (!callback) return;
+    const outcome = decision.outcome;
+    const seen = new Set<string>();
+    const rules: RuleRef[] = [];
+    for (const ref of [...(outcome?.matched ?? []), ...(outcome?.failures ?? []).map((f) => f.rule)]) {
+      if (ref.namespace !== namespace || seen.has(ref.name)) continue;
+      seen.add(ref.name);
+      rules.push(ref);
+    }
+    Promise.resolve()
+      .then(() => callback({ namespace, reason, rules }))
+      .catch((err: Error) => logger.error('demotion handler failed', { namespace, error: err?.message }));
+  };
+
   // The dragnet's evaluation runs under the namespace's budget; a demoted namespace's requests wait their turn.
   const answerDragnet = async (request: AdmissionRequest): Promise<DragnetDecision> => {
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
@@ -193,6 +223,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
           ms: Math.round(run.ms * 1000) / 1000,
           budget: fairness.demotedBudget,
         });
+        notifyDemotion(namespace, run.demotion, decision);
       }
     }
     return decision;
