@@ -159,7 +159,11 @@ describe('Reject rules under the request budget over HTTP', () => {
 describe('demotion', () => {
   let server: RunningWebhook;
   beforeAll(async () => {
-    server = await start({ budget: { steps: 200_000, ms: 5_000 } });
+    // The demoted budget's time is generous here so that only steps decide (a loaded test machine can take 5 ms).
+    server = await start({
+      budget: { steps: 200_000, ms: 5_000 },
+      fairness: { demotedBudget: { steps: 1_000, ms: 5_000 } },
+    });
   });
   afterAll(() => server.close());
 
@@ -174,7 +178,7 @@ describe('demotion', () => {
       'modrule_namespace_demotions_total{namespace="evil",reason="budget exhausted"} 1',
     );
     expect(await metric(server, 'modrule_demoted_namespaces')).toContain('modrule_demoted_namespaces 1');
-    // Demoted: 5 ms, and steps in proportion (200). The hostile request fails sooner...
+    // Demoted: 1,000 steps. The hostile request fails sooner...
     const { review } = await postReview(
       server.url,
       WEBHOOK_PATHS.dragnet,
@@ -182,7 +186,7 @@ describe('demotion', () => {
       certs.caCert,
     );
     expect(review.response?.warnings?.[0]).toMatch(
-      /request budget exhausted: more than 200 evaluation steps/,
+      /request budget exhausted: more than 1000 evaluation steps/,
     );
     // ...while a small object of the demoted namespace still gets its cheap rule.
     const small = await postReview(
@@ -277,6 +281,15 @@ describe('NamespaceFairness', () => {
     expect(order).toEqual(['good-1', 'evil-1', 'good-2', 'evil-2']);
     expect(evil1.demoted).toBe(true);
     expect(evil1.budget.limits).toEqual({ steps: 50_000, ms: 5 });
+    // Steps keep the budget's proportion to time, whatever the budget.
+    expect(new NamespaceFairness({ budget: { steps: 10_000_000, ms: 1_000 } }).demotedBudget).toEqual({
+      steps: 50_000,
+      ms: 5,
+    });
+    expect(new NamespaceFairness({ budget: { steps: 1_000, ms: 2 } }).demotedBudget).toEqual({
+      steps: 1_000,
+      ms: 2,
+    });
   });
 
   it('passes on what the evaluation throws', async () => {
