@@ -59,8 +59,22 @@ describe('RequestBudget', () => {
     expect(() => t.check()).toThrow(/Patch rules took longer than 75 of 100 ms/);
     t.release();
     t.check();
-    clock.advance(25);
+    clock.advance(24);
+    t.check();
+    clock.advance(2);
     expect(() => t.check()).toThrow(/evaluation took longer than 100 ms/);
+
+    // The Patch phase overran by far (one long operation): the Reject phase still gets its 25 ms from release().
+    const late = manualClock();
+    const u = new RequestBudget({ steps: 1e9, ms: 100 }, late.now);
+    u.reserve(0.25);
+    late.advance(140);
+    expect(() => u.check()).toThrow(/Patch rules took longer than 75 of 100 ms/);
+    u.release();
+    late.advance(24);
+    u.check();
+    late.advance(2);
+    expect(() => u.check()).toThrow(/evaluation took longer than 100 ms/);
   });
 
   test('unlimited never runs out', () => {

@@ -51,7 +51,7 @@ export class RequestBudget {
   private remaining: number;
   // Reading the clock costs more than a step: charge() reads it once per BUDGET_CHECK_STEPS steps.
   private checkBelow: number;
-  private readonly deadline: number;
+  private deadline: number;
   // Held back by reserve() until release(): the steps and the milliseconds before the deadline.
   private heldSteps = 0;
   private heldMs = 0;
@@ -94,8 +94,12 @@ export class RequestBudget {
     if (this.stopped === null) this.checkBelow = this.nextCheck();
   }
 
-  /** Ends reserve(): what was held back, and whatever the earlier phase left, may be spent. */
+  /**
+   * Ends reserve(): what was held back, and whatever the earlier phase left, may be spent. The held time counts from
+   * now at least: an operation that overran the earlier phase's deadline (one large `until`) does not eat into it.
+   */
   release(): void {
+    if (this.heldMs > 0) this.deadline = Math.max(this.deadline, this.now() + this.heldMs);
     this.heldSteps = 0;
     this.heldMs = 0;
     this.stopped = null;
