@@ -23,6 +23,7 @@ describe('parseOperatorArgs', () => {
       certDir: '/tmp/k8s-webhook-server/serving-certs',
       extraHosts: [],
       logLevel: 'info',
+      budget: { ms: 100, steps: 1_000_000 },
     });
   });
 
@@ -34,6 +35,20 @@ describe('parseOperatorArgs', () => {
     expect(
       parseOperatorArgs(['--cert-extra-sans', '10.0.0.5,*.hooks.local'], env, noSaNamespace),
     ).toMatchObject({ extraHosts: ['10.0.0.5', '*.hooks.local'] });
+  });
+
+  it('takes the request budget from flags or the environment, and refuses non-numbers', () => {
+    const env = { MODRULE_REQUEST_BUDGET_MS: '250', MODRULE_REQUEST_BUDGET_STEPS: '5000' };
+    expect(parseOperatorArgs([], env, noSaNamespace)).toMatchObject({ budget: { ms: 250, steps: 5000 } });
+    expect(parseOperatorArgs(['--request-budget-ms', '40'], env, noSaNamespace)).toMatchObject({
+      budget: { ms: 40, steps: 5000 },
+    });
+    expect(() => parseOperatorArgs([], { MODRULE_REQUEST_BUDGET_MS: '0' }, noSaNamespace)).toThrow(
+      /MODRULE_REQUEST_BUDGET_MS must be a positive integer, got "0"/,
+    );
+    expect(() => parseOperatorArgs(['--request-budget-steps', '1e6'], {}, noSaNamespace)).toThrow(
+      /--request-budget-steps must be a positive integer/,
+    );
   });
 
   it('reads the environment, and flags win over it', () => {
@@ -55,6 +70,7 @@ describe('parseOperatorArgs', () => {
       certDir: '/certs',
       extraHosts: [],
       logLevel: 'debug',
+      budget: { ms: 100, steps: 1_000_000 },
     });
     expect(
       parseOperatorArgs(

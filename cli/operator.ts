@@ -5,6 +5,7 @@ import { createLogger, Logger, LogLevel } from '../log/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { createKubeClient, KubeClient, loadKubeConfig } from '../operator/kube';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
+import { budgetHelp, parseBudget } from './budget';
 import { CommandIO, UsageError } from './io';
 
 const HELP = `usage: modrule operator [options]
@@ -23,7 +24,7 @@ options (environment variable in brackets):
   --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
                            (default /tmp/k8s-webhook-server/serving-certs)
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
-
+${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace.
 `;
@@ -96,6 +97,8 @@ export function parseOperatorArgs(
         'cert-dir': { type: 'string' },
         'cert-extra-sans': { type: 'string' },
         'log-level': { type: 'string' },
+        'request-budget-ms': { type: 'string' },
+        'request-budget-steps': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -130,6 +133,12 @@ export function parseOperatorArgs(
   const extraHosts = sanList(extraSans, extraSansWhere);
   if (extraHosts.length > 0 && certMode !== 'self')
     throw new UsageError(`${extraSansWhere} only applies to --cert-mode self`);
+  const [budgetMs, budgetMsWhere] = pick('request-budget-ms', 'MODRULE_REQUEST_BUDGET_MS', '');
+  const [budgetSteps, budgetStepsWhere] = pick('request-budget-steps', 'MODRULE_REQUEST_BUDGET_STEPS', '');
+  const budget = parseBudget(
+    { value: budgetMs || undefined, where: budgetMsWhere },
+    { value: budgetSteps || undefined, where: budgetStepsWhere },
+  );
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
   return {
@@ -141,6 +150,7 @@ export function parseOperatorArgs(
     certDir,
     extraHosts,
     logLevel: logLevel as LogLevel,
+    budget,
   };
 }
 

@@ -38,6 +38,10 @@ describe('parseServeArgs', () => {
       cert: undefined,
       key: undefined,
       certDir: undefined,
+      budget: { ms: 100, steps: 1_000_000 },
+    });
+    expect(parseServeArgs(['--local', '--request-budget-ms', '200'])).toMatchObject({
+      budget: { ms: 200, steps: 1_000_000 },
     });
     expect(packageRoot(join(packageRoot(), 'dist', 'cli'))).toBe(packageRoot());
   });
@@ -46,6 +50,7 @@ describe('parseServeArgs', () => {
     [[], /only --local is supported/],
     [['--local', '--port', 'abc'], /--port must be a port number/],
     [['--local', '--port', '70000'], /--port must be a port number/],
+    [['--local', '--request-budget-ms', 'fast'], /--request-budget-ms must be a positive integer/],
     [['--local', '--cert', 'x.crt'], /--cert and --key go together/],
     [['--local', '--log-level', 'loud'], /--log-level must be one of/],
     [['--local', '--cluster-namespace', 'Not_Valid'], /not a valid namespace name/],

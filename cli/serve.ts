@@ -10,6 +10,8 @@ import { generateCertificates } from '../webhook/certs';
 import { LoadReport, LocalRuleSource } from '../webhook/local/source';
 import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { FileTlsSource, MemoryTlsSource, TlsSource } from '../webhook/tls';
+import { BudgetLimits } from '../limits/budget';
+import { budgetHelp, parseBudget } from './budget';
 import { CommandIO, UsageError } from './io';
 
 const HELP = `usage: modrule serve --local [PATH...] [options]
@@ -28,7 +30,7 @@ options:
                              default: a generated CA and certificate for localhost, 127.0.0.1, ::1
   --cert-dir DIR             where generated ca.crt, tls.crt, tls.key go (default a new temp folder)
   --log-level LEVEL          error|warn|info|debug (default info)
-`;
+${budgetHelp(false)}`;
 
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
 
@@ -43,6 +45,8 @@ export interface ServeOptions {
   cert?: string;
   key?: string;
   certDir?: string;
+  /** Work and time one dragnet request may use. */
+  budget: BudgetLimits;
 }
 
 function port(value: string | undefined, flag: string, fallback: number): number {
@@ -82,6 +86,8 @@ export function parseServeArgs(args: string[]): ServeOptions | 'help' {
         cert: { type: 'string' },
         key: { type: 'string' },
         'cert-dir': { type: 'string' },
+        'request-budget-ms': { type: 'string' },
+        'request-budget-steps': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -111,6 +117,10 @@ export function parseServeArgs(args: string[]): ServeOptions | 'help' {
     cert: v.cert,
     key: v.key,
     certDir: v['cert-dir'],
+    budget: parseBudget(
+      { value: v['request-budget-ms'], where: '--request-budget-ms' },
+      { value: v['request-budget-steps'], where: '--request-budget-steps' },
+    ),
   };
 }
 
@@ -220,6 +230,7 @@ export async function startLocalServer(
       healthPort: options.healthPort,
       logger,
       isReady: () => ready,
+      budget: options.budget,
     });
   } catch (err) {
     tls.close();

@@ -1,4 +1,6 @@
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { BudgetExhaustedError, REJECT_RESERVE, RequestBudget, UNTIMED_BUDGET } from '../limits/budget';
+import { deeperThan, MAX_OBJECT_DEPTH } from '../limits/depth';
 import { CompiledRule } from '../modrule/compile';
 import {
   AdmissionOperation,
@@ -56,8 +58,15 @@ export interface AdmissionOutcome {
 
 const SYNTHETIC_REFS = 'syntheticRefs';
 
-/** Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. */
-export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionOutcome {
+/**
+ * Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. Once `budget` (default
+ * UNTIMED_BUDGET; the webhook passes its own) runs out, the rules left fail (Patch) or reject (Reject).
+ */
+export function admit(
+  input: AdmissionInput,
+  snapshot: RuleSnapshot,
+  budget: RequestBudget = new RequestBudget(UNTIMED_BUDGET),
+): AdmissionOutcome {
   const outcome: AdmissionOutcome = {
     allowed: true,
     rejections: [],
@@ -80,6 +89,17 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
   }
   const rules = snapshot.rulesFor(namespace).filter((r) => r.operations.has(operation));
   if (rules.length === 0) return outcome;
+  if (deeperThan(subject)) {
+    // Refused up front with a clear reason, rather than a stack overflow somewhere in a rule.
+    const message = `object nests deeper than ${MAX_OBJECT_DEPTH} levels; ModRules are not evaluated against it`;
+    for (const rule of rules)
+      if (rule.type === 'Patch') outcome.failures.push({ rule: refOf(rule), message });
+    // Reject rules fail closed: nesting an object deeply must not be a way around them.
+    const rejects = rules.filter((r) => r.type === 'Reject');
+    rejectUnevaluated(rejects, `: object nests deeper than ${MAX_OBJECT_DEPTH} levels`, outcome);
+    outcome.allowed = rejects.length === 0;
+    return outcome;
+  }
 
   const namespaceText = namespace ?? '';
   const working = prepare(subject, namespace, snapshot);
@@ -88,12 +108,15 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
   // Patch rules run on DELETE too, as in KubeMod (CalculatePatch runs for every operation): Reject rules then see
   // the patched old object. The API server has no object to patch on DELETE, so no patch is returned there.
   const lastApplied = new LastApplied(subject);
+  // Patch rules (a tenant's own among them) cannot spend what the Reject rules (the cluster's among them) need.
+  if (rules.some((r) => r.type === 'Reject')) budget.reserve(REJECT_RESERVE);
   const patched = runPatchRules(
     rules.filter((r) => r.type === 'Patch'),
     current,
     namespaceText,
     lastApplied,
     outcome,
+    budget,
   );
   if (patched !== current) {
     current = patched;
@@ -105,7 +128,8 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     }
   }
 
-  runRejectRules(rules, current, namespaceText, outcome);
+  budget.release();
+  runRejectRules(rules, current, namespaceText, outcome, budget);
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
     outcome.patch = [];
@@ -125,31 +149,51 @@ function runPatchRules(
   namespace: string,
   lastApplied: LastApplied,
   outcome: AdmissionOutcome,
+  request: RequestBudget,
 ): JsonObject {
-  const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
+  const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST, request };
   let current = object;
   for (let i = 0; i < patchRules.length;) {
     const tier = patchRules[i].tier;
     const tierInput = current;
     for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
       const rule = patchRules[i];
-      if (!ruleMatches(rule, tierInput)) continue;
+      try {
+        if (!ruleMatches(rule, tierInput, request)) continue;
+        request.check();
+      } catch (err) {
+        skipRest(patchRules.slice(i), err, outcome);
+        return current;
+      }
       outcome.matched.push(refOf(rule));
       try {
         const ops = resolveOperations(rule, current, namespace, budget);
         // A copy per rule: a rule that fails half-way leaves nothing behind.
-        const next = applyOperations(cloneJson(current), ops);
+        const next = applyOperations(cloneJson(current), ops, request);
         if (!isJsonObject(next))
           throw new RuleRuntimeError('the patch replaced the object with a non-object');
         current = next;
         lastApplied.apply(ops);
         outcome.patched.push(refOf(rule));
       } catch (err) {
+        if (err instanceof BudgetExhaustedError) {
+          skipRest(patchRules.slice(i), err, outcome);
+          return current;
+        }
         outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
       }
     }
   }
   return current;
+}
+
+/**
+ * The request's budget ran out during rules[0]: it and every rule after it fail as rules fail at run time (reported,
+ * their changes dropped), so the request is answered at once. (Reject rules fail closed: see rejectUnevaluated.)
+ */
+function skipRest(rules: readonly CompiledRule[], err: unknown, outcome: AdmissionOutcome): void {
+  if (!(err instanceof BudgetExhaustedError)) throw err;
+  for (const rule of rules) outcome.failures.push({ rule: refOf(rule), message: err.message });
 }
 
 /** Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject). */
@@ -158,20 +202,47 @@ function runRejectRules(
   object: JsonObject,
   namespace: string,
   outcome: AdmissionOutcome,
+  budget: RequestBudget,
 ): void {
-  for (const rule of rules) {
-    if (rule.type !== 'Reject' || !ruleMatches(rule, object)) continue;
+  const rest = (i: number) => rules.slice(i).filter((r) => r.type === 'Reject');
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i];
+    try {
+      if (rule.type !== 'Reject' || !ruleMatches(rule, object, budget)) continue;
+      budget.check();
+    } catch (err) {
+      if (!(err instanceof BudgetExhaustedError)) throw err;
+      rejectUnevaluated(rest(i), ` within the request budget (${err.message})`, outcome);
+      return;
+    }
     outcome.matched.push(refOf(rule));
     // No rejectMessage (or a broken one): '' and KubeMod's denial names just the rule.
     let message = '';
     if (rule.rejectMessage) {
       try {
-        message = rule.rejectMessage.render({ Target: object, Namespace: namespace });
+        message = rule.rejectMessage.render({ Target: object, Namespace: namespace }, budget);
       } catch (err) {
+        if (err instanceof BudgetExhaustedError) {
+          rejectUnevaluated(rest(i), ` within the request budget (${err.message})`, outcome);
+          return;
+        }
         // A broken message must not turn a rejection into an admission.
         outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
       }
     }
+    outcome.rejections.push({ rule: refOf(rule), message });
+  }
+}
+
+/**
+ * Reject rules that could not be evaluated reject (fail closed), as a rule whose rejectMessage fails still rejects:
+ * otherwise exhausting the budget, or nesting the object deeply, would be a way around every policy. Each is also
+ * reported as a failure (warned, counted).
+ */
+function rejectUnevaluated(rules: readonly CompiledRule[], why: string, outcome: AdmissionOutcome): void {
+  const message = `could not be evaluated${why}`;
+  for (const rule of rules) {
+    outcome.failures.push({ rule: refOf(rule), message });
     outcome.rejections.push({ rule: refOf(rule), message });
   }
 }

@@ -1,19 +1,25 @@
 import { JsonValue } from '../json/value';
+import { BudgetExhaustedError, RequestBudget } from '../limits/budget';
 import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
 import { formatGoValue as goString } from '../jsonpath';
 
-/** True when every criteria item of the rule matches the object (KubeMod: all items must match). */
-export function ruleMatches(rule: CompiledRule, root: JsonValue): boolean {
-  for (const item of rule.match) if (!itemMatches(item, root)) return false;
+/**
+ * True when every criteria item of the rule matches the object (KubeMod: all items must match). Selects charge the
+ * request budget when one is given (BudgetExhaustedError when it runs out).
+ */
+export function ruleMatches(rule: CompiledRule, root: JsonValue, budget?: RequestBudget): boolean {
+  for (const item of rule.match) if (!itemMatches(item, root, budget)) return false;
   return true;
 }
 
 /** Evaluates one criteria item as KubeMod's isMatch does. */
-export function itemMatches(item: CompiledMatchItem, root: JsonValue): boolean {
+export function itemMatches(item: CompiledMatchItem, root: JsonValue, budget?: RequestBudget): boolean {
   let results;
   try {
-    results = item.select.select(root);
-  } catch {
+    results = item.select.select(root, budget);
+  } catch (err) {
+    // The request's budget running out is not this select's failure.
+    if (err instanceof BudgetExhaustedError) throw err;
     // KubeMod treats a select that fails at run time as "no result": only a negated item matches.
     return item.negate;
   }

@@ -1,4 +1,5 @@
 import { JsonValue } from '../json/value';
+import { BudgetExhaustedError, RequestBudget } from '../limits/budget';
 import { CompiledPatchOperation, CompiledRule, PathToken } from '../modrule/compile';
 import { applyKubeModOperation } from '../patch/kubemod';
 import { formatPointer } from '../patch/pointer';
@@ -22,6 +23,13 @@ export const MAX_OPERATIONS_PER_REQUEST = 100_000;
 /** Mutable operation allowance shared by all rules of one request. */
 export interface Budget {
   remaining: number;
+  /** The request's work and time budget, charged by selects, templates, value parsing and operations. */
+  request?: RequestBudget;
+}
+
+// A budget error is the request's, not the rule's: it passes through the wrapping of rule errors.
+function rethrowBudget(err: unknown): void {
+  if (err instanceof BudgetExhaustedError) throw err;
 }
 
 /**
@@ -38,19 +46,31 @@ export function resolveOperations(
   rule.patch.forEach((op, i) => {
     const at = `spec.patch[${i}]`;
     if (!op.select) {
-      out.push(resolveOne(op, op.tokens as readonly string[], target, namespace, null, [], at));
+      out.push(
+        resolveOne(op, op.tokens as readonly string[], target, namespace, null, [], at, budget.request),
+      );
     } else {
       let results;
       try {
-        results = op.select.select(target);
+        results = op.select.select(target, budget.request);
       } catch (err) {
+        rethrowBudget(err);
         throw new RuleRuntimeError(`${at}.select: ${(err as Error).message}`);
       }
       if (out.length + results.length > MAX_OPERATIONS_PER_RULE) {
         throw new RuleRuntimeError(`${at}: more than ${MAX_OPERATIONS_PER_RULE} operations in one rule`);
       }
       const resolved = results.map((r) =>
-        resolveOne(op, fillPlaceholders(op, r.indices, at), target, namespace, r.value, r.indices, at),
+        resolveOne(
+          op,
+          fillPlaceholders(op, r.indices, at),
+          target,
+          namespace,
+          r.value,
+          r.indices,
+          at,
+          budget.request,
+        ),
       );
       // Removing array elements front to back would shift the indices of the later ones.
       if (op.op === 'remove') resolved.reverse();
@@ -75,21 +95,29 @@ function resolveOne(
   selectedItem: JsonValue,
   keyParts: ReadonlyArray<number | string>,
   at: string,
+  budget: RequestBudget | undefined,
 ): ResolvedOperation {
+  budget?.charge(1);
   const v = op.value;
   if (v.kind === 'none') return { op: op.op, tokens };
   if (v.kind === 'constant') return { op: op.op, tokens, value: v.value };
   let text: string;
   try {
-    text = v.template.render({
-      Target: target,
-      Namespace: namespace,
-      SelectedItem: selectedItem,
-      SelectKeyParts: keyParts.map(goKeyPart),
-    });
+    text = v.template.render(
+      {
+        Target: target,
+        Namespace: namespace,
+        SelectedItem: selectedItem,
+        SelectKeyParts: keyParts.map(goKeyPart),
+      },
+      budget,
+    );
   } catch (err) {
+    rethrowBudget(err);
     throw new RuleRuntimeError(`${at}.value: ${(err as Error).message}`);
   }
+  // YAML parsing is the slowest string work on the path (~30 µs for a short value): paid for before it starts.
+  budget?.charge(VALUE_PARSE_STEPS + Math.floor(text.length / VALUE_CHARS_PER_STEP));
   try {
     return { op: op.op, tokens, value: parseModRuleValue(text) };
   } catch (err) {
@@ -134,10 +162,22 @@ function fillPlaceholders(
   });
 }
 
-/** Applies resolved operations in order to `root` (mutated) and returns the new root; throws on the first failure. */
-export function applyOperations(root: JsonValue, ops: readonly ResolvedOperation[]): JsonValue {
+/** Characters of a rendered value parsed per budget step, on top of VALUE_PARSE_STEPS per value. */
+const VALUE_CHARS_PER_STEP = 16;
+const VALUE_PARSE_STEPS = 128;
+
+/**
+ * Applies resolved operations in order to `root` (mutated) and returns the new root; throws on the first failure.
+ * Each operation costs the request budget (if given) a step.
+ */
+export function applyOperations(
+  root: JsonValue,
+  ops: readonly ResolvedOperation[],
+  budget?: RequestBudget,
+): JsonValue {
   let doc = root;
   for (const o of ops) {
+    budget?.charge(1);
     try {
       // Values are shared with the compiled rule: copy so a later operation cannot mutate the constant.
       doc = applyKubeModOperation(

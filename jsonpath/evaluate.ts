@@ -1,4 +1,5 @@
 import { isJsonObject, jsonEqual, JsonValue } from '../json/value';
+import { BUDGET_CHECK_STEPS, RequestBudget } from '../limits/budget';
 import { compileRegex, RegexSyntaxError, SafeRegex } from '../regex/compile';
 import { BinaryNode, CallNode, isAmbiguous, JsonPathNode, PathNode, Segment } from './ast';
 import { JsonPathLimitError, JsonPathSyntaxError } from './errors';
@@ -38,6 +39,13 @@ type Sink = (value: JsonValue, path: PathLink | null, indices: IndexLink | null)
 interface Ctx {
   readonly root: JsonValue;
   visits: number;
+  /** Next visit count at which checkpoint() runs: MAX_VISITS, or sooner when a request budget is charged. */
+  checkAt: number;
+  /** The request's budget, charged every BUDGET_CHECK_STEPS visits; null when evaluated alone. */
+  readonly budget: RequestBudget | null;
+  charged: number;
+  /** Work beyond node visits (regex tests), charged to the request budget but not counted as visits. */
+  extra: number;
   sink: Sink;
 }
 type Expr = (ctx: Ctx, current: JsonValue) => Val;
@@ -48,9 +56,46 @@ const hasOwn = Object.prototype.hasOwnProperty;
 const CANONICAL_INDEX = /^(?:0|[1-9][0-9]*)$/;
 
 function visit(ctx: Ctx): void {
-  if (++ctx.visits > MAX_VISITS) {
+  if (++ctx.visits > ctx.checkAt) checkpoint(ctx);
+}
+
+// The per-select visit counter doubles as the request budget's meter: one comparison per visit either way.
+function checkpoint(ctx: Ctx): void {
+  if (ctx.visits > MAX_VISITS) {
     throw new JsonPathLimitError(`select visited more than ${MAX_VISITS} nodes; simplify the select`);
   }
+  settle(ctx);
+  ctx.checkAt = Math.min(MAX_VISITS, ctx.visits + BUDGET_CHECK_STEPS);
+}
+
+function newCtx(root: JsonValue, budget: RequestBudget | undefined, sink: Sink): Ctx {
+  const b = budget ?? null;
+  return {
+    root,
+    visits: 0,
+    checkAt: b ? BUDGET_CHECK_STEPS : MAX_VISITS,
+    budget: b,
+    charged: 0,
+    extra: 0,
+    sink,
+  };
+}
+
+// Charges the visits not yet charged (one per evaluation at least, so a request of many tiny selects pays too).
+function settle(ctx: Ctx): void {
+  if (!ctx.budget) return;
+  const total = ctx.visits + ctx.extra;
+  const n = Math.max(total - ctx.charged, 1);
+  ctx.charged = total;
+  ctx.budget.charge(n);
+}
+
+// A regex test costs as much as a dozen visits and more for long inputs: charged in proportion, and brought forward
+// to the next visit's checkpoint, so the deadline is read at most every BUDGET_CHECK_STEPS steps of work.
+function spend(ctx: Ctx, n: number): void {
+  if (!ctx.budget) return;
+  ctx.extra += n;
+  ctx.checkAt -= n;
 }
 
 /** Escapes one RFC6901 reference token. */
@@ -105,19 +150,23 @@ function arrayIndex(v: JsonValue[], index: number): number {
   return i >= 0 && i < v.length ? i : -1;
 }
 
+/** A compiled select; the request budget, when given, is charged for the nodes it visits. */
+export type SelectFn = (root: JsonValue, budget?: RequestBudget) => SelectResult[];
+
 /** Compiles a parsed select into a function yielding its results. */
-export function compileSelect(ast: JsonPathNode): (root: JsonValue) => SelectResult[] {
+export function compileSelect(ast: JsonPathNode): SelectFn {
   if (ast.kind === 'path') return compileTopPath(ast);
   const expr = compileExpr(ast);
-  return (root) => {
-    const ctx: Ctx = { root, visits: 0, sink: noopSink };
+  return (root, budget) => {
+    const ctx = newCtx(root, budget, noopSink);
     const v = expr(ctx, root);
+    settle(ctx);
     if (v === UNDEF || v === ERR) return [];
     return [{ value: v, path: null, indices: [] }];
   };
 }
 
-function compileTopPath(node: PathNode): (root: JsonValue) => SelectResult[] {
+function compileTopPath(node: PathNode): SelectFn {
   // Fast path: only static names and non-negative indices, so the pointer is known at compile time.
   const staticKeys: (string | number)[] = [];
   for (const s of node.segments) {
@@ -130,25 +179,23 @@ function compileTopPath(node: PathNode): (root: JsonValue) => SelectResult[] {
       .map((k) => '/' + (typeof k === 'number' ? String(k) : escapeToken(k)))
       .join('');
     const get = compileStaticGetter(staticKeys);
-    return (root) => {
+    return (root, budget) => {
+      budget?.charge(1);
       const v = get(root);
       return v === UNDEF ? [] : [{ value: v, path: pointer, indices: [] }];
     };
   }
   const walk = compileSegments(node.segments, 0);
-  return (root) => {
+  return (root, budget) => {
     const results: SelectResult[] = [];
-    const ctx: Ctx = {
-      root,
-      visits: 0,
-      sink: (value, path, indices) => {
-        if (results.length >= MAX_RESULTS) {
-          throw new JsonPathLimitError(`select yielded more than ${MAX_RESULTS} results; narrow the select`);
-        }
-        results.push({ value, path: pointerOf(path), indices: indicesOf(indices) });
-      },
-    };
+    const ctx = newCtx(root, budget, (value, path, indices) => {
+      if (results.length >= MAX_RESULTS) {
+        throw new JsonPathLimitError(`select yielded more than ${MAX_RESULTS} results; narrow the select`);
+      }
+      results.push({ value, path: pointerOf(path), indices: indicesOf(indices) });
+    });
     walk(ctx, root, null, null);
+    settle(ctx);
     return results;
   };
 }
@@ -498,6 +545,9 @@ function compileRegexOperand(node: JsonPathNode): Pick<SafeRegex, 'test'> | null
   }
 }
 
+/** Request budget steps of one regex test (plus one per 16 characters tested): about 2 µs of RE2 through node. */
+const REGEX_TEST_STEPS = 16;
+
 // Regexes built at run time from paths: small per-select cache so a filter over many elements compiles once.
 function dynamicRegex(cache: Map<string, SafeRegex | null>, pattern: string): SafeRegex | null {
   let re = cache.get(pattern);
@@ -531,7 +581,9 @@ function compileBinary(node: BinaryNode): Expr {
         if (!re) return ERR;
       }
       if (a === UNDEF) return false;
-      return re.test(toText(a)) !== negate;
+      const text = toText(a);
+      spend(ctx, REGEX_TEST_STEPS + (text.length >> 4));
+      return re.test(text) !== negate;
     };
   }
   const right = compileExpr(node.right);

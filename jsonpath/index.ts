@@ -1,4 +1,5 @@
 import { JsonValue } from '../json/value';
+import { RequestBudget } from '../limits/budget';
 import { JsonPathNode } from './ast';
 import { compileSelect, SelectResult } from './evaluate';
 import { parseJsonPath } from './parser';
@@ -14,8 +15,11 @@ export { formatGoValue, formatGoFloat } from './goformat';
 export interface CompiledJsonPath {
   readonly source: string;
   readonly ast: JsonPathNode;
-  /** Evaluates against an object; undefined results are dropped. May throw JsonPathLimitError on pathological input. */
-  select(root: JsonValue): SelectResult[];
+  /**
+   * Evaluates against an object; undefined results are dropped. May throw JsonPathLimitError on pathological input,
+   * and BudgetExhaustedError when the request's budget (if given) runs out.
+   */
+  select(root: JsonValue, budget?: RequestBudget): SelectResult[];
 }
 
 /** Parses and compiles a KubeMod select; throws JsonPathSyntaxError (with column) on bad input. */

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Logger } from '../log/logger';
 import { RuleStore } from '../store/rules';
+import { BudgetLimits } from '../limits/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { Backoff, sleep } from './backoff';
@@ -28,6 +29,8 @@ export interface OperatorConfig {
   certMode: CertMode;
   /** external mode: folder with tls.crt and tls.key (cert-manager's mounted Secret). */
   certDir: string;
+  /** Work and time one dragnet request may use; default DEFAULT_BUDGET. */
+  budget?: BudgetLimits;
   /** self mode: extra SANs for the serving certificate (a webhook reached by URL, e.g. in e2e runs). */
   extraHosts?: string[];
   /** Write Ready conditions and events to ModRules; default true. */
@@ -143,6 +146,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       logger,
       registry,
       processMetrics: true,
+      budget: config.budget,
       isReady: () => !draining && rules.isReady(),
       rulesLoaded: rules.synced,
       onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),

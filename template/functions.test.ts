@@ -89,6 +89,9 @@ describe('regex functions', () => {
     ['{{ regexSplit "," "a,b,c" 2 }}', '[a b,c]'],
     ['{{ regexQuoteMeta "1.2*" }}', '1\\.2\\*'],
     ['{{ regexReplaceAll "(?i)NGINX" "nginx:1.25" "web" }}', 'web:1.25'],
+    // Exactly what Go allows: 2,000 matches each expanded to 500 characters (1,000,000 <= 1 MiB).
+    ['{{ regexReplaceAll "a" (repeat 2000 "a") (repeat 500 "${0}") | len }}', '1000000'],
+    ['{{ regexReplaceAll "a(b)" (repeat 1000 "ab") "${1}c" | len }}', '2000'],
   ])('%s', (src, expected) => {
     expect(render(src)).toBe(expected);
   });

@@ -1,3 +1,4 @@
+import { RequestBudget } from '../limits/budget';
 import { TemplateRuntimeError, TemplateSyntaxError } from './errors';
 import { FUNCTIONS, TEMPLATE_FUNCTIONS } from './functions';
 import { parse } from './parser';
@@ -7,8 +8,11 @@ import { GoValue, newMap } from './values';
 /** A parsed template, ready to render many times. */
 export interface CompiledTemplate {
   readonly source: string;
-  /** Renders with the given data (e.g. { Target, Namespace, SelectedItem, SelectKeyParts }); throws TemplateRuntimeError. */
-  render(data: Record<string, unknown>): string;
+  /**
+   * Renders with the given data (e.g. { Target, Namespace, SelectedItem, SelectKeyParts }); throws
+   * TemplateRuntimeError, or BudgetExhaustedError when the request's budget (if given) runs out.
+   */
+  render(data: Record<string, unknown>, budget?: RequestBudget): string;
 }
 
 const MUTATING = new Set(['set', 'unset', 'merge', 'mergeOverwrite']);
@@ -43,7 +47,7 @@ export function compileTemplate(
   const mutates = [...tree.functions].some((f) => MUTATING.has(f));
   return {
     source,
-    render: (data) => execute(tree, (mutates ? copyData(data) : data) as GoValue, limits),
+    render: (data, budget) => execute(tree, (mutates ? copyData(data) : data) as GoValue, limits, budget),
   };
 }
 

@@ -1,3 +1,4 @@
+import { BUDGET_CHECK_STEPS, BudgetExhaustedError, RequestBudget } from '../limits/budget';
 import { compileRegex, RegexSyntaxError, SafeRegex } from '../regex/compile';
 import { ArgNode, BranchNode, CommandNode, Node, PipeNode, Pos, TemplateTree } from './ast';
 import { FunctionError, TemplateRuntimeError } from './errors';
@@ -33,12 +34,20 @@ const NILABLE: ReadonlySet<ParamKind> = new Set(['any', 'list', 'dict']);
 const expectedName = (kind: ParamKind): string =>
   kind === 'int' ? 'integer' : kind === 'float' ? 'float' : KIND_GO_TYPE[kind];
 
-/** Executes a parsed template against data, as Go's text/template Execute does. */
-export function execute(tree: TemplateTree, data: GoValue, limits: RenderLimits = DEFAULT_LIMITS): string {
+/**
+ * Executes a parsed template against data, as Go's text/template Execute does. The request budget, when given, is
+ * charged for the steps taken (BudgetExhaustedError when it runs out).
+ */
+export function execute(
+  tree: TemplateTree,
+  data: GoValue,
+  limits: RenderLimits = DEFAULT_LIMITS,
+  budget?: RequestBudget,
+): string {
   try {
-    return new State(tree, data, limits).run();
+    return new State(tree, data, limits, budget ?? null).run();
   } catch (e) {
-    if (e instanceof TemplateRuntimeError) throw e;
+    if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.
     throw new TemplateRuntimeError(`template: ${tree.name}: ${(e as Error)?.message ?? String(e)}`);
   }
@@ -48,6 +57,9 @@ class State implements FuncContext {
   private readonly out: string[] = [];
   private outLen = 0;
   private steps = 0;
+  // The step counter doubles as the request budget's meter: charge() compares once, checkpoint() does the rest.
+  private checkAt: number;
+  private charged = 0;
   private depth = 0;
   private vars: Array<{ name: string; value: GoValue }>;
   private cmd: CommandNode | null = null;
@@ -57,18 +69,34 @@ class State implements FuncContext {
     private readonly tree: TemplateTree,
     data: GoValue,
     private readonly limits: RenderLimits,
+    private readonly budget: RequestBudget | null,
   ) {
     this.vars = [{ name: '$', value: data }];
     this.maxString = limits.maxOutput;
+    this.checkAt = budget ? Math.min(limits.maxSteps, BUDGET_CHECK_STEPS) : limits.maxSteps;
   }
 
   run(): string {
     this.walk(this.vars[0].value, this.tree.root);
+    this.settle();
     return this.out.length === 1 ? this.out[0] : this.out.join('');
   }
 
   charge(n: number): void {
     this.steps += n;
+    if (this.steps > this.checkAt) this.checkpoint();
+  }
+
+  private settle(): void {
+    if (!this.budget) return;
+    const n = Math.max(this.steps - this.charged, 1);
+    this.charged = this.steps;
+    this.budget.charge(n);
+  }
+
+  private checkpoint(): void {
+    this.settle();
+    this.checkAt = Math.min(this.limits.maxSteps, this.steps + BUDGET_CHECK_STEPS);
     if (this.steps > this.limits.maxSteps) {
       const at = this.cmd ? ` at <${this.cmd.text}>` : '';
       throw new TemplateRuntimeError(
@@ -266,7 +294,7 @@ class State implements FuncContext {
       return this.evalCommandInner(dot, cmd, final);
     } catch (e) {
       if (e instanceof ExecFail) this.fail(cmd.pos, cmd.text, e.message);
-      if (e instanceof TemplateRuntimeError) throw e;
+      if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
       // Functions that throw (Go: panic) become errors of this action, never a crash.
       this.fail(cmd.pos, cmd.text, String((e as Error)?.message ?? e));
     } finally {
@@ -379,7 +407,7 @@ class State implements FuncContext {
     try {
       result = fn.fn(this, ...argv);
     } catch (e) {
-      if (e instanceof TemplateRuntimeError) throw e;
+      if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
       throw new ExecFail(`error calling ${name}: ${(e as Error)?.message ?? String(e)}`);
     }
     if (typeof result === 'string' && result.length > this.maxString) {

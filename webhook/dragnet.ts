@@ -1,6 +1,7 @@
 import { AdmissionRequest, AdmissionResponse } from '../admission/types';
 import { admit, AdmissionOutcome, RuleRef } from '../engine/admit';
 import { JsonObject } from '../json/value';
+import { RequestBudget } from '../limits/budget';
 import { RuleSnapshot } from '../store/rules';
 import { BadRequestError, denyResponse, patchResponse } from './review';
 
@@ -63,8 +64,13 @@ function failureWarnings(failures: AdmissionOutcome['failures']): string[] {
 /**
  * Answers one /dragnet-webhook request against one snapshot: pure apart from reading the snapshot.
  * Engine failures answer allowed (KubeMod fails open: a broken rule must not block every deployment).
+ * `budget` bounds the evaluation of all rules together (default: admit's, UNTIMED_BUDGET).
  */
-export function handleDragnet(request: AdmissionRequest, snapshot: RuleSnapshot): DragnetDecision {
+export function handleDragnet(
+  request: AdmissionRequest,
+  snapshot: RuleSnapshot,
+  budget?: RequestBudget,
+): DragnetDecision {
   const uid = request.uid;
   if (request.subResource) {
     // Status, scale and other subresource writes are not the manifests ModRules are written against.
@@ -86,7 +92,7 @@ export function handleDragnet(request: AdmissionRequest, snapshot: RuleSnapshot)
 
   let outcome: AdmissionOutcome;
   try {
-    outcome = admit({ operation, object, oldObject, namespace }, snapshot);
+    outcome = admit({ operation, object, oldObject, namespace }, snapshot, budget);
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));
     return {

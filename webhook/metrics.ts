@@ -10,11 +10,15 @@ export class WebhookMetrics {
   readonly ruleRejections: Counter<'namespace' | 'name'>;
   readonly ruleErrors: Counter<'namespace' | 'name'>;
   readonly storeRules: Gauge;
+  readonly budgetExhausted: Counter<'namespace'>;
+  readonly demotions: Counter<'namespace' | 'reason'>;
+  readonly demoted: Gauge;
   private readonly unsubscribe: () => void;
 
   constructor(
     readonly registry: Registry,
     store: RuleStore,
+    demotedNamespaces: () => number = () => 0,
   ) {
     this.requests = new Counter({
       name: 'modrule_webhook_requests_total',
@@ -52,6 +56,28 @@ export class WebhookMetrics {
       help: 'Objects held by the rule store: ModRules in force, and Namespaces and Nodes cached for syntheticRefs.',
       labelNames: ['kind'],
       registers: [registry],
+    });
+    // Labelled by the request's namespace: bounded by the cluster's namespaces, and a series only appears for a
+    // namespace that ran out, which is what the operator needs to find.
+    this.budgetExhausted = new Counter({
+      name: 'modrule_request_budget_exhausted_total',
+      help: 'Dragnet requests whose evaluation budget (steps or time) ran out, by the namespace of the request ("" = cluster-scoped).',
+      labelNames: ['namespace'],
+      registers: [registry],
+    });
+    this.demotions = new Counter({
+      name: 'modrule_namespace_demotions_total',
+      help: 'Namespaces demoted (small budget, queued) or kept demoted, by namespace and reason.',
+      labelNames: ['namespace', 'reason'],
+      registers: [registry],
+    });
+    this.demoted = new Gauge({
+      name: 'modrule_demoted_namespaces',
+      help: 'Namespaces demoted right now.',
+      registers: [registry],
+      collect() {
+        this.set(demotedNamespaces());
+      },
     });
     const update = () => {
       const snapshot = store.snapshot();

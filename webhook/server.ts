@@ -6,7 +6,10 @@ import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from '../adm
 import { JsonObject } from '../json/value';
 import { Logger } from '../log/logger';
 import { RuleStore } from '../store/rules';
-import { AdmissionResult, handleDragnet, ruleName } from './dragnet';
+import { BudgetLimits, DEFAULT_BUDGET } from '../limits/budget';
+import { RuleRef } from '../engine/admit';
+import { AdmissionResult, DragnetDecision, handleDragnet, ruleName, storeNamespace } from './dragnet';
+import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
@@ -63,7 +66,31 @@ export interface WebhookServerOptions {
   maxBodyBytes?: number;
   /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
   closeTimeoutMs?: number;
+  /** Work and time one dragnet request may use, all rules together; default DEFAULT_BUDGET. */
+  budget?: BudgetLimits;
+  /** Demotion of namespaces that keep exhausting budgets (tests shorten it); the budget comes from `budget`. */
+  fairness?: Omit<FairnessOptions, 'budget'>;
+  /**
+   * Called once when a namespace is demoted (not on renewals), with the namespace's own ModRules that matched or
+   * failed in the request that demoted it: the server has no Kubernetes client, the operator can put a Warning
+   * Event on them. Errors are logged.
+   */
+  onDemotion?: (demotion: NamespaceDemotion) => unknown;
+  /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
+  headersTimeoutMs?: number;
+  /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
+  requestTimeoutMs?: number;
 }
+
+/** What onDemotion receives. */
+export interface NamespaceDemotion {
+  namespace: string;
+  reason: DemotionReason;
+  rules: RuleRef[];
+}
+
+/** Slow-client limits of the HTTPS server, as documented: headers within 30 s, the whole request within 60 s. */
+export const HTTP_TIMEOUTS = { headersMs: 30_000, requestMs: 60_000, keepAliveMs: 65_000 } as const;
 
 export interface RunningWebhook {
   /** https://HOST:PORT of the webhook server. */
@@ -73,6 +100,8 @@ export interface RunningWebhook {
   readonly port: number;
   readonly healthPort: number;
   readonly registry: Registry;
+  /** The HTTPS server's slow-client limits in force (ms): headers, whole request, and how often Node checks them. */
+  readonly httpTimeouts: { headersMs: number; requestMs: number; checkingIntervalMs: number };
   /** Stops accepting connections, lets in-flight requests finish, then resolves. */
   close(): Promise<void>;
 }
@@ -126,13 +155,19 @@ function closeServer(server: HttpServer | HttpsServer, timeoutMs: number): Promi
   });
 }
 
+// Timeouts fire at most this late: 1/30 of the headers timeout (1 s for the default 30 s), at least 10 ms.
+function checkingInterval(headersTimeoutMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(headersTimeoutMs / 30)));
+}
+
 /** Starts the HTTPS admission server and the plain-HTTP health server; used by the operator and `serve --local`. */
 export async function startWebhookServer(options: WebhookServerOptions): Promise<RunningWebhook> {
   const { store, logger } = options;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const registry = options.registry ?? new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
-  const metrics = new WebhookMetrics(registry, store);
+  const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
+  const metrics = new WebhookMetrics(registry, store, () => fairness.demotedCount());
   let closing = false;
   let loaded = !options.rulesLoaded;
   void options.rulesLoaded?.then(() => (loaded = true));
@@ -155,13 +190,56 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     });
   };
 
-  const answer = (endpoint: Endpoint, request: AdmissionRequest): EndpointDecision => {
-    switch (endpoint) {
-      case 'dragnet': {
-        const decision = handleDragnet(request, store.snapshot());
-        logDragnet(request, decision);
-        return decision;
+  const notifyDemotion = (namespace: string, reason: DemotionReason, decision: DragnetDecision): void => {
+    const callback = options.onDemotion;
+    if (!callback) return;
+    const outcome = decision.outcome;
+    const seen = new Set<string>();
+    const rules: RuleRef[] = [];
+    for (const ref of [...(outcome?.matched ?? []), ...(outcome?.failures ?? []).map((f) => f.rule)]) {
+      if (ref.namespace !== namespace || seen.has(ref.name)) continue;
+      seen.add(ref.name);
+      rules.push(ref);
+    }
+    Promise.resolve()
+      .then(() => callback({ namespace, reason, rules }))
+      .catch((err: Error) => logger.error('demotion handler failed', { namespace, error: err?.message }));
+  };
+
+  // The dragnet's evaluation runs under the namespace's budget; a demoted namespace's requests wait their turn.
+  const answerDragnet = async (request: AdmissionRequest): Promise<DragnetDecision> => {
+    const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
+    const run = await fairness.run(namespace, (budget) => handleDragnet(request, store.snapshot(), budget));
+    const decision = run.value;
+    logDragnet(request, decision);
+    if (run.budget.exhausted) {
+      metrics.budgetExhausted.inc({ namespace });
+      logger.warn('request budget exhausted; remaining ModRules skipped', {
+        object: objectRef(request),
+        operation: request.operation,
+        uid: request.uid,
+        reason: run.budget.exhausted,
+        demoted: run.demoted,
+      });
+    }
+    if (run.demotion) {
+      metrics.demotions.inc({ namespace, reason: run.demotion });
+      if (!run.demoted) {
+        // Logged once per demotion (renewals while demoted are counted, not logged).
+        logger.warn('namespace demoted: its requests now get a small budget and wait their turn', {
+          namespace,
+          reason: run.demotion,
+          ms: Math.round(run.ms * 1000) / 1000,
+          budget: fairness.demotedBudget,
+        });
+        notifyDemotion(namespace, run.demotion, decision);
       }
+    }
+    return decision;
+  };
+
+  const answer = (endpoint: Exclude<Endpoint, 'dragnet'>, request: AdmissionRequest): EndpointDecision => {
+    switch (endpoint) {
       case 'validate-modrule': {
         const decision = handleValidateModRule(request, store.snapshot().clusterNamespace);
         if (decision.result === 'rejected') {
@@ -185,7 +263,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     }
   };
 
-  const logDragnet = (request: AdmissionRequest, decision: ReturnType<typeof handleDragnet>): void => {
+  const logDragnet = (request: AdmissionRequest, decision: DragnetDecision): void => {
     const base = { object: objectRef(request), operation: request.operation, uid: request.uid };
     const outcome = decision.outcome;
     if (decision.error) {
@@ -275,7 +353,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     }
     let decision: EndpointDecision;
     try {
-      decision = answer(endpoint, request);
+      decision = endpoint === 'dragnet' ? await answerDragnet(request) : answer(endpoint, request);
     } catch (err) {
       if (err instanceof BadRequestError) return fail(err.status, err.message);
       // Fail open like KubeMod: our bug must not block the cluster's writes.
@@ -298,8 +376,17 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     finish(decision.result, () => sendJson(res, 200, reviewResponse(apiVersion, decision.response)));
   };
 
+  const headersTimeout = options.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs;
+  const requestTimeout = options.requestTimeoutMs ?? HTTP_TIMEOUTS.requestMs;
   const server = createHttpsServer(
-    { ...options.tls.current(), minVersion: TLS_MIN_VERSION },
+    {
+      ...options.tls.current(),
+      minVersion: TLS_MIN_VERSION,
+      headersTimeout,
+      requestTimeout,
+      // Node checks both timeouts only this often (default 30 s: a 30 s limit then fires at up to 60 s).
+      connectionsCheckingInterval: checkingInterval(headersTimeout),
+    },
     (req: IncomingMessage, res: ServerResponse) => {
       handle(req, res).catch((err: Error) => {
         logger.error('webhook request failed', { error: err.message, stack: err.stack });
@@ -308,10 +395,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       });
     },
   );
-  // Bound slow clients; the API server's own webhook timeout is at most 30 s.
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 60_000;
-  server.keepAliveTimeout = 65_000;
+  server.keepAliveTimeout = HTTP_TIMEOUTS.keepAliveMs;
   server.on('tlsClientError', (err: Error) => logger.debug('TLS handshake failed', { error: err.message }));
   const unsubscribeTls = options.tls.subscribe((material) => {
     try {
@@ -351,6 +435,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     port,
     healthPort,
     registry,
+    httpTimeouts: {
+      headersMs: server.headersTimeout,
+      requestMs: server.requestTimeout,
+      checkingIntervalMs: (server as unknown as { connectionsCheckingInterval: number })
+        .connectionsCheckingInterval,
+    },
     close: () => {
       if (!closed) {
         closing = true;

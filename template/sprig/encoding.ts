@@ -6,18 +6,32 @@ import { Budget, GoValue, isMap, newMap, sortedKeys } from '../values';
 
 const s = (v: GoValue): string => v as string;
 
+const HTML_OR_SEPARATOR = /[<>&\u2028\u2029]/;
+const SEPARATOR = /[\u2028\u2029]/;
+
 /** JSON string escaping as Go's encoding/json (HTML-safe unless raw). */
 function quoteJson(str: string, html: boolean): string {
   let out = JSON.stringify(str);
+  // Most strings need none of the extra escapes: one scan instead of three replacements.
+  if (!(html ? HTML_OR_SEPARATOR : SEPARATOR).test(out)) return out;
   if (html) out = out.replace(/[<>&]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`);
   return out.replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
 
-/** Go's json.Marshal / MarshalIndent of a template value; throws FunctionError for NaN/Inf. */
-export function goJson(v: GoValue, opts: { html: boolean; indent: string }, budget: Budget): string {
+/**
+ * Go's json.Marshal / MarshalIndent of a template value; throws FunctionError for NaN/Inf. `charge` (the render's
+ * step meter) pays as it goes: encoding a large object is slow, and paid for only at the end it overran budgets.
+ */
+export function goJson(
+  v: GoValue,
+  opts: { html: boolean; indent: string },
+  budget: Budget,
+  charge: (n: number) => void = () => {},
+): string {
   const parts: string[] = [];
   const write = (x: string): void => {
     budget.spend(x.length);
+    charge(2 + (x.length >> 4));
     parts.push(x);
   };
   const enc = (x: GoValue, depth: number): void => {
@@ -113,7 +127,7 @@ const hash = (alg: string) => def(['string'], (_c, v) => createHash(alg).update(
 const json = (html: boolean, indent: string) =>
   def(['any'], (ctx, v) => {
     try {
-      return goJson(v, { html, indent }, new Budget(ctx.maxString));
+      return goJson(v, { html, indent }, new Budget(ctx.maxString), (n) => ctx.charge(n));
     } catch (e) {
       // Sprig's toJson swallows marshalling errors and returns ""; our size limit is a real error.
       if (e instanceof FunctionError) return '';

@@ -1,3 +1,4 @@
+import { ResultTooLongError } from '../../regex/compile';
 import { FunctionError } from '../errors';
 import { def, FuncContext, FuncDef } from '../registry';
 import { GoValue } from '../values';
@@ -6,19 +7,21 @@ import { num } from './convert';
 const s = (v: GoValue): string => v as string;
 const SEP = '\u{F8FF0}';
 
-// Bounds the result before building it: every match may expand to the replacement plus referenced groups.
+// Each match costs an exec() through node-re2 (~1.5 µs): charged per match, so a render over a large input stops at
+// its step limit (or the request's budget) as it goes. (Matching is linear: see regex/compile.ts.)
+const MATCH_STEPS = 16;
+const matchCost = (ctx: FuncContext) => (): void => ctx.charge(MATCH_STEPS);
+
+// The result is bounded as it is built (each match's expansion measured before it is added).
 function replaceAll(ctx: FuncContext, pattern: string, input: string, repl: string): string {
-  const re = ctx.regex(pattern);
-  const refs = (repl.match(/\$/g) ?? []).length;
-  const perMatch = repl.length + refs * input.length;
-  if ((input.length + 1) * perMatch + input.length > ctx.maxString) {
-    const matches = re.findAll(input).length;
-    ctx.charge(matches);
-    if (matches * perMatch + input.length > ctx.maxString) {
+  try {
+    return ctx.regex(pattern).replaceAll(input, repl, matchCost(ctx), ctx.maxString);
+  } catch (e) {
+    if (e instanceof ResultTooLongError) {
       throw new FunctionError(`regexReplaceAll result longer than ${ctx.maxString} bytes`);
     }
+    throw e;
   }
-  return re.replaceAll(input, repl);
 }
 
 /** Sprig's regex functions, all on RE2 with Go syntax. */
@@ -38,7 +41,7 @@ export const REGEX_FUNCTIONS: Record<string, FuncDef> = {
     if (limit === 0) return [];
     const out = ctx
       .regex(s(re))
-      .findAll(s(v), limit < 0 ? -1 : limit)
+      .findAll(s(v), limit < 0 ? -1 : limit, matchCost(ctx))
       .map((m) => m[0]);
     ctx.charge(out.length);
     return out;
@@ -55,7 +58,7 @@ export const REGEX_FUNCTIONS: Record<string, FuncDef> = {
     if (limit === 0) return [];
     if (s(re) !== '' && str === '') return [''];
     // Mark each match with a private-use separator, then cut: parts alternate text, match, text, ...
-    const marked = ctx.regex(s(re)).replaceAll(str.split(SEP).join(''), `${SEP}\${0}${SEP}`);
+    const marked = ctx.regex(s(re)).replaceAll(str.split(SEP).join(''), `${SEP}\${0}${SEP}`, matchCost(ctx));
     const parts = marked.split(SEP);
     const out: string[] = [];
     let acc = parts[0];

@@ -1,0 +1,167 @@
+import { compileJsonPath, JsonPathLimitError, MAX_VISITS } from '../jsonpath';
+import { compileTemplate, TemplateRuntimeError } from '../template';
+import { BUDGET_CHECK_STEPS, BudgetExhaustedError, RequestBudget } from './budget';
+
+// A clock the test moves by hand.
+function manualClock(): { now: () => number; advance: (ms: number) => void; reads: () => number } {
+  let t = 1000;
+  let reads = 0;
+  return {
+    now: () => (reads++, t),
+    advance: (ms) => (t += ms),
+    reads: () => reads,
+  };
+}
+
+describe('RequestBudget', () => {
+  test('steps run out: the charge that goes past the limit throws, and every later charge and check too', () => {
+    const b = new RequestBudget({ steps: 10_000, ms: 1e9 });
+    b.charge(9_999);
+    expect(b.exhausted).toBeNull();
+    b.charge(1);
+    expect(() => b.charge(1)).toThrow(BudgetExhaustedError);
+    expect(b.exhausted).toMatch(/more than 10000 evaluation steps/);
+    expect(() => b.charge(0)).toThrow(/request budget exhausted/);
+    expect(() => b.check()).toThrow(BudgetExhaustedError);
+    expect(b.stepsLeft).toBe(0);
+  });
+
+  test('the deadline is checked by check(), and by charge() once per BUDGET_CHECK_STEPS steps', () => {
+    const clock = manualClock();
+    const b = new RequestBudget({ steps: 1e9, ms: 50 }, clock.now);
+    b.check();
+    clock.advance(51);
+    // Small charges do not read the clock...
+    const before = clock.reads();
+    for (let i = 0; i < BUDGET_CHECK_STEPS - 1; i++) b.charge(1);
+    expect(clock.reads()).toBe(before);
+    // ...the one that completes a batch does, and finds the deadline passed.
+    expect(() => b.charge(1)).toThrow(/longer than 50 ms/);
+  });
+
+  test('reserve() holds back a share of steps and time until release(); exhausted stays set', () => {
+    const b = new RequestBudget({ steps: 10_000, ms: 1e9 });
+    b.reserve(0.25);
+    b.charge(7_000);
+    // One large charge past the held part: it throws, and does not eat into what is held back.
+    expect(() => b.charge(100_000)).toThrow(/Patch rules used more than 7500 of 10000 evaluation steps/);
+    expect(() => b.charge(0)).toThrow(BudgetExhaustedError);
+    b.release();
+    expect(b.stepsLeft).toBe(2_500);
+    b.charge(2_500);
+    expect(() => b.charge(1)).toThrow(/more than 10000 evaluation steps/);
+    expect(b.exhausted).toMatch(/Patch rules used more than 7500/);
+
+    const clock = manualClock();
+    const t = new RequestBudget({ steps: 1e9, ms: 100 }, clock.now);
+    t.reserve(0.25);
+    clock.advance(76);
+    expect(() => t.check()).toThrow(/Patch rules took longer than 75 of 100 ms/);
+    t.release();
+    t.check();
+    clock.advance(24);
+    t.check();
+    clock.advance(2);
+    expect(() => t.check()).toThrow(/evaluation took longer than 100 ms/);
+
+    // The Patch phase overran by far (one long operation): the Reject phase still gets its 25 ms from release().
+    const late = manualClock();
+    const u = new RequestBudget({ steps: 1e9, ms: 100 }, late.now);
+    u.reserve(0.25);
+    late.advance(140);
+    expect(() => u.check()).toThrow(/Patch rules took longer than 75 of 100 ms/);
+    u.release();
+    late.advance(24);
+    u.check();
+    late.advance(2);
+    expect(() => u.check()).toThrow(/evaluation took longer than 100 ms/);
+  });
+
+  test('unlimited never runs out', () => {
+    const b = RequestBudget.unlimited();
+    for (let i = 0; i < 10; i++) b.charge(1e12);
+    expect(() => b.check()).not.toThrow();
+  });
+});
+
+describe('selects charge the request budget', () => {
+  const object = { items: Array.from({ length: 20_000 }, (_, i) => ({ n: i })) };
+
+  test('visits are charged, and a select without a budget charges nothing', () => {
+    const select = compileJsonPath('$.items[? @.n > 19990].n');
+    const b = new RequestBudget({ steps: 1e9, ms: 1e9 });
+    expect(select.select(object, b).map((r) => r.value)).toEqual([
+      19991, 19992, 19993, 19994, 19995, 19996, 19997, 19998, 19999,
+    ]);
+    const spent = 1e9 - b.stepsLeft;
+    expect(spent).toBeGreaterThanOrEqual(20_000);
+    expect(spent).toBeLessThan(20_000 + 2 * BUDGET_CHECK_STEPS);
+    expect(select.select(object).length).toBe(9);
+  });
+
+  test('a select stops as soon as the budget runs out, with the budget error (not its own limit)', () => {
+    const b = new RequestBudget({ steps: 5_000, ms: 1e9 });
+    expect(() => compileJsonPath('$..*').select(object, b)).toThrow(BudgetExhaustedError);
+    expect(b.stepsLeft).toBe(0);
+  });
+
+  test("the select's own limit still applies with a large budget", () => {
+    const b = new RequestBudget({ steps: 1e12, ms: 1e9 });
+    expect(MAX_VISITS).toBe(1_000_000);
+    const deep = { a: Array.from({ length: 1_100 }, () => Array.from({ length: 1_000 }, () => 0)) };
+    expect(() => compileJsonPath('$..*').select(deep, b)).toThrow(JsonPathLimitError);
+  });
+
+  test('static paths cost one step each', () => {
+    const b = new RequestBudget({ steps: 100, ms: 1e9 });
+    const kind = compileJsonPath('$.kind');
+    for (let i = 0; i < 100; i++) kind.select({ kind: 'Pod' }, b);
+    expect(() => kind.select({ kind: 'Pod' }, b)).toThrow(BudgetExhaustedError);
+  });
+});
+
+describe('templates charge the request budget', () => {
+  const t = compileTemplate('{{ range until 100000 }}{{ end }}done');
+
+  test('a render without a budget is bounded only by its own limits', () => {
+    expect(t.render({})).toBe('done');
+  });
+
+  test('a render stops once the budget runs out, with the budget error, not a template error', () => {
+    const b = new RequestBudget({ steps: 10_000, ms: 1e9 });
+    let err: unknown;
+    try {
+      t.render({}, b);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(BudgetExhaustedError);
+    expect(err).not.toBeInstanceOf(TemplateRuntimeError);
+  });
+
+  test('steps are charged for successful renders too, summed over renders', () => {
+    const b = new RequestBudget({ steps: 450_000, ms: 1e9 });
+    // ~2 steps per iteration: two renders fit, the third does not.
+    expect(t.render({}, b)).toBe('done');
+    expect(t.render({}, b)).toBe('done');
+    expect(() => t.render({}, b)).toThrow(BudgetExhaustedError);
+  });
+
+  test('the budget error passes through function calls', () => {
+    const b = new RequestBudget({ steps: 1_000, ms: 1e9 });
+    const re = compileTemplate('{{ regexReplaceAll "a" (repeat 2000 "ab") "c" | len }}');
+    expect(() => re.render({}, b)).toThrow(BudgetExhaustedError);
+    expect(re.render({})).toBe('4000');
+  });
+
+  test('a regex replacement is charged per match: large ones stop at the step limit, smaller ones finish', () => {
+    // 200,000 matches took 64 s when node-re2 called back per match; now linear, and 16 steps a match.
+    const big = compileTemplate('{{ regexReplaceAll "a" (repeat 200000 "ab") "c" | len }}');
+    expect(() => big.render({})).toThrow(/exceeded 1000000 steps at <regexReplaceAll/);
+    const b = new RequestBudget({ steps: 1e9, ms: 1e9 });
+    expect(compileTemplate('{{ regexReplaceAll "a" (repeat 20000 "ab") "c" | len }}').render({}, b)).toBe(
+      '40000',
+    );
+    expect(1e9 - b.stepsLeft).toBeGreaterThanOrEqual(20_000 * 16);
+  });
+});

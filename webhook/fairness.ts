@@ -1,0 +1,187 @@
+import { performance } from 'node:perf_hooks';
+import { BudgetLimits, DEFAULT_BUDGET, RequestBudget } from '../limits/budget';
+
+/** How namespaces share the one event loop that evaluates every admission. */
+export interface FairnessOptions {
+  /** What one request may spend (all its rules); default DEFAULT_BUDGET. */
+  budget?: BudgetLimits;
+  /** A request evaluating longer than this demotes its namespace; default 25 ms. */
+  slowMs?: number;
+  /** Evaluation time one namespace may use per second before it is demoted; default 250 ms. */
+  shareMsPerSecond?: number;
+  /** How long a demotion lasts, renewed by every new offence; default 60 s. */
+  demotionMs?: number;
+  /** The budget of a demoted namespace's requests; default 5 ms and the steps in proportion (50,000). */
+  demotedBudget?: BudgetLimits;
+  /** Clock in ms (tests). */
+  now?: () => number;
+}
+
+// 5 ms, and steps in the budget's own proportion to time: a single large operation is paid for before it runs, so
+// with more steps than the time allows for, one operation could outlast the 5 ms by far (a 300,000-element `until`
+// takes ~40 ms).
+function demoted(budget: BudgetLimits): BudgetLimits {
+  const ms = Math.min(5, budget.ms);
+  const steps = Number.isFinite(budget.ms) ? (budget.steps * ms) / budget.ms : budget.steps / 20;
+  return { steps: Math.ceil(steps), ms };
+}
+
+interface Account {
+  windowStart: number;
+  windowMs: number;
+  demotedUntil: number;
+}
+
+/** One evaluation run under NamespaceFairness. */
+export interface FairRun<T> {
+  value: T;
+  /** The budget it ran with (exhausted or not). */
+  budget: RequestBudget;
+  /** Whether it ran demoted (small budget, queued). */
+  demoted: boolean;
+  /** Set when this evaluation demoted its namespace (or renewed the demotion). */
+  demotion: DemotionReason | null;
+  /** Evaluation time. */
+  ms: number;
+}
+
+/** Why a namespace was demoted. */
+export type DemotionReason = 'budget exhausted' | 'slow request' | 'too much evaluation time';
+
+/**
+ * Per-namespace cost accounting. Evaluation is synchronous on the one event loop, so a request in evaluation holds up
+ * every other namespace's requests. A namespace whose requests exhaust their budget, run long, or use too much of the
+ * loop is demoted for a while: its requests get a small budget (so a cheap one still gets its rules, an expensive
+ * one fails fast) and wait in a queue evaluated one per event-loop turn, so other namespaces' requests, read in
+ * between, never wait behind more than one of them.
+ */
+export class NamespaceFairness {
+  readonly budget: BudgetLimits;
+  readonly demotedBudget: BudgetLimits;
+  private readonly slowMs: number;
+  private readonly shareMsPerSecond: number;
+  private readonly demotionMs: number;
+  private readonly now: () => number;
+  private readonly accounts = new Map<string, Account>();
+  private readonly queue: Array<() => void> = [];
+  private draining = false;
+
+  constructor(options: FairnessOptions = {}) {
+    this.budget = options.budget ?? DEFAULT_BUDGET;
+    this.demotedBudget = options.demotedBudget ?? demoted(this.budget);
+    this.slowMs = options.slowMs ?? 25;
+    this.shareMsPerSecond = options.shareMsPerSecond ?? 250;
+    this.demotionMs = options.demotionMs ?? 60_000;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /** True while the namespace ('' = cluster-scoped) is demoted. */
+  isDemoted(namespace: string): boolean {
+    const a = this.accounts.get(namespace);
+    return a !== undefined && a.demotedUntil > this.now();
+  }
+
+  /** Namespaces demoted right now. */
+  demotedCount(): number {
+    const now = this.now();
+    let n = 0;
+    for (const a of this.accounts.values()) if (a.demotedUntil > now) n++;
+    return n;
+  }
+
+  /**
+   * Evaluates `evaluate` for a request of `namespace` with a fresh budget: at once, or queued when the namespace is
+   * demoted; then books its cost (see record). Rejects with what `evaluate` throws.
+   */
+  run<T>(namespace: string, evaluate: (budget: RequestBudget) => T): Promise<FairRun<T>> {
+    if (!this.isDemoted(namespace)) {
+      try {
+        return Promise.resolve(this.evaluate(namespace, this.budget, false, evaluate));
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push(() => {
+        try {
+          resolve(this.evaluate(namespace, this.demotedBudget, true, evaluate));
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+      this.drain();
+    });
+  }
+
+  // The budget starts when evaluation does, not while the request waits in the queue.
+  private evaluate<T>(
+    namespace: string,
+    limits: BudgetLimits,
+    demoted: boolean,
+    evaluate: (budget: RequestBudget) => T,
+  ): FairRun<T> {
+    const budget = new RequestBudget(limits);
+    const started = this.now();
+    let value: T;
+    try {
+      value = evaluate(budget);
+    } catch (err) {
+      this.record(namespace, this.now() - started, budget.exhausted !== null);
+      throw err;
+    }
+    const ms = this.now() - started;
+    const demotion = this.record(namespace, ms, budget.exhausted !== null);
+    return { value, budget, demoted, demotion, ms };
+  }
+
+  /**
+   * Books one evaluation against its namespace; returns why the namespace was demoted when this request (newly or
+   * again) demotes it, else null.
+   */
+  record(namespace: string, ms: number, exhausted: boolean): DemotionReason | null {
+    const now = this.now();
+    let a = this.accounts.get(namespace);
+    if (!a) {
+      a = { windowStart: now, windowMs: 0, demotedUntil: 0 };
+      this.accounts.set(namespace, a);
+      if (this.accounts.size > 1024) this.prune(now);
+    }
+    if (now - a.windowStart >= 1000) {
+      a.windowStart = now;
+      a.windowMs = 0;
+    }
+    a.windowMs += ms;
+    const reason: DemotionReason | null = exhausted
+      ? 'budget exhausted'
+      : ms > this.slowMs
+        ? 'slow request'
+        : a.windowMs > this.shareMsPerSecond
+          ? 'too much evaluation time'
+          : null;
+    if (reason) a.demotedUntil = now + this.demotionMs;
+    return reason;
+  }
+
+  // Accounts of namespaces neither demoted nor active in the last second carry nothing worth keeping.
+  private prune(now: number): void {
+    for (const [ns, a] of this.accounts) {
+      if (a.demotedUntil <= now && now - a.windowStart >= 1000) this.accounts.delete(ns);
+    }
+  }
+
+  // One queued evaluation per macrotask: the I/O of other requests is handled between two of them.
+  private drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    const step = () => {
+      const next = this.queue.shift();
+      if (!next) {
+        this.draining = false;
+        return;
+      }
+      next();
+      setImmediate(step);
+    };
+    setImmediate(step);
+  }
+}
