@@ -131,11 +131,21 @@ describe('modrule operator, in-process against the fake API server', () => {
   });
   afterEach(() => api.close());
 
-  async function start(): Promise<{ operator: RunningOperator; stop: () => Promise<number> }> {
+  async function start(
+    extraArgs: string[] = [],
+  ): Promise<{ operator: RunningOperator; stop: () => Promise<number> }> {
     const controller = new AbortController();
     let started: RunningOperator | null = null;
     // The webhook is called at https://127.0.0.1: the flag puts that IP in the serving certificate.
-    const args = ['--webhook-port', '0', '--health-port', '0', '--cert-extra-sans', '127.0.0.1'];
+    const args = [
+      '--webhook-port',
+      '0',
+      '--health-port',
+      '0',
+      '--cert-extra-sans',
+      '127.0.0.1',
+      ...extraArgs,
+    ];
     const exit = runOperator(args, io, {
       client: createKubeClient(api.kubeConfig()),
       logger: silentLogger(),
@@ -252,6 +262,47 @@ describe('modrule operator, in-process against the fake API server', () => {
       await expect(stop()).resolves.toBe(0);
     }
     await expect(send(`${operator.webhook.healthUrl}/healthz`)).rejects.toThrow();
+  });
+
+  it("puts a Warning Event on a demoted namespace's rules that exhausted the request budget", async () => {
+    api.put('modrules', {
+      ...labelRule('evil', 'expensive'),
+      spec: {
+        type: 'Patch',
+        match: [{ select: '$.kind', matchValue: 'ConfigMap' }],
+        patch: [{ op: 'add', path: '/metadata/annotations/x', value: '{{ range until 50000 }}{{ end }}x' }],
+      },
+    });
+    api.put('modrules', labelRule('evil', 'cheap'));
+    const { operator, stop } = await start(['--request-budget-steps', '10000']);
+    try {
+      await eventually(() => operator.isReady());
+      const configMap = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'c', namespace: 'evil' },
+        data: { a: 'b' },
+      };
+      const { review } = await postReview(
+        operator.webhook.url,
+        '/dragnet-webhook',
+        makeReview('CREATE', configMap),
+        operator.caBundle()!,
+      );
+      expect(review.response?.allowed).toBe(true);
+      expect(review.response?.warnings?.join()).toMatch(/evil\/expensive.*budget/);
+      await eventually(() => api.list('events').some((e) => e.reason === 'NamespaceDemoted'));
+      const events = api.list('events').filter((e) => e.reason === 'NamespaceDemoted');
+      // Only the rule that ran is named, not the namespace's other rules.
+      expect(events).toHaveLength(1);
+      expect(events[0]).toMatchObject({
+        type: 'Warning',
+        involvedObject: { kind: 'ModRule', name: 'expensive', namespace: 'evil' },
+        message: expect.stringContaining('budget exhausted'),
+      });
+    } finally {
+      await stop();
+    }
   });
 
   it('is not ready (503) while the API server has not answered the lists yet', async () => {

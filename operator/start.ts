@@ -150,6 +150,8 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       isReady: () => !draining && rules.isReady(),
       rulesLoaded: rules.synced,
       onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
+      // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
+      onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
     });
   } catch (err) {
     await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);

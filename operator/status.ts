@@ -13,6 +13,7 @@ const MAX_MESSAGE = 4096;
 export const READY_REASON_VALID = 'Valid';
 export const READY_REASON_INVALID = 'Invalid';
 export const INVALID_EVENT_REASON = 'InvalidModRule';
+export const DEMOTED_EVENT_REASON = 'NamespaceDemoted';
 
 /** The Ready condition as we want it on the ModRule, without lastTransitionTime. */
 export interface ReadyCondition {
@@ -105,10 +106,43 @@ export function statusPatch(rule: JsonObject, want: ReadyCondition, now: Date): 
 export function invalidRuleEvent(rule: JsonObject, message: string, now: Date, instance: string): JsonObject {
   const id = identity(rule);
   if (!id) throw new Error('ModRule without name/namespace');
-  const digest = createHash('sha256')
-    .update(`${id.uid}\n${id.generation ?? ''}\n${message}`)
-    .digest('hex')
-    .slice(0, 16);
+  return warningEvent(
+    id,
+    INVALID_EVENT_REASON,
+    `ModRule is invalid and is not applied: ${message}`,
+    `${id.uid}\n${id.generation ?? ''}\n${message}`,
+    now,
+    instance,
+  );
+}
+
+/**
+ * A Warning Event on a rule of a namespace the webhook demoted (its requests got a small budget for a while). The
+ * name hashes the rule, reason and minute, so replicas demoting the same namespace at once write it only once.
+ */
+export function demotedRuleEvent(
+  rule: { namespace: string; name: string },
+  reason: string,
+  now: Date,
+  instance: string,
+): JsonObject {
+  const id: RuleIdentity = { ...rule, uid: '', generation: undefined, resourceVersion: '' };
+  const message =
+    `namespace ${rule.namespace} demoted (${reason}): this rule ran in a request that was too expensive; ` +
+    `the namespace's admissions get a small evaluation budget for a while (see modrule_namespace_demotions_total)`;
+  const minute = Math.floor(now.getTime() / 60_000);
+  return warningEvent(id, DEMOTED_EVENT_REASON, message, `${id.name}\n${reason}\n${minute}`, now, instance);
+}
+
+function warningEvent(
+  id: RuleIdentity,
+  reason: string,
+  message: string,
+  digestOf: string,
+  now: Date,
+  instance: string,
+): JsonObject {
+  const digest = createHash('sha256').update(digestOf).digest('hex').slice(0, 16);
   const time = now.toISOString().replace(/\.\d+Z$/, 'Z');
   return {
     apiVersion: 'v1',
@@ -119,11 +153,11 @@ export function invalidRuleEvent(rule: JsonObject, message: string, now: Date, i
       kind: MODRULE_KIND,
       name: id.name,
       namespace: id.namespace,
-      uid: id.uid,
-      resourceVersion: id.resourceVersion,
+      ...(id.uid ? { uid: id.uid } : {}),
+      ...(id.resourceVersion ? { resourceVersion: id.resourceVersion } : {}),
     },
-    reason: INVALID_EVENT_REASON,
-    message: truncate(`ModRule is invalid and is not applied: ${message}`),
+    reason,
+    message: truncate(message),
     type: 'Warning',
     source: { component: 'modrule-operator' },
     reportingComponent: 'modrule-operator',
@@ -257,8 +291,20 @@ export class StatusReporter {
     if (want.status === 'False') await this.emitEvent(rule, want.message);
   }
 
+  /** Puts a Warning Event on each of a demoted namespace's rules that ran in the offending request. */
+  async reportDemotion(demotion: {
+    reason: string;
+    rules: ReadonlyArray<{ namespace: string; name: string }>;
+  }): Promise<void> {
+    for (const rule of demotion.rules)
+      await this.postEvent(demotedRuleEvent(rule, demotion.reason, this.now(), this.instance));
+  }
+
   private async emitEvent(rule: JsonObject, message: string): Promise<void> {
-    const event = invalidRuleEvent(rule, message, this.now(), this.instance);
+    await this.postEvent(invalidRuleEvent(rule, message, this.now(), this.instance));
+  }
+
+  private async postEvent(event: JsonObject): Promise<void> {
     const ns = String((event.metadata as JsonObject).namespace);
     try {
       await this.options.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {
