@@ -1,4 +1,4 @@
-import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
 import { CompiledRule } from '../modrule/compile';
 import {
   AdmissionOperation,
@@ -12,7 +12,7 @@ import { applyKubeModOperation } from '../patch/kubemod';
 import { RuleSnapshot } from '../store/rules';
 import { ruleMatches } from './match';
 import {
-  applyOperations,
+  applyOperationsShared,
   Budget,
   MAX_OPERATIONS_PER_REQUEST,
   ResolvedOperation,
@@ -137,8 +137,8 @@ function runPatchRules(
       outcome.matched.push(refOf(rule));
       try {
         const ops = resolveOperations(rule, current, namespace, budget);
-        // A copy per rule: a rule that fails half-way leaves nothing behind.
-        const next = applyOperations(cloneJson(current), ops);
+        // Copy on write per rule: a rule that fails half-way leaves nothing behind.
+        const next = applyOperationsShared(current, ops);
         if (!isJsonObject(next))
           throw new RuleRuntimeError('the patch replaced the object with a non-object');
         current = next;
@@ -274,6 +274,8 @@ class LastApplied {
   private parsed = false;
   private original: JsonValue | undefined;
   private doc: JsonValue | undefined;
+  // Copy on write: `original` is never changed, so no up-front clone is needed to compare at the end.
+  private readonly owned = new Set<object>();
 
   constructor(subject: JsonObject) {
     const text = annotationsOf(subject)?.[LAST_APPLIED_ANNOTATION];
@@ -287,12 +289,7 @@ class LastApplied {
     for (const o of ops) {
       if (o.tokens[0] === SYNTHETIC_REFS) continue;
       try {
-        this.doc = applyKubeModOperation(
-          this.doc,
-          o.op,
-          o.tokens,
-          o.value === undefined ? undefined : cloneJson(o.value),
-        );
+        this.doc = applyOperationsShared(this.doc, [o], this.owned);
       } catch {
         // e.g. replace of a field the user never set: the annotation simply does not mention it.
       }
@@ -306,7 +303,7 @@ class LastApplied {
       const parsed = JSON.parse(this.text) as JsonValue;
       if (isJsonObject(parsed)) {
         this.original = parsed;
-        this.doc = cloneJson(parsed);
+        this.doc = parsed;
       }
     } catch {
       // Not JSON: leave the annotation alone rather than fail the request.
@@ -314,10 +311,16 @@ class LastApplied {
   }
 
   writeTo(final: JsonObject): void {
-    if (this.doc === undefined || this.original === undefined || jsonEqual(this.doc, this.original)) return;
-    const annotations = annotationsOf(final);
+    if (this.doc === undefined || this.original === undefined || this.doc === this.original) return;
+    if (jsonEqual(this.doc, this.original)) return;
+    const meta = final.metadata;
+    if (!isJsonObject(meta) || !isJsonObject(meta.annotations)) return;
+    // final shares its metadata with the request's object: write into copies.
     // kubectl writes the annotation as compact JSON with sorted keys and a trailing newline.
-    if (annotations) annotations[LAST_APPLIED_ANNOTATION] = stableStringify(this.doc) + '\n';
+    final.metadata = {
+      ...meta,
+      annotations: { ...meta.annotations, [LAST_APPLIED_ANNOTATION]: stableStringify(this.doc) + '\n' },
+    };
   }
 }
 
