@@ -8,7 +8,6 @@ import {
 } from '../modrule/types';
 import { JsonPatchOperation } from '../patch/operation';
 import { createPatch } from '../patch/diff';
-import { applyKubeModOperation } from '../patch/kubemod';
 import { RuleSnapshot } from '../store/rules';
 import { ruleMatches } from './match';
 import {
