@@ -6,7 +6,7 @@ import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from '../adm
 import { JsonObject } from '../json/value';
 import { Logger } from '../log/logger';
 import { RuleStore } from '../store/rules';
-import { AdmissionResult, handleDragnet, ruleName } from './dragnet';
+import { AdmissionResult, handleDragnet, rejectionLogFields, ruleName } from './dragnet';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
@@ -195,16 +195,19 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       'error',
       outcome.failures.map((f) => f.rule),
     );
+    // One info line per admission that changed or rejected something, listing the rules; per-rule detail at debug.
     if (decision.result === 'rejected') {
-      for (const r of outcome.rejections)
-        logger.info('rejected', { ...base, rule: r.rule, rejectMessage: r.message });
+      logger.info('rejected', { ...base, ...rejectionLogFields(outcome) });
       metrics.countRules(
         'rejection',
         outcome.rejections.map((r) => r.rule),
       );
     } else if (decision.result === 'patched') {
-      for (const rule of decision.applied) logger.info('patched', { ...base, rule });
-      logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName), patch: outcome.patch });
+      logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName) });
+      if (logger.isDebugEnabled()) {
+        for (const rule of decision.applied) logger.debug('patched', { ...base, rule });
+        logger.debug('patch', { ...base, patch: outcome.patch });
+      }
       metrics.countRules('patch', decision.applied);
     }
   };
