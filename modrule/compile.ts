@@ -3,7 +3,8 @@ import { isAmbiguous } from '../jsonpath/ast';
 import { compileTemplate, CompiledTemplate, TemplateSyntaxError } from '../template';
 import { parsePointer } from '../patch/pointer';
 import { compileRegex, SafeRegex } from '../regex/compile';
-import { isJsonObject, JsonValue } from '../json/value';
+import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { Interner } from '../cache/interner';
 import { parseModRuleValue } from '../engine/value';
 import {
   AdmissionOperation,
@@ -48,7 +49,10 @@ export interface CompiledPatchOperation {
   readonly value: CompiledValue;
 }
 
-/** A ModRule compiled once per version: everything the engine needs without re-parsing rule text. */
+/**
+ * A ModRule compiled once per version: everything the engine needs without re-parsing rule text. The ModRule
+ * object itself is not kept: the dragnet holds every rule of the cluster, so memory per rule counts.
+ */
 export interface CompiledRule {
   readonly namespace: string;
   readonly name: string;
@@ -57,7 +61,6 @@ export interface CompiledRule {
   readonly type: 'Patch' | 'Reject';
   readonly tier: number;
   readonly operations: ReadonlySet<AdmissionOperation>;
-  readonly source: ModRule;
   readonly match: readonly CompiledMatchItem[];
   readonly patch: readonly CompiledPatchOperation[];
   readonly rejectMessage?: CompiledTemplate;
@@ -240,7 +243,6 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
       type: type as 'Patch' | 'Reject',
       tier,
       operations,
-      source: obj as unknown as ModRule,
       match,
       patch,
       rejectMessage,
@@ -376,7 +378,7 @@ function compilePatchOperation(
       if (template) value = { kind: 'template', template };
     } else {
       try {
-        value = { kind: 'constant', value: parseModRuleValue(rawValue) };
+        value = { kind: 'constant', value: constantValue(rawValue) };
       } catch (err) {
         problem(`${at}.value`, (err as Error).message);
       }
@@ -385,6 +387,13 @@ function compilePatchOperation(
 
   if (countOf(problem) !== before) return undefined;
   return { op: op as PatchOperationType, path: path as string, tokens, hasPlaceholders, select, value };
+}
+
+// Objects and arrays are shared between rules with the same value text; the engine never mutates values.
+function constantValue(text: string): JsonValue {
+  const parsed = parseModRuleValue(text);
+  if (parsed === null || typeof parsed !== 'object') return parsed;
+  return constants.get(text, () => parsed);
 }
 
 function capturesText(n: number): string {
@@ -414,9 +423,14 @@ export function placeholderCapacity(select: CompiledJsonPath): number {
   return ast.kind === 'path' ? ast.segments.filter(isAmbiguous).length : 0;
 }
 
+// Compiled parts shared by source text across rules and rule versions (they are immutable).
+const selects = new Interner<CompiledJsonPath>();
+const regexes = new Interner<SafeRegex>();
+const constants = new Interner<JsonObject | JsonValue[]>();
+
 function tryJsonPath(source: string, field: string, problem: Report): CompiledJsonPath | undefined {
   try {
-    return compileJsonPath(source);
+    return selects.get(source, () => compileJsonPath(source));
   } catch (err) {
     if (err instanceof JsonPathSyntaxError) {
       problem(field, err.message.startsWith('column') ? err.message : `column ${err.column}: ${err.message}`);
@@ -444,7 +458,7 @@ function tryTemplate(
 
 function tryRegex(source: string, field: string, problem: Report): SafeRegex | undefined {
   try {
-    return compileRegex(source);
+    return regexes.get(source, () => compileRegex(source));
   } catch (err) {
     problem(field, (err as Error).message);
     return undefined;

@@ -1,5 +1,7 @@
 import { TemplateRuntimeError, TemplateSyntaxError } from './errors';
 import { FUNCTIONS, TEMPLATE_FUNCTIONS } from './functions';
+import { Interner } from '../cache/interner';
+import { TemplateTree } from './ast';
 import { parse } from './parser';
 import { DEFAULT_LIMITS, execute, RenderLimits } from './render';
 import { GoValue, newMap } from './values';
@@ -25,13 +27,24 @@ function copyData(v: unknown): unknown {
 
 const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
 
+// Rules generated from one template share its parse tree; only the name (used in error messages) differs.
+const trees = new Interner<TemplateTree>();
+
+function parseShared(source: string, name: string): TemplateTree {
+  const tree = trees.get(source, () => parse(source, name, hasFunction));
+  // The renamed tree inherits from the shared one, which keeps the cache entry alive while any rule uses it.
+  return tree.name === name
+    ? tree
+    : (Object.create(tree, { name: { value: name, enumerable: true } }) as TemplateTree);
+}
+
 /** Parses Go text/template source with Sprig functions; throws TemplateSyntaxError. */
 export function compileTemplate(
   source: string,
   name = 'template',
   limits: RenderLimits = DEFAULT_LIMITS,
 ): CompiledTemplate {
-  const tree = parse(source, name, hasFunction);
+  const tree = parseShared(source, name);
   // Plain text needs no evaluation: the common ModRule value is a literal.
   if (tree.root.length === 0) return { source, render: () => '' };
   if (tree.root.length === 1 && tree.root[0].type === 'text') {

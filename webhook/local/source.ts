@@ -160,7 +160,7 @@ export class LocalRuleSource {
       this.fingerprint = await fingerprintFiles(listed);
       for (const file of listed) {
         try {
-          files.set(file, await loadManifestFile(file));
+          files.set(file, this.holdings(await loadManifestFile(file), file));
         } catch (err) {
           errors.push((err as Error).message);
           const previous = this.lastFiles.get(file);
@@ -181,7 +181,7 @@ export class LocalRuleSource {
       for (const doc of docs) {
         const kind = kindOf(doc);
         if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION) {
-          const rule = this.prepareRule(doc);
+          const rule = doc; // prepared by holdings()
           const key = ruleKey(rule);
           if (rules.has(key))
             errors.push(`${file}: ModRule ${key} is defined more than once; the last one wins`);
@@ -190,8 +190,6 @@ export class LocalRuleSource {
           namespaces.set(nameOf(doc), doc);
         } else if (kind === 'Node' && (doc.apiVersion ?? 'v1') === 'v1' && nameOf(doc)) {
           nodes.set(nameOf(doc), doc);
-        } else {
-          logger.debug('local manifest ignored', { file, kind, name: nameOf(doc) });
         }
       }
     }
@@ -248,6 +246,22 @@ export class LocalRuleSource {
     });
     for (const l of [...this.listeners]) l(report);
     return report;
+  }
+
+  /**
+   * What is kept of a file until the next reload: its ModRules (prepared, the very objects that stay in force when
+   * a later version is invalid), Namespaces and Nodes. Everything else is let go right after parsing.
+   */
+  private holdings(docs: JsonObject[], file: string): JsonObject[] {
+    const out: JsonObject[] = [];
+    for (const doc of docs) {
+      const kind = kindOf(doc);
+      if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION) out.push(this.prepareRule(doc));
+      else if ((kind === 'Namespace' || kind === 'Node') && (doc.apiVersion ?? 'v1') === 'v1' && nameOf(doc))
+        out.push(doc);
+      else this.options.logger.debug('local manifest ignored', { file, kind, name: nameOf(doc) });
+    }
+    return out;
   }
 
   /** Defaults as the mutating webhook would fill them, and the namespace kubectl would give it. */
