@@ -9,7 +9,9 @@ import {
 import { JsonPatchOperation } from '../patch/operation';
 import { createPatch } from '../patch/diff';
 import { RuleSnapshot } from '../store/rules';
-import { ruleMatches } from './match';
+import { setOwn } from '../patch/object';
+import { RuleIndex } from '../store/rule-index';
+import { ruleMatches, SelectCache } from './match';
 import {
   applyOperationsShared,
   Budget,
@@ -77,8 +79,8 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     outcome.ignored = true;
     return outcome;
   }
-  const rules = snapshot.rulesFor(namespace).filter((r) => r.operations.has(operation));
-  if (rules.length === 0) return outcome;
+  const index = RuleIndex.of(snapshot.rulesFor(namespace));
+  if (!index.operations.has(operation)) return outcome;
 
   const namespaceText = namespace ?? '';
   const working = prepare(subject, namespace, snapshot);
@@ -87,13 +89,15 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
   // Patch rules run on DELETE too, as in KubeMod (CalculatePatch runs for every operation): Reject rules then see
   // the patched old object. The API server has no object to patch on DELETE, so no patch is returned there.
   const lastApplied = new LastApplied(subject);
-  const patched = runPatchRules(
-    rules.filter((r) => r.type === 'Patch'),
-    current,
+  const selects = runPatchRules(
+    index,
+    operation,
+    new SelectCache(current),
     namespaceText,
     lastApplied,
     outcome,
   );
+  const patched = selects.root as JsonObject;
   if (patched !== current) {
     current = patched;
     if (operation !== 'DELETE') {
@@ -104,7 +108,7 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
     }
   }
 
-  runRejectRules(rules, current, namespaceText, outcome);
+  runRejectRules(index, operation, selects, namespaceText, outcome);
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
     outcome.patch = [];
@@ -116,50 +120,82 @@ export function admit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionO
  * Runs Patch rules tier by tier (lowest first). Every rule of a tier is matched against the tier's input; the
  * matching ones then apply in namespace/name order, each computed against the object as the previous rules of the
  * tier left it (as KubeMod's CalculatePatch). A failing rule is recorded and its changes dropped.
- * Returns the patched object, or `object` itself when no rule applied.
+ * Only the index's candidates for the tier's input are visited. Returns the selects of the final object.
  */
 function runPatchRules(
-  patchRules: readonly CompiledRule[],
-  object: JsonObject,
+  index: RuleIndex,
+  operation: AdmissionOperation,
+  input: SelectCache,
   namespace: string,
   lastApplied: LastApplied,
   outcome: AdmissionOutcome,
-): JsonObject {
+): SelectCache {
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
-  let current = object;
-  for (let i = 0; i < patchRules.length;) {
-    const tier = patchRules[i].tier;
-    const tierInput = current;
-    for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
-      const rule = patchRules[i];
-      if (!ruleMatches(rule, tierInput)) continue;
+  let selects = input;
+  let current = input.root as JsonObject;
+  let rules = index.candidates(selects);
+  for (let i = 0; i < rules.length;) {
+    const tier = rules[i].tier;
+    const tierInput = selects;
+    for (; i < rules.length && rules[i].tier === tier; i++) {
+      const rule = rules[i];
+      if (rule.type !== 'Patch' || !rule.operations.has(operation)) continue;
+      if (!ruleMatches(rule, tierInput.root, tierInput)) continue;
       outcome.matched.push(refOf(rule));
-      try {
-        const ops = resolveOperations(rule, current, namespace, budget);
-        // Copy on write per rule: a rule that fails half-way leaves nothing behind.
-        const next = applyOperationsShared(current, ops);
-        if (!isJsonObject(next))
-          throw new RuleRuntimeError('the patch replaced the object with a non-object');
-        current = next;
-        lastApplied.apply(ops);
-        outcome.patched.push(refOf(rule));
-      } catch (err) {
-        outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
-      }
+      const next = applyRule(rule, current, namespace, budget, outcome);
+      if (next === undefined) continue;
+      current = next.object;
+      lastApplied.apply(next.ops);
+    }
+    if (current !== tierInput.root) {
+      // Later tiers see the patched object: its own selects, its own candidates.
+      selects = new SelectCache(current);
+      rules = index.candidates(selects);
+      i = firstAfterTier(rules, tier);
     }
   }
-  return current;
+  return selects;
+}
+
+/** One matching Patch rule against the object: the new object and its operations, or undefined when it failed. */
+function applyRule(
+  rule: CompiledRule,
+  current: JsonObject,
+  namespace: string,
+  budget: Budget,
+  outcome: AdmissionOutcome,
+): { object: JsonObject; ops: ResolvedOperation[] } | undefined {
+  try {
+    const ops = resolveOperations(rule, current, namespace, budget);
+    // Copy on write per rule: a rule that fails half-way leaves nothing behind.
+    const next = applyOperationsShared(current, ops);
+    if (!isJsonObject(next)) throw new RuleRuntimeError('the patch replaced the object with a non-object');
+    outcome.patched.push(refOf(rule));
+    return { object: next, ops };
+  } catch (err) {
+    outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
+    return undefined;
+  }
+}
+
+function firstAfterTier(rules: readonly CompiledRule[], tier: number): number {
+  let i = 0;
+  while (i < rules.length && rules[i].tier <= tier) i++;
+  return i;
 }
 
 /** Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject). */
 function runRejectRules(
-  rules: readonly CompiledRule[],
-  object: JsonObject,
+  index: RuleIndex,
+  operation: AdmissionOperation,
+  selects: SelectCache,
   namespace: string,
   outcome: AdmissionOutcome,
 ): void {
-  for (const rule of rules) {
-    if (rule.type !== 'Reject' || !ruleMatches(rule, object)) continue;
+  const object = selects.root;
+  for (const rule of index.candidates(selects)) {
+    if (rule.type !== 'Reject' || !rule.operations.has(operation)) continue;
+    if (!ruleMatches(rule, object, selects)) continue;
     outcome.matched.push(refOf(rule));
     // No rejectMessage (or a broken one): '' and KubeMod's denial names just the rule.
     let message = '';
@@ -325,8 +361,52 @@ class LastApplied {
 
 /** Compact JSON with object keys sorted, as Go's encoding/json writes maps. */
 export function stableStringify(v: JsonValue): string {
+  const sorted = sortedView(v);
+  return sorted === undefined ? sortedStringify(v) : JSON.stringify(sorted);
+}
+
+// Digit-only keys enumerate before all others whatever the insertion order: those objects take the slow path.
+const DIGIT_KEY = /^\d+$/;
+
+/**
+ * `v` itself when every object's keys already enumerate in sorted order (kubectl writes the annotation sorted and
+ * JSON.parse keeps the order), else a copy in sorted order that shares the sorted parts, so the native writer can
+ * do the rest. undefined when an object has digit-only keys.
+ */
+function sortedView(v: JsonValue): JsonValue | undefined {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    let out: JsonValue[] | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const x = sortedView(v[i]);
+      if (x === undefined) return undefined;
+      if (x !== v[i]) (out ??= v.slice())[i] = x;
+    }
+    return out ?? v;
+  }
+  const keys = Object.keys(v);
+  const values: JsonValue[] = new Array<JsonValue>(keys.length);
+  let inOrder = true;
+  let changed = false;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    if (DIGIT_KEY.test(k)) return undefined;
+    if (i > 0 && keys[i - 1] >= k) inOrder = false;
+    const x = sortedView(v[k]);
+    if (x === undefined) return undefined;
+    if (x !== v[k]) changed = true;
+    values[i] = x;
+  }
+  if (inOrder && !changed) return v;
+  const order = keys.map((_, i) => i).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
+  const out: JsonObject = {};
+  for (const i of order) setOwn(out, keys[i], values[i]);
+  return out;
+}
+
+function sortedStringify(v: JsonValue): string {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(stableStringify).join(',')}]`;
+  if (Array.isArray(v)) return `[${v.map(sortedStringify).join(',')}]`;
   const keys = Object.keys(v).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(v[k])}`).join(',')}}`;
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${sortedStringify(v[k])}`).join(',')}}`;
 }

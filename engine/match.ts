@@ -1,22 +1,59 @@
 import { JsonValue } from '../json/value';
 import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
-import { formatGoValue as goString } from '../jsonpath';
+import { CompiledJsonPath, formatGoValue as goString, SelectResult } from '../jsonpath';
+import { SafeRegex } from '../regex/compile';
+
+/**
+ * Select results for one version of an object: rules repeat the same selects (`$.kind`, the images), and
+ * interned selects are the same object, so each distinct select runs at most once per object version.
+ */
+export class SelectCache {
+  private readonly results = new Map<CompiledJsonPath, SelectResult[] | Error>();
+  // Interned regexes are shared too: the rules of a namespace test the same images with the same few patterns.
+  private readonly tests = new Map<SafeRegex, Map<string, boolean>>();
+
+  constructor(readonly root: JsonValue) {}
+
+  /** The select's results against root, or the error it threw (both remembered). */
+  select(select: CompiledJsonPath): SelectResult[] | Error {
+    let r = this.results.get(select);
+    if (r === undefined) {
+      try {
+        r = select.select(this.root);
+      } catch (err) {
+        r = err instanceof Error ? err : new Error(String(err));
+      }
+      this.results.set(select, r);
+    }
+    return r;
+  }
+
+  /** regex.test(value), remembered per regex and value. */
+  test(regex: SafeRegex, value: string): boolean {
+    let byValue = this.tests.get(regex);
+    if (!byValue) this.tests.set(regex, (byValue = new Map()));
+    let r = byValue.get(value);
+    if (r === undefined) byValue.set(value, (r = regex.test(value)));
+    return r;
+  }
+}
 
 /** True when every criteria item of the rule matches the object (KubeMod: all items must match). */
-export function ruleMatches(rule: CompiledRule, root: JsonValue): boolean {
-  for (const item of rule.match) if (!itemMatches(item, root)) return false;
+export function ruleMatches(rule: CompiledRule, root: JsonValue, cache?: SelectCache): boolean {
+  const selects = cache && cache.root === root ? cache : new SelectCache(root);
+  for (const item of rule.match) if (!itemMatchesIn(item, selects)) return false;
   return true;
 }
 
 /** Evaluates one criteria item as KubeMod's isMatch does. */
 export function itemMatches(item: CompiledMatchItem, root: JsonValue): boolean {
-  let results;
-  try {
-    results = item.select.select(root);
-  } catch {
-    // KubeMod treats a select that fails at run time as "no result": only a negated item matches.
-    return item.negate;
-  }
+  return itemMatchesIn(item, new SelectCache(root));
+}
+
+function itemMatchesIn(item: CompiledMatchItem, selects: SelectCache): boolean {
+  const results = selects.select(item.select);
+  // KubeMod treats a select that fails at run time as "no result": only a negated item matches.
+  if (results instanceof Error) return item.negate;
   if (results.length === 0) return item.negate;
 
   let values: readonly JsonValue[];
@@ -33,17 +70,17 @@ export function itemMatches(item: CompiledMatchItem, root: JsonValue): boolean {
   if (values.length === 0) return item.negate;
 
   if (item.matchFor === 'All') {
-    for (const v of values) if (!valueMatches(item, goString(v))) return item.negate;
+    for (const v of values) if (!valueMatches(item, goString(v), selects)) return item.negate;
     return !item.negate;
   }
-  for (const v of values) if (valueMatches(item, goString(v))) return !item.negate;
+  for (const v of values) if (valueMatches(item, goString(v), selects)) return !item.negate;
   return item.negate;
 }
 
 // Precedence as in KubeMod: matchValue, then a non-empty matchValues, then matchRegex, else any value matches.
-function valueMatches(item: CompiledMatchItem, value: string): boolean {
+function valueMatches(item: CompiledMatchItem, value: string, selects: SelectCache): boolean {
   if (item.matchValue !== undefined) return value === item.matchValue;
   if (item.matchValues !== undefined) return item.matchValues.includes(value);
-  if (item.matchRegex !== undefined) return item.matchRegex.test(value);
+  if (item.matchRegex !== undefined) return selects.test(item.matchRegex, value);
   return true;
 }
