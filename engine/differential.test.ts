@@ -351,6 +351,39 @@ describe('optimised engine = plain reference evaluation', () => {
     );
   });
 
+  it('re-reads the index for a tier whose input an earlier tier changed', () => {
+    const rules = [
+      {
+        wide: false,
+        spec: {
+          type: 'Patch',
+          executionTier: 0,
+          match: [{ select: '$.kind', matchValue: 'Pod' }],
+          patch: [{ op: 'add', path: '/metadata/labels/app', value: 'web' }],
+        },
+      },
+      {
+        wide: false,
+        spec: {
+          type: 'Patch',
+          executionTier: 1,
+          match: [{ select: '$.metadata.labels.app', matchValue: 'web' }],
+          patch: [{ op: 'add', path: '/metadata/labels/seen', value: 'yes-web' }],
+        },
+      },
+    ];
+    const snapshot = storeOf(rules).snapshot();
+    const obj: JsonObject = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: NS, labels: { app: 'db' } },
+    };
+    const input: AdmissionInput = { operation: 'CREATE', object: obj, oldObject: null, namespace: NS };
+    const actual = admit(input, snapshot);
+    expect(actual.patched.map((r) => r.name)).toEqual(['r0-0', 'r1-1']);
+    expect(actual).toEqual(referenceAdmit(input, snapshot));
+  });
+
   it('writes last-applied exactly as a sorting writer does', () => {
     const json = fc.letrec((tie) => ({
       value: fc.oneof(
