@@ -1,8 +1,6 @@
 import { createServer, Server } from 'node:https';
 import { AddressInfo } from 'node:net';
 import { createLogger } from '../log/logger';
-import { createKubeClient, kubeConfigForServer } from '../operator/kube';
-import { ClusterSync } from '../operator/sync';
 import { RuleStore } from '../store/rules';
 import { startLocalServer } from '../cli/serve';
 import { generateCertificates } from '../webhook/certs';
@@ -59,6 +57,9 @@ async function serve(mode: string, arg: string): Promise<string> {
     return server.webhook.url + WEBHOOK_PATHS.dragnet;
   }
   if (mode === 'operator') {
+    // Loaded only here: @kubernetes/client-node alone holds ~15 MiB of module source, not serve --local's to carry.
+    const { createKubeClient, kubeConfigForServer } = await import('../operator/kube');
+    const { ClusterSync } = await import('../operator/sync');
     const logger = createLogger('info');
     const store = new RuleStore();
     const sync = new ClusterSync({
