@@ -344,7 +344,7 @@ function compilePatchOperation(
   } else {
     let raw: string[] = [];
     try {
-      raw = parsePointer(path);
+      raw = parsePointer(path).map(sharedToken);
     } catch (err) {
       problem(`${at}.path`, (err as Error).message);
     }
@@ -387,6 +387,17 @@ function compilePatchOperation(
 
   if (countOf(problem) !== before) return undefined;
   return { op: op as PatchOperationType, path: path as string, tokens, hasPlaceholders, select, value };
+}
+
+// Path tokens repeat in every rule ("metadata", "annotations"): one string each (short ones, a bounded table).
+const tokens = new Map<string, string>();
+function sharedToken(token: string): string {
+  if (token.length > 64) return token;
+  const seen = tokens.get(token);
+  if (seen !== undefined) return seen;
+  if (tokens.size >= 10_000) tokens.clear();
+  tokens.set(token, token);
+  return token;
 }
 
 // Objects and arrays are shared between rules with the same value text; the engine never mutates values.

@@ -28,14 +28,18 @@ function copyData(v: unknown): unknown {
 const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
 
 // Rules generated from one template share its parse tree; only the name (used in error messages) differs.
-const trees = new Interner<TemplateTree>();
+// The interned value is the root node list, which every renamed copy holds, so the entry lives while any does.
+const roots = new Interner<TemplateTree['root']>();
+const treeOf = new WeakMap<TemplateTree['root'], TemplateTree>();
 
 function parseShared(source: string, name: string): TemplateTree {
-  const tree = trees.get(source, () => parse(source, name, hasFunction));
-  // The renamed tree inherits from the shared one, which keeps the cache entry alive while any rule uses it.
-  return tree.name === name
-    ? tree
-    : (Object.create(tree, { name: { value: name, enumerable: true } }) as TemplateTree);
+  const root = roots.get(source, () => {
+    const parsed = parse(source, name, hasFunction);
+    treeOf.set(parsed.root, parsed);
+    return parsed.root;
+  });
+  const tree = treeOf.get(root) as TemplateTree;
+  return tree.name === name ? tree : { ...tree, name };
 }
 
 /** Parses Go text/template source with Sprig functions; throws TemplateSyntaxError. */
