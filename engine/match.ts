@@ -28,14 +28,33 @@ export class SelectCache {
     return r;
   }
 
-  /** regex.test(value), remembered per regex and value. */
+  /** regex.test(value), remembered per regex and value (in this object version, and across requests). */
   test(regex: SafeRegex, value: string): boolean {
     let byValue = this.tests.get(regex);
     if (!byValue) this.tests.set(regex, (byValue = new Map()));
     let r = byValue.get(value);
-    if (r === undefined) byValue.set(value, (r = regex.test(value)));
+    if (r === undefined) byValue.set(value, (r = testRemembered(regex, value)));
     return r;
   }
+}
+
+// Images, names and kinds repeat from request to request: a small bounded memory per (interned) regex saves the
+// call into RE2. Bounded in entries and in value length, so no request can grow it.
+const REMEMBERED_PER_REGEX = 256;
+const MAX_REMEMBERED_LENGTH = 256;
+const remembered = new WeakMap<SafeRegex, Map<string, boolean>>();
+
+function testRemembered(regex: SafeRegex, value: string): boolean {
+  if (value.length > MAX_REMEMBERED_LENGTH) return regex.test(value);
+  let memo = remembered.get(regex);
+  if (!memo) remembered.set(regex, (memo = new Map()));
+  let r = memo.get(value);
+  if (r === undefined) {
+    r = regex.test(value);
+    if (memo.size >= REMEMBERED_PER_REGEX) memo.clear();
+    memo.set(value, r);
+  }
+  return r;
 }
 
 /** True when every criteria item of the rule matches the object (KubeMod: all items must match). */
