@@ -31,10 +31,16 @@ const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
 // The interned value is the root node list, which every renamed copy holds, so the entry lives while any does.
 const roots = new Interner<TemplateTree['root']>();
 const treeOf = new WeakMap<TemplateTree['root'], TemplateTree>();
+// Read-only after parsing (render only reads them).
+const NO_DEFINES: TemplateTree['defines'] = new Map();
+const NO_FUNCTIONS: TemplateTree['functions'] = new Set();
 
 function parseShared(source: string, name: string): TemplateTree {
   const root = roots.get(source, () => {
     const parsed = parse(source, name, hasFunction);
+    // Most values define no templates and call no functions: one shared empty Map/Set instead of two per rule.
+    if (parsed.defines.size === 0) parsed.defines = NO_DEFINES;
+    if (parsed.functions.size === 0) parsed.functions = NO_FUNCTIONS;
     treeOf.set(parsed.root, parsed);
     return parsed.root;
   });
