@@ -11,6 +11,7 @@ export class SelectCache {
   private readonly results = new Map<CompiledJsonPath, SelectResult[] | Error>();
   // Interned regexes are shared too: the rules of a namespace test the same images with the same few patterns.
   private readonly tests = new Map<SafeRegex, Map<string, boolean>>();
+  private readonly items = new Map<CompiledMatchItem, boolean>();
 
   constructor(readonly root: JsonValue) {}
 
@@ -25,6 +26,13 @@ export class SelectCache {
       }
       this.results.set(select, r);
     }
+    return r;
+  }
+
+  /** Whether the criteria item matches root; interned items (the same text in many rules) are matched once. */
+  matches(item: CompiledMatchItem): boolean {
+    let r = this.items.get(item);
+    if (r === undefined) this.items.set(item, (r = itemMatchesIn(item, this)));
     return r;
   }
 
@@ -60,7 +68,7 @@ function testRemembered(regex: SafeRegex, value: string): boolean {
 /** True when every criteria item of the rule matches the object (KubeMod: all items must match). */
 export function ruleMatches(rule: CompiledRule, root: JsonValue, cache?: SelectCache): boolean {
   const selects = cache && cache.root === root ? cache : new SelectCache(root);
-  for (const item of rule.match) if (!itemMatchesIn(item, selects)) return false;
+  for (const item of rule.match) if (!selects.matches(item)) return false;
   return true;
 }
 

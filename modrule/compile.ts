@@ -306,7 +306,9 @@ function compileMatchItem(item: unknown, at: string, problem: Report): CompiledM
     else negate = m.negate;
   }
   if (countOf(problem) !== before || !select) return undefined;
-  return { select, matchValue, matchValues, matchRegex, matchFor, negate };
+  // Whole items are shared too: `$.kind == Deployment` in every rule is one item, matched once per object version.
+  const key = JSON.stringify([select.source, matchValue, matchValues, matchRegex?.source, matchFor, negate]);
+  return items.get(key, () => ({ select, matchValue, matchValues, matchRegex, matchFor, negate }));
 }
 
 function compilePatchOperation(
@@ -438,6 +440,7 @@ export function placeholderCapacity(select: CompiledJsonPath): number {
 const selects = new Interner<CompiledJsonPath>();
 const regexes = new Interner<SafeRegex>();
 const constants = new Interner<JsonObject | JsonValue[]>();
+const items = new Interner<CompiledMatchItem>();
 
 function tryJsonPath(source: string, field: string, problem: Report): CompiledJsonPath | undefined {
   try {
