@@ -198,3 +198,11 @@ export function applyOperationsShared(
   }
   return doc;
 }
+
+/**
+ * Applies resolved operations in order and returns the new root; throws on the first failure. The root is not
+ * changed (copy on write, as applyOperationsShared), so callers that copied it first keep working.
+ */
+export function applyOperations(root: JsonValue, ops: readonly ResolvedOperation[]): JsonValue {
+  return applyOperationsShared(root, ops);
+}

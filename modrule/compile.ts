@@ -50,8 +50,8 @@ export interface CompiledPatchOperation {
 }
 
 /**
- * A ModRule compiled once per version: everything the engine needs without re-parsing rule text. The ModRule
- * object itself is not kept: the dragnet holds every rule of the cluster, so memory per rule counts.
+ * A ModRule compiled once per version: everything the engine needs without re-parsing rule text. `source` is the
+ * object it was compiled from (not copied: `serve --local` passes the very objects it holds anyway).
  */
 export interface CompiledRule {
   readonly namespace: string;
@@ -61,6 +61,7 @@ export interface CompiledRule {
   readonly type: 'Patch' | 'Reject';
   readonly tier: number;
   readonly operations: ReadonlySet<AdmissionOperation>;
+  readonly source: ModRule;
   readonly match: readonly CompiledMatchItem[];
   readonly patch: readonly CompiledPatchOperation[];
   readonly rejectMessage?: CompiledTemplate;
@@ -243,6 +244,7 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
       type: type as 'Patch' | 'Reject',
       tier,
       operations,
+      source: obj as unknown as ModRule,
       match,
       patch,
       rejectMessage,

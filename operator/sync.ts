@@ -1,6 +1,4 @@
-import { createHash } from 'node:crypto';
-import { stableStringify } from '../engine/admit';
-import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
 import { Logger } from '../log/logger';
 import { formatProblems, ValidationProblem } from '../modrule/validate';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
@@ -26,15 +24,8 @@ export interface ClusterSyncOptions {
 
 interface Seen {
   uid: JsonValue;
-  /** Digest of the spec (sorted-key JSON): the spec itself would pin every rule's raw object in memory. */
-  spec: string;
+  spec: JsonValue;
   problems: readonly ValidationProblem[];
-}
-
-function specDigest(spec: JsonValue | undefined): string {
-  return createHash('sha256')
-    .update(stableStringify(spec ?? null))
-    .digest('base64');
 }
 
 function nameOf(obj: JsonObject): { namespace: string; name: string } {
@@ -126,7 +117,7 @@ export class ClusterSync {
           if (problems.length > 0) logInvalid(namespace, name, problems);
           this.seen.set(key, {
             uid: (item.metadata as JsonObject).uid ?? null,
-            spec: specDigest(item.spec),
+            spec: item.spec ?? null,
             problems,
           });
           status?.report(item, problems);
@@ -139,11 +130,11 @@ export class ClusterSync {
         const uid = (obj.metadata as JsonObject).uid ?? null;
         const previous = this.seen.get(key);
         let problems: readonly ValidationProblem[];
-        if (previous && previous.uid === uid && previous.spec === specDigest(obj.spec)) {
+        if (previous && previous.uid === uid && jsonEqual(previous.spec, obj.spec ?? null)) {
           problems = previous.problems;
         } else {
           problems = store.upsertRule(obj);
-          this.seen.set(key, { uid, spec: specDigest(obj.spec), problems });
+          this.seen.set(key, { uid, spec: obj.spec ?? null, problems });
           if (problems.length > 0) logInvalid(namespace, name, problems);
           else logger.info('ModRule updated', { namespace, name });
         }
