@@ -6,10 +6,14 @@ export interface BenchRow {
   opsPerSec: number | null;
   /** Free-form extra columns: latency percentiles, ratios, memory. */
   notes?: string;
+  /** The target this row is held to, e.g. ">= 0.5x floor". */
+  target?: string;
+  /** Whether the target was met (only with target). */
+  pass?: boolean;
 }
 
-/** A benchmark suite: files named `*.bench.ts` in bench/ export `run`. */
-export type BenchSuite = () => Promise<BenchRow[]>;
+/** A benchmark suite: files named `*.bench.ts` in bench/ export `run` (given the --only names, [] = all). */
+export type BenchSuite = (only: readonly string[]) => Promise<BenchRow[]>;
 
 /** Times fn over at least minMs and returns operations per second. */
 export function measure(fn: () => void, minMs = 300): number {

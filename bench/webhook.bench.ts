@@ -1,6 +1,5 @@
 import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
-import { createServer, Server } from 'node:https';
 import { AddressInfo } from 'node:net';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { join } from 'node:path';
@@ -11,7 +10,8 @@ import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
 import { listManifestFiles, loadManifestFile } from '../webhook/local/load';
 import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
-import { MemoryTlsSource, TLS_MIN_VERSION } from '../webhook/tls';
+import { MemoryTlsSource } from '../webhook/tls';
+import { startFloor } from './server-child';
 import { BenchRow } from './types';
 
 // Loopback only. Each point runs this many seconds (MODRULE_BENCH_SECONDS overrides, e.g. 1 for a smoke run).
@@ -37,29 +37,6 @@ function nonMatchingRules(): JsonObject[] {
         : { patch: [{ op: 'add', path: '/metadata/labels/unrelated', value: String(i) }] }),
     },
   }));
-}
-
-/** The floor: an HTTPS server that only reads and parses the body and answers allowed. */
-function startFloor(cert: string, key: string): Promise<Server> {
-  const server = createServer({ cert, key, minVersion: TLS_MIN_VERSION }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        apiVersion: string;
-        request: { uid: string };
-      };
-      const body = JSON.stringify({
-        apiVersion: review.apiVersion,
-        kind: 'AdmissionReview',
-        response: { uid: review.request.uid, allowed: true },
-      });
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-      res.end(body);
-    });
-  });
-  server.keepAliveTimeout = 65_000;
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
 interface Point {

@@ -1,4 +1,4 @@
-import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
 import { BudgetExhaustedError, REJECT_RESERVE, RequestBudget, UNTIMED_BUDGET } from '../limits/budget';
 import { deeperThan, MAX_OBJECT_DEPTH } from '../limits/depth';
 import { CompiledRule } from '../modrule/compile';
@@ -10,11 +10,12 @@ import {
 } from '../modrule/types';
 import { JsonPatchOperation } from '../patch/operation';
 import { createPatch } from '../patch/diff';
-import { applyKubeModOperation } from '../patch/kubemod';
 import { RuleSnapshot } from '../store/rules';
-import { ruleMatches } from './match';
+import { setOwn } from '../patch/object';
+import { RuleIndex } from '../store/rule-index';
+import { ruleMatches, SelectCache } from './match';
 import {
-  applyOperations,
+  applyOperationsShared,
   Budget,
   MAX_OPERATIONS_PER_REQUEST,
   ResolvedOperation,
@@ -87,17 +88,13 @@ export function admit(
     outcome.ignored = true;
     return outcome;
   }
-  const rules = snapshot.rulesFor(namespace).filter((r) => r.operations.has(operation));
-  if (rules.length === 0) return outcome;
+  const index = RuleIndex.of(snapshot.rulesFor(namespace));
+  if (!index.operations.has(operation)) return outcome;
   if (deeperThan(subject)) {
-    // Refused up front with a clear reason, rather than a stack overflow somewhere in a rule.
-    const message = `object nests deeper than ${MAX_OBJECT_DEPTH} levels; ModRules are not evaluated against it`;
-    for (const rule of rules)
-      if (rule.type === 'Patch') outcome.failures.push({ rule: refOf(rule), message });
-    // Reject rules fail closed: nesting an object deeply must not be a way around them.
-    const rejects = rules.filter((r) => r.type === 'Reject');
-    rejectUnevaluated(rejects, `: object nests deeper than ${MAX_OBJECT_DEPTH} levels`, outcome);
-    outcome.allowed = rejects.length === 0;
+    refuseDeep(
+      index.rules.filter((r) => r.operations.has(operation)),
+      outcome,
+    );
     return outcome;
   }
 
@@ -109,15 +106,17 @@ export function admit(
   // the patched old object. The API server has no object to patch on DELETE, so no patch is returned there.
   const lastApplied = new LastApplied(subject);
   // Patch rules (a tenant's own among them) cannot spend what the Reject rules (the cluster's among them) need.
-  if (rules.some((r) => r.type === 'Reject')) budget.reserve(REJECT_RESERVE);
-  const patched = runPatchRules(
-    rules.filter((r) => r.type === 'Patch'),
-    current,
+  const reserved = index.rejectOperations.has(operation);
+  if (reserved) budget.reserve(REJECT_RESERVE);
+  const selects = runPatchRules(
+    index,
+    operation,
+    new SelectCache(current, budget),
     namespaceText,
     lastApplied,
     outcome,
-    budget,
   );
+  const patched = selects.root as JsonObject;
   if (patched !== current) {
     current = patched;
     if (operation !== 'DELETE') {
@@ -128,8 +127,10 @@ export function admit(
     }
   }
 
-  budget.release();
-  runRejectRules(rules, current, namespaceText, outcome, budget);
+  if (reserved) {
+    budget.release();
+    runRejectRules(index, operation, selects, namespaceText, outcome);
+  }
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
     outcome.patch = [];
@@ -141,96 +142,133 @@ export function admit(
  * Runs Patch rules tier by tier (lowest first). Every rule of a tier is matched against the tier's input; the
  * matching ones then apply in namespace/name order, each computed against the object as the previous rules of the
  * tier left it (as KubeMod's CalculatePatch). A failing rule is recorded and its changes dropped.
- * Returns the patched object, or `object` itself when no rule applied.
+ * Only the index's candidates for the tier's input are visited. Returns the selects of the final object.
  */
 function runPatchRules(
-  patchRules: readonly CompiledRule[],
-  object: JsonObject,
+  index: RuleIndex,
+  operation: AdmissionOperation,
+  input: SelectCache,
   namespace: string,
   lastApplied: LastApplied,
   outcome: AdmissionOutcome,
-  request: RequestBudget,
-): JsonObject {
+): SelectCache {
+  const request = input.budget;
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST, request };
-  let current = object;
-  for (let i = 0; i < patchRules.length;) {
-    const tier = patchRules[i].tier;
-    const tierInput = current;
-    for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
-      const rule = patchRules[i];
-      try {
-        if (!ruleMatches(rule, tierInput, request)) continue;
-        request.check();
-      } catch (err) {
-        skipRest(patchRules.slice(i), err, outcome);
-        return current;
+  let selects = input;
+  let current = input.root as JsonObject;
+  let rules: readonly CompiledRule[] = [];
+  let i = 0;
+  try {
+    rules = index.candidates(selects);
+    while (i < rules.length) {
+      const tier = rules[i].tier;
+      const tierInput = selects;
+      for (; i < rules.length && rules[i].tier === tier; i++) {
+        const rule = rules[i];
+        if (rule.type !== 'Patch' || !rule.operations.has(operation)) continue;
+        if (!ruleMatches(rule, tierInput.root, tierInput)) continue;
+        request?.check();
+        outcome.matched.push(refOf(rule));
+        const next = applyRule(rule, current, namespace, budget, outcome);
+        if (next === undefined) continue;
+        current = next.object;
+        lastApplied.apply(next.ops);
       }
-      outcome.matched.push(refOf(rule));
-      try {
-        const ops = resolveOperations(rule, current, namespace, budget);
-        // A copy per rule: a rule that fails half-way leaves nothing behind.
-        const next = applyOperations(cloneJson(current), ops, request);
-        if (!isJsonObject(next))
-          throw new RuleRuntimeError('the patch replaced the object with a non-object');
-        current = next;
-        lastApplied.apply(ops);
-        outcome.patched.push(refOf(rule));
-      } catch (err) {
-        if (err instanceof BudgetExhaustedError) {
-          skipRest(patchRules.slice(i), err, outcome);
-          return current;
-        }
-        outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
+      if (current !== tierInput.root) {
+        // Later tiers see the patched object: its own selects, its own candidates.
+        selects = new SelectCache(current, request);
+        rules = index.candidates(selects);
+        i = firstAfterTier(rules, tier);
       }
     }
+  } catch (err) {
+    if (!(err instanceof BudgetExhaustedError)) throw err;
+    // The request's budget ran out: this rule and every candidate after it fail as rules fail at run time
+    // (reported, their changes dropped), so the request is answered at once. What applied before stays.
+    for (const rule of rules.slice(i))
+      if (rule.type === 'Patch' && rule.operations.has(operation))
+        outcome.failures.push({ rule: refOf(rule), message: err.message });
+    if (current !== selects.root) selects = new SelectCache(current, request);
   }
-  return current;
+  return selects;
+}
+
+/** One matching Patch rule against the object: the new object and its operations, or undefined when it failed. */
+function applyRule(
+  rule: CompiledRule,
+  current: JsonObject,
+  namespace: string,
+  budget: Budget,
+  outcome: AdmissionOutcome,
+): { object: JsonObject; ops: ResolvedOperation[] } | undefined {
+  try {
+    const ops = resolveOperations(rule, current, namespace, budget);
+    // Copy on write per rule: a rule that fails half-way leaves nothing behind.
+    const next = applyOperationsShared(current, ops, new Set(), budget.request);
+    if (!isJsonObject(next)) throw new RuleRuntimeError('the patch replaced the object with a non-object');
+    outcome.patched.push(refOf(rule));
+    return { object: next, ops };
+  } catch (err) {
+    if (err instanceof BudgetExhaustedError) throw err; // the request's, not this rule's: see runPatchRules
+    outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
+    return undefined;
+  }
+}
+
+function firstAfterTier(rules: readonly CompiledRule[], tier: number): number {
+  let i = 0;
+  while (i < rules.length && rules[i].tier <= tier) i++;
+  return i;
 }
 
 /**
- * The request's budget ran out during rules[0]: it and every rule after it fail as rules fail at run time (reported,
- * their changes dropped), so the request is answered at once. (Reject rules fail closed: see rejectUnevaluated.)
+ * Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
+ * A Reject rule the budget cannot evaluate rejects (see rejectUnevaluated).
  */
-function skipRest(rules: readonly CompiledRule[], err: unknown, outcome: AdmissionOutcome): void {
-  if (!(err instanceof BudgetExhaustedError)) throw err;
-  for (const rule of rules) outcome.failures.push({ rule: refOf(rule), message: err.message });
-}
-
-/** Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject). */
 function runRejectRules(
-  rules: readonly CompiledRule[],
-  object: JsonObject,
+  index: RuleIndex,
+  operation: AdmissionOperation,
+  selects: SelectCache,
   namespace: string,
   outcome: AdmissionOutcome,
-  budget: RequestBudget,
 ): void {
-  const rest = (i: number) => rules.slice(i).filter((r) => r.type === 'Reject');
-  for (let i = 0; i < rules.length; i++) {
-    const rule = rules[i];
-    try {
-      if (rule.type !== 'Reject' || !ruleMatches(rule, object, budget)) continue;
-      budget.check();
-    } catch (err) {
-      if (!(err instanceof BudgetExhaustedError)) throw err;
-      rejectUnevaluated(rest(i), ` within the request budget (${err.message})`, outcome);
-      return;
+  const object = selects.root;
+  const budget = selects.budget;
+  let rules: readonly CompiledRule[] = [];
+  let i = 0;
+  try {
+    rules = index.candidates(selects).filter((r) => r.type === 'Reject' && r.operations.has(operation));
+    for (; i < rules.length; i++) {
+      const rule = rules[i];
+      if (!ruleMatches(rule, object, selects)) continue;
+      budget?.check();
+      outcome.matched.push(refOf(rule));
+      const message = rejectMessage(rule, object, namespace, budget, outcome);
+      outcome.rejections.push({ rule: refOf(rule), message });
     }
-    outcome.matched.push(refOf(rule));
-    // No rejectMessage (or a broken one): '' and KubeMod's denial names just the rule.
-    let message = '';
-    if (rule.rejectMessage) {
-      try {
-        message = rule.rejectMessage.render({ Target: object, Namespace: namespace }, budget);
-      } catch (err) {
-        if (err instanceof BudgetExhaustedError) {
-          rejectUnevaluated(rest(i), ` within the request budget (${err.message})`, outcome);
-          return;
-        }
-        // A broken message must not turn a rejection into an admission.
-        outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
-      }
-    }
-    outcome.rejections.push({ rule: refOf(rule), message });
+  } catch (err) {
+    if (!(err instanceof BudgetExhaustedError)) throw err;
+    // rules[i] ran out of budget while matching or rendering its message: it and the rest reject.
+    rejectUnevaluated(rules.slice(i), ` within the request budget (${err.message})`, outcome);
+  }
+}
+
+/** The rule's rendered rejectMessage; '' when it has none or it fails (KubeMod's denial then names just the rule). */
+function rejectMessage(
+  rule: CompiledRule,
+  object: JsonValue,
+  namespace: string,
+  budget: RequestBudget | undefined,
+  outcome: AdmissionOutcome,
+): string {
+  if (!rule.rejectMessage) return '';
+  try {
+    return rule.rejectMessage.render({ Target: object, Namespace: namespace }, budget);
+  } catch (err) {
+    if (err instanceof BudgetExhaustedError) throw err;
+    // A broken message must not turn a rejection into an admission.
+    outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
+    return '';
   }
 }
 
@@ -245,6 +283,18 @@ function rejectUnevaluated(rules: readonly CompiledRule[], why: string, outcome:
     outcome.failures.push({ rule: refOf(rule), message });
     outcome.rejections.push({ rule: refOf(rule), message });
   }
+}
+
+/**
+ * An object nesting deeper than MAX_OBJECT_DEPTH is refused up front with a clear reason, rather than a stack
+ * overflow somewhere in a rule: Patch rules fail, Reject rules fail closed (deep nesting must not get around them).
+ */
+function refuseDeep(rules: readonly CompiledRule[], outcome: AdmissionOutcome): void {
+  const message = `object nests deeper than ${MAX_OBJECT_DEPTH} levels; ModRules are not evaluated against it`;
+  for (const rule of rules) if (rule.type === 'Patch') outcome.failures.push({ rule: refOf(rule), message });
+  const rejects = rules.filter((r) => r.type === 'Reject');
+  rejectUnevaluated(rejects, `: object nests deeper than ${MAX_OBJECT_DEPTH} levels`, outcome);
+  outcome.allowed = rejects.length === 0;
 }
 
 function refOf(rule: CompiledRule): RuleRef {
@@ -345,6 +395,8 @@ class LastApplied {
   private parsed = false;
   private original: JsonValue | undefined;
   private doc: JsonValue | undefined;
+  // Copy on write: `original` is never changed, so no up-front clone is needed to compare at the end.
+  private readonly owned = new Set<object>();
 
   constructor(subject: JsonObject) {
     const text = annotationsOf(subject)?.[LAST_APPLIED_ANNOTATION];
@@ -358,12 +410,7 @@ class LastApplied {
     for (const o of ops) {
       if (o.tokens[0] === SYNTHETIC_REFS) continue;
       try {
-        this.doc = applyKubeModOperation(
-          this.doc,
-          o.op,
-          o.tokens,
-          o.value === undefined ? undefined : cloneJson(o.value),
-        );
+        this.doc = applyOperationsShared(this.doc, [o], this.owned);
       } catch {
         // e.g. replace of a field the user never set: the annotation simply does not mention it.
       }
@@ -377,7 +424,7 @@ class LastApplied {
       const parsed = JSON.parse(this.text) as JsonValue;
       if (isJsonObject(parsed)) {
         this.original = parsed;
-        this.doc = cloneJson(parsed);
+        this.doc = parsed;
       }
     } catch {
       // Not JSON: leave the annotation alone rather than fail the request.
@@ -385,17 +432,67 @@ class LastApplied {
   }
 
   writeTo(final: JsonObject): void {
-    if (this.doc === undefined || this.original === undefined || jsonEqual(this.doc, this.original)) return;
-    const annotations = annotationsOf(final);
+    if (this.doc === undefined || this.original === undefined || this.doc === this.original) return;
+    if (jsonEqual(this.doc, this.original)) return;
+    const meta = final.metadata;
+    if (!isJsonObject(meta) || !isJsonObject(meta.annotations)) return;
+    // final shares its metadata with the request's object: write into copies.
     // kubectl writes the annotation as compact JSON with sorted keys and a trailing newline.
-    if (annotations) annotations[LAST_APPLIED_ANNOTATION] = stableStringify(this.doc) + '\n';
+    final.metadata = {
+      ...meta,
+      annotations: { ...meta.annotations, [LAST_APPLIED_ANNOTATION]: stableStringify(this.doc) + '\n' },
+    };
   }
 }
 
 /** Compact JSON with object keys sorted, as Go's encoding/json writes maps. */
 export function stableStringify(v: JsonValue): string {
+  const sorted = sortedView(v);
+  return sorted === undefined ? sortedStringify(v) : JSON.stringify(sorted);
+}
+
+// Digit-only keys enumerate before all others whatever the insertion order: those objects take the slow path.
+const DIGIT_KEY = /^\d+$/;
+
+/**
+ * `v` itself when every object's keys already enumerate in sorted order (kubectl writes the annotation sorted and
+ * JSON.parse keeps the order), else a copy in sorted order that shares the sorted parts, so the native writer can
+ * do the rest. undefined when an object has digit-only keys.
+ */
+function sortedView(v: JsonValue): JsonValue | undefined {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    let out: JsonValue[] | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const x = sortedView(v[i]);
+      if (x === undefined) return undefined;
+      if (x !== v[i]) (out ??= v.slice())[i] = x;
+    }
+    return out ?? v;
+  }
+  const keys = Object.keys(v);
+  const values: JsonValue[] = new Array<JsonValue>(keys.length);
+  let inOrder = true;
+  let changed = false;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    if (DIGIT_KEY.test(k)) return undefined;
+    if (i > 0 && keys[i - 1] >= k) inOrder = false;
+    const x = sortedView(v[k]);
+    if (x === undefined) return undefined;
+    if (x !== v[k]) changed = true;
+    values[i] = x;
+  }
+  if (inOrder && !changed) return v;
+  const order = keys.map((_, i) => i).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
+  const out: JsonObject = {};
+  for (const i of order) setOwn(out, keys[i], values[i]);
+  return out;
+}
+
+function sortedStringify(v: JsonValue): string {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(stableStringify).join(',')}]`;
+  if (Array.isArray(v)) return `[${v.map(sortedStringify).join(',')}]`;
   const keys = Object.keys(v).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(v[k])}`).join(',')}}`;
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${sortedStringify(v[k])}`).join(',')}}`;
 }

@@ -4,7 +4,7 @@ import { CompiledPatchOperation, CompiledRule, PathToken } from '../modrule/comp
 import { applyKubeModOperation } from '../patch/kubemod';
 import { formatPointer } from '../patch/pointer';
 import { parseModRuleValue } from './value';
-import { cloneJson } from '../json/value';
+import { hasOwn, setOwn } from '../patch/object';
 
 /** A patch operation with its path resolved and its value rendered, ready to apply. */
 export interface ResolvedOperation {
@@ -166,29 +166,82 @@ function fillPlaceholders(
 const VALUE_CHARS_PER_STEP = 16;
 const VALUE_PARSE_STEPS = 128;
 
+type Container = { [key: string]: JsonValue } | JsonValue[];
+
+function isContainer(v: JsonValue | undefined): v is Container {
+  return typeof v === 'object' && v !== null;
+}
+
+/** Where a token leads in a container, as the KubeMod patcher reads it (negative array indices from the end). */
+function childKey(doc: Container, token: string): string | number | undefined {
+  if (!Array.isArray(doc)) return hasOwn(doc, token) ? token : undefined;
+  if (!/^[+-]?\d{1,18}$/.test(token)) return undefined;
+  let idx = Number(token);
+  if (idx < 0) idx += doc.length;
+  return idx >= 0 && idx < doc.length ? idx : undefined;
+}
+
 /**
- * Applies resolved operations in order to `root` (mutated) and returns the new root; throws on the first failure.
+ * Copy on write: a private shallow copy of every container from the root down to the parent of the token path,
+ * so an in-place operation there leaves the shared originals untouched. `owned` holds the copies made so far.
+ */
+function ownPath(root: JsonValue, tokens: readonly string[], owned: Set<object>): JsonValue {
+  if (!isContainer(root)) return root;
+  const own = (c: Container): Container => {
+    if (owned.has(c)) return c;
+    const copy: Container = Array.isArray(c) ? c.slice() : { ...c }; // spread keeps "__proto__" an own key
+    owned.add(copy);
+    return copy;
+  };
+  const top = own(root);
+  let doc = top;
+  for (let i = 0; i < tokens.length - 1; i++) {
+    const key = childKey(doc, tokens[i]);
+    if (key === undefined) break;
+    const child = Array.isArray(doc) ? doc[key as number] : doc[key as string];
+    if (!isContainer(child)) break;
+    const mine = own(child);
+    if (mine !== child) {
+      if (Array.isArray(doc)) doc[key as number] = mine;
+      else setOwn(doc, key as string, mine);
+    }
+    doc = mine;
+  }
+  return top;
+}
+
+/**
+ * Applies resolved operations to a copy of `root` that shares every part the operations do not touch; `root`
+ * itself is never changed, so a failing rule simply drops its copy. `owned` (default: a fresh set) holds the
+ * containers already private to the copy; values are shared, never mutated later (a write under one copies it).
  * Each operation costs the request budget (if given) a step.
  */
-export function applyOperations(
+export function applyOperationsShared(
   root: JsonValue,
   ops: readonly ResolvedOperation[],
+  owned: Set<object> = new Set(),
   budget?: RequestBudget,
 ): JsonValue {
   let doc = root;
   for (const o of ops) {
     budget?.charge(1);
     try {
-      // Values are shared with the compiled rule: copy so a later operation cannot mutate the constant.
-      doc = applyKubeModOperation(
-        doc,
-        o.op,
-        o.tokens,
-        o.value === undefined ? undefined : cloneJson(o.value),
-      );
+      doc = applyKubeModOperation(ownPath(doc, o.tokens, owned), o.op, o.tokens, o.value);
     } catch (err) {
       throw new RuleRuntimeError(`${o.op} ${formatPointer(o.tokens)}: ${(err as Error).message}`);
     }
   }
   return doc;
+}
+
+/**
+ * Applies resolved operations in order and returns the new root; throws on the first failure. The root is not
+ * changed (copy on write, as applyOperationsShared), so callers that copied it first keep working.
+ */
+export function applyOperations(
+  root: JsonValue,
+  ops: readonly ResolvedOperation[],
+  budget?: RequestBudget,
+): JsonValue {
+  return applyOperationsShared(root, ops, new Set(), budget);
 }

@@ -1,3 +1,5 @@
+import fc from 'fast-check';
+import { parseYamlValue } from '../manifest/yaml';
 import { parseModRuleValue, ValueSyntaxError } from './value';
 
 describe('parseModRuleValue (YAML 1.1, as sigs.k8s.io/yaml)', () => {
@@ -42,5 +44,60 @@ describe('parseModRuleValue (YAML 1.1, as sigs.k8s.io/yaml)', () => {
       'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]',
     ].join('\n');
     expect(() => parseModRuleValue(bomb)).toThrow(ValueSyntaxError);
+  });
+});
+
+describe('parseModRuleValue fast path and cache', () => {
+  // The full parser, without the fast path or the cache, is the reference.
+  const reference = (text: string): unknown => {
+    try {
+      return { value: parseYamlValue(text) };
+    } catch {
+      return 'error';
+    }
+  };
+  const actual = (text: string): unknown => {
+    try {
+      return { value: parseModRuleValue(text) };
+    } catch {
+      return 'error';
+    }
+  };
+
+  test.each([
+    'web-0',
+    'Yes',
+    'NO',
+    'y',
+    'n',
+    'On',
+    'oFF',
+    'Null',
+    'nginx:1.14.2',
+    'a:',
+    'a:b:c',
+    'a::b',
+    'registry.example.com/shop/web:1.42.0',
+    'e1',
+    'Infinity',
+    'nan',
+    '0x1F',
+    '1_000',
+    '+1',
+    '.5',
+  ])('%j reads as the full YAML 1.1 parser reads it', (text) => {
+    expect(actual(text)).toEqual(reference(text));
+    expect(actual(text)).toEqual(reference(text)); // second time from the cache
+  });
+
+  test('random scalars read as the full parser reads them', () => {
+    const chars = 'aAyYnNoOtTeEfFlLsSuU019_./-: #+x'.split('');
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...chars), { maxLength: 8 }), (cs) => {
+        const text = cs.join('');
+        expect(actual(text)).toEqual(reference(text));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

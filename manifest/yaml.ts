@@ -43,7 +43,9 @@ export function parseYamlDocuments(text: string): JsonValue[] {
     if (value === null || value === undefined) {
       if (doc.contents === null) continue; // an empty document between separators
     }
-    out.push(toJsonValue(value, ''));
+    // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
+    // text, and one kept string (a rule's name) would keep the file alive for as long as the rule lives.
+    out.push(JSON.parse(JSON.stringify(toJsonValue(value, ''))) as JsonValue);
   }
   return out;
 }

@@ -3,7 +3,8 @@ import { isAmbiguous } from '../jsonpath/ast';
 import { compileTemplate, CompiledTemplate, TemplateSyntaxError } from '../template';
 import { parsePointer } from '../patch/pointer';
 import { compileRegex, SafeRegex } from '../regex/compile';
-import { isJsonObject, JsonValue } from '../json/value';
+import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { Interner } from '../cache/interner';
 import { parseModRuleValue } from '../engine/value';
 import {
   AdmissionOperation,
@@ -49,7 +50,10 @@ export interface CompiledPatchOperation {
   readonly value: CompiledValue;
 }
 
-/** A ModRule compiled once per version: everything the engine needs without re-parsing rule text. */
+/**
+ * A ModRule compiled once per version: everything the engine needs without re-parsing rule text. `source` is the
+ * object it was compiled from (not copied: `serve --local` passes the very objects it holds anyway).
+ */
 export interface CompiledRule {
   readonly namespace: string;
   readonly name: string;
@@ -321,7 +325,9 @@ function compileMatchItem(item: unknown, at: string, problem: Report): CompiledM
     else negate = m.negate;
   }
   if (countOf(problem) !== before || !select) return undefined;
-  return { select, matchValue, matchValues, matchRegex, matchFor, negate };
+  // Whole items are shared too: `$.kind == Deployment` in every rule is one item, matched once per object version.
+  const key = JSON.stringify([select.source, matchValue, matchValues, matchRegex?.source, matchFor, negate]);
+  return items.get(key, () => ({ select, matchValue, matchValues, matchRegex, matchFor, negate }));
 }
 
 function compilePatchOperation(
@@ -359,7 +365,7 @@ function compilePatchOperation(
   } else {
     let raw: string[] = [];
     try {
-      raw = parsePointer(path);
+      raw = parsePointer(path).map(sharedToken);
     } catch (err) {
       problem(`${at}.path`, (err as Error).message);
     }
@@ -393,7 +399,7 @@ function compilePatchOperation(
       if (template) value = { kind: 'template', template };
     } else {
       try {
-        value = { kind: 'constant', value: parseModRuleValue(rawValue) };
+        value = { kind: 'constant', value: constantValue(rawValue) };
       } catch (err) {
         problem(`${at}.value`, (err as Error).message);
       }
@@ -402,6 +408,24 @@ function compilePatchOperation(
 
   if (countOf(problem) !== before) return undefined;
   return { op: op as PatchOperationType, path: path as string, tokens, hasPlaceholders, select, value };
+}
+
+// Path tokens repeat in every rule ("metadata", "annotations"): one string each (short ones, a bounded table).
+const tokens = new Map<string, string>();
+function sharedToken(token: string): string {
+  if (token.length > 64) return token;
+  const seen = tokens.get(token);
+  if (seen !== undefined) return seen;
+  if (tokens.size >= 10_000) tokens.clear();
+  tokens.set(token, token);
+  return token;
+}
+
+// Objects and arrays are shared between rules with the same value text; the engine never mutates values.
+function constantValue(text: string): JsonValue {
+  const parsed = parseModRuleValue(text);
+  if (parsed === null || typeof parsed !== 'object') return parsed;
+  return constants.get(text, () => parsed);
 }
 
 function capturesText(n: number): string {
@@ -431,9 +455,15 @@ export function placeholderCapacity(select: CompiledJsonPath): number {
   return ast.kind === 'path' ? ast.segments.filter(isAmbiguous).length : 0;
 }
 
+// Compiled parts shared by source text across rules and rule versions (they are immutable).
+const selects = new Interner<CompiledJsonPath>();
+const regexes = new Interner<SafeRegex>();
+const constants = new Interner<JsonObject | JsonValue[]>();
+const items = new Interner<CompiledMatchItem>();
+
 function tryJsonPath(source: string, field: string, problem: Report): CompiledJsonPath | undefined {
   try {
-    return compileJsonPath(source);
+    return selects.get(source, () => compileJsonPath(source));
   } catch (err) {
     if (err instanceof JsonPathSyntaxError) {
       problem(field, err.message.startsWith('column') ? err.message : `column ${err.column}: ${err.message}`);
@@ -461,7 +491,7 @@ function tryTemplate(
 
 function tryRegex(source: string, field: string, problem: Report): SafeRegex | undefined {
   try {
-    return compileRegex(source);
+    return regexes.get(source, () => compileRegex(source));
   } catch (err) {
     problem(field, (err as Error).message);
     return undefined;

@@ -1,6 +1,8 @@
 import { RequestBudget } from '../limits/budget';
 import { TemplateRuntimeError, TemplateSyntaxError } from './errors';
 import { FUNCTIONS, TEMPLATE_FUNCTIONS } from './functions';
+import { Interner } from '../cache/interner';
+import { TemplateTree } from './ast';
 import { parse } from './parser';
 import { DEFAULT_LIMITS, execute, RenderLimits } from './render';
 import { GoValue, newMap } from './values';
@@ -29,13 +31,34 @@ function copyData(v: unknown): unknown {
 
 const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
 
+// Rules generated from one template share its parse tree; only the name (used in error messages) differs.
+// The interned value is the root node list, which every renamed copy holds, so the entry lives while any does.
+const roots = new Interner<TemplateTree['root']>();
+const treeOf = new WeakMap<TemplateTree['root'], TemplateTree>();
+// Read-only after parsing (render only reads them).
+const NO_DEFINES: TemplateTree['defines'] = new Map();
+const NO_FUNCTIONS: TemplateTree['functions'] = new Set();
+
+function parseShared(source: string, name: string): TemplateTree {
+  const root = roots.get(source, () => {
+    const parsed = parse(source, name, hasFunction);
+    // Most values define no templates and call no functions: one shared empty Map/Set instead of two per rule.
+    if (parsed.defines.size === 0) parsed.defines = NO_DEFINES;
+    if (parsed.functions.size === 0) parsed.functions = NO_FUNCTIONS;
+    treeOf.set(parsed.root, parsed);
+    return parsed.root;
+  });
+  const tree = treeOf.get(root) as TemplateTree;
+  return tree.name === name ? tree : { ...tree, name };
+}
+
 /** Parses Go text/template source with Sprig functions; throws TemplateSyntaxError. */
 export function compileTemplate(
   source: string,
   name = 'template',
   limits: RenderLimits = DEFAULT_LIMITS,
 ): CompiledTemplate {
-  const tree = parse(source, name, hasFunction);
+  const tree = parseShared(source, name);
   // Plain text needs no evaluation: the common ModRule value is a literal.
   if (tree.root.length === 0) return { source, render: () => '' };
   if (tree.root.length === 1 && tree.root[0].type === 'text') {

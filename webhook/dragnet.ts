@@ -48,6 +48,17 @@ export function rejectionMessage(rejections: AdmissionOutcome['rejections']): st
   return `operation rejected by the following ModRule(s): ${parts.join(',')}`;
 }
 
+/** What the one log line of a rejected admission says: every rejecting rule, with its message. */
+export function rejectionLogFields(outcome: AdmissionOutcome): {
+  rules: string[];
+  rejections: Array<{ rule: RuleRef; rejectMessage: string }>;
+} {
+  return {
+    rules: outcome.rejections.map((r) => ruleName(r.rule)),
+    rejections: outcome.rejections.map((r) => ({ rule: r.rule, rejectMessage: r.message })),
+  };
+}
+
 function truncate(s: string, max: number): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }

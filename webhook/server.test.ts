@@ -288,20 +288,26 @@ describe('/dragnet-webhook', () => {
     expect(answer.response?.auditAnnotations).toEqual({ applied: 'failing/works' });
   });
 
-  it('logs one line per applied rule, the full patch once, and one line per rejection', async () => {
+  it('logs one info line per admission listing the rules, with per-rule detail and the patch at debug', async () => {
     const deployment = loadFixture('deployment');
     const review = makeReview('CREATE', deployment);
     await dragnet(review);
     const mine = log.lines.filter((l) => l.uid === review.request.uid);
-    expect(mine.filter((l) => l.message === 'patched').map((l) => l.rule)).toEqual([
-      { namespace: 'default', name: 'add-team-label' },
-      { namespace: 'default', name: 'harden-containers' },
+    const info = mine.filter((l) => l.level === 'info');
+    expect(info).toHaveLength(1);
+    expect(info[0]).toMatchObject({
+      message: 'patch applied',
+      object: { kind: 'Deployment', namespace: 'default', name: 'nginx' },
+      operation: 'CREATE',
+      rules: ['default/add-team-label', 'default/harden-containers'],
+    });
+    expect(mine.filter((l) => l.message === 'patched').map((l) => [l.level, l.rule])).toEqual([
+      ['debug', { namespace: 'default', name: 'add-team-label' }],
+      ['debug', { namespace: 'default', name: 'harden-containers' }],
     ]);
-    const summary = mine.filter((l) => l.message === 'patch applied');
-    expect(summary).toHaveLength(1);
-    expect(summary[0].object).toEqual({ kind: 'Deployment', namespace: 'default', name: 'nginx' });
-    expect(summary[0].operation).toBe('CREATE');
-    expect(summary[0].patch).toEqual(decodePatch(await dragnet(makeReview('CREATE', deployment))));
+    const patch = mine.filter((l) => l.message === 'patch');
+    expect(patch).toHaveLength(1);
+    expect(patch[0].patch).toEqual(decodePatch(await dragnet(makeReview('CREATE', deployment))));
 
     const rejectReview = makeReview('CREATE', loadFixture('service'));
     await dragnet(rejectReview);
@@ -311,7 +317,10 @@ describe('/dragnet-webhook', () => {
     expect(rejections).toEqual([
       expect.objectContaining({
         level: 'info',
-        rule: { namespace: 'default', name: 'reject-malicious-external-ips' },
+        rules: ['default/reject-malicious-external-ips'],
+        rejections: [
+          expect.objectContaining({ rule: { namespace: 'default', name: 'reject-malicious-external-ips' } }),
+        ],
         object: { kind: 'Service', namespace: 'default', name: 'nginx' },
       }),
     ]);

@@ -8,7 +8,14 @@ import { Logger } from '../log/logger';
 import { RuleStore } from '../store/rules';
 import { BudgetLimits, DEFAULT_BUDGET } from '../limits/budget';
 import { RuleRef } from '../engine/admit';
-import { AdmissionResult, DragnetDecision, handleDragnet, ruleName, storeNamespace } from './dragnet';
+import {
+  AdmissionResult,
+  DragnetDecision,
+  handleDragnet,
+  rejectionLogFields,
+  ruleName,
+  storeNamespace,
+} from './dragnet';
 import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
@@ -275,23 +282,30 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       return;
     }
     if (!outcome) return;
-    for (const f of outcome.failures) {
-      logger.warn('ModRule failed at run time and was skipped', { ...base, rule: f.rule, error: f.message });
+    // One line however many rules failed: a request that ran out of budget can fail hundreds at once.
+    if (outcome.failures.length > 0) {
+      logger.warn('ModRules failed at run time and were skipped', {
+        ...base,
+        failures: outcome.failures.map((f) => ({ rule: ruleName(f.rule), error: f.message })),
+      });
     }
     metrics.countRules(
       'error',
       outcome.failures.map((f) => f.rule),
     );
+    // One info line per admission that changed or rejected something, listing the rules; per-rule detail at debug.
     if (decision.result === 'rejected') {
-      for (const r of outcome.rejections)
-        logger.info('rejected', { ...base, rule: r.rule, rejectMessage: r.message });
+      logger.info('rejected', { ...base, ...rejectionLogFields(outcome) });
       metrics.countRules(
         'rejection',
         outcome.rejections.map((r) => r.rule),
       );
     } else if (decision.result === 'patched') {
-      for (const rule of decision.applied) logger.info('patched', { ...base, rule });
-      logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName), patch: outcome.patch });
+      logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName) });
+      if (logger.isDebugEnabled()) {
+        for (const rule of decision.applied) logger.debug('patched', { ...base, rule });
+        logger.debug('patch', { ...base, patch: outcome.patch });
+      }
       metrics.countRules('patch', decision.applied);
     }
   };

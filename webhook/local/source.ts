@@ -1,7 +1,8 @@
 import { FSWatcher, watch } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { cloneJson, isJsonObject, JsonObject } from '../../json/value';
+import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../../json/value';
+import { setOwn } from '../../patch/object';
 import { Logger } from '../../log/logger';
 import { withDefaults } from '../../modrule/defaults';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../../modrule/types';
@@ -155,12 +156,14 @@ export class LocalRuleSource {
     const { logger } = this.options;
     const errors: string[] = [];
     const files = new Map<string, JsonObject[]>();
+    // One copy of each string across every file of this load (selects, kinds, apiVersions repeat in every rule).
+    const strings = new Map<string, string>();
     try {
       const listed = await listManifestFiles(this.options.paths);
       this.fingerprint = await fingerprintFiles(listed);
       for (const file of listed) {
         try {
-          files.set(file, await loadManifestFile(file));
+          files.set(file, this.holdings(await loadManifestFile(file), file, strings));
         } catch (err) {
           errors.push((err as Error).message);
           const previous = this.lastFiles.get(file);
@@ -181,7 +184,7 @@ export class LocalRuleSource {
       for (const doc of docs) {
         const kind = kindOf(doc);
         if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION) {
-          const rule = this.prepareRule(doc);
+          const rule = doc; // prepared by holdings()
           const key = ruleKey(rule);
           if (rules.has(key))
             errors.push(`${file}: ModRule ${key} is defined more than once; the last one wins`);
@@ -190,8 +193,6 @@ export class LocalRuleSource {
           namespaces.set(nameOf(doc), doc);
         } else if (kind === 'Node' && (doc.apiVersion ?? 'v1') === 'v1' && nameOf(doc)) {
           nodes.set(nameOf(doc), doc);
-        } else {
-          logger.debug('local manifest ignored', { file, kind, name: nameOf(doc) });
         }
       }
     }
@@ -250,6 +251,23 @@ export class LocalRuleSource {
     return report;
   }
 
+  /**
+   * What is kept of a file until the next reload: its ModRules (prepared, the very objects that stay in force when
+   * a later version is invalid), Namespaces and Nodes. Everything else is let go right after parsing.
+   */
+  private holdings(docs: JsonObject[], file: string, strings: Map<string, string>): JsonObject[] {
+    const out: JsonObject[] = [];
+    for (const doc of docs) {
+      const kind = kindOf(doc);
+      if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION)
+        out.push(shareStrings(this.prepareRule(doc), strings));
+      else if ((kind === 'Namespace' || kind === 'Node') && (doc.apiVersion ?? 'v1') === 'v1' && nameOf(doc))
+        out.push(doc);
+      else this.options.logger.debug('local manifest ignored', { file, kind, name: nameOf(doc) });
+    }
+    return out;
+  }
+
   /** Defaults as the mutating webhook would fill them, and the namespace kubectl would give it. */
   private prepareRule(doc: JsonObject): JsonObject {
     const copy = cloneJson(doc);
@@ -263,4 +281,23 @@ export class LocalRuleSource {
       return copy; // validation reports what is wrong with it
     }
   }
+}
+
+/** Replaces every string value of a parsed document (mutated in place) by its first copy in `strings`. */
+function shareStrings<T extends JsonValue>(v: T, strings: Map<string, string>): T {
+  if (typeof v === 'string') {
+    const seen = strings.get(v);
+    if (seen !== undefined) return seen as T;
+    strings.set(v, v);
+    return v;
+  }
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = shareStrings(v[i], strings);
+  } else if (isJsonObject(v)) {
+    for (const k of Object.keys(v)) {
+      const x = v[k];
+      if (typeof x === 'object' || typeof x === 'string') setOwn(v, k, shareStrings(x, strings));
+    }
+  }
+  return v;
 }

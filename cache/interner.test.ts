@@ -1,0 +1,53 @@
+import { compileModRule } from '../modrule/compile';
+import { Interner } from './interner';
+
+function rule(name: string, path: string): Record<string, unknown> {
+  return {
+    apiVersion: 'api.kubemod.io/v1beta1',
+    kind: 'ModRule',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      type: 'Patch',
+      match: [{ select: '$.spec.template.spec.containers[*].image', matchRegex: '^nginx:' }],
+      patch: [{ op: 'add', path, value: '{{ fail "no name" }}' }],
+    },
+  };
+}
+
+describe('Interner', () => {
+  it('makes a value once per key and hands the same one out', () => {
+    const interner = new Interner<{ n: number }>();
+    let made = 0;
+    const a = interner.get('k', () => ({ n: ++made }));
+    const b = interner.get('k', () => ({ n: ++made }));
+    expect(b).toBe(a);
+    expect(made).toBe(1);
+    expect(interner.get('other', () => ({ n: ++made })).n).toBe(2);
+  });
+
+  it('keeps nothing when make throws', () => {
+    const interner = new Interner<object>();
+    expect(() =>
+      interner.get('bad', () => {
+        throw new Error('no');
+      }),
+    ).toThrow('no');
+    expect(interner.size).toBe(0);
+  });
+});
+
+describe('compiled rules share what their text shares', () => {
+  it('one select and regex for rules with the same text; templates keep their own name in errors', () => {
+    const a = compileModRule(rule('a', '/metadata/labels/a') as never);
+    const b = compileModRule(rule('b', '/metadata/labels/b') as never);
+    expect(b.match[0].select).toBe(a.match[0].select);
+    expect(b.match[0].matchRegex).toBe(a.match[0].matchRegex);
+    const render = (r: typeof a) => {
+      const v = r.patch[0].value;
+      if (v.kind !== 'template') throw new Error('expected a template');
+      return () => v.template.render({ Target: { metadata: {} } });
+    };
+    expect(render(a)).toThrow(/\/metadata\/labels\/a/);
+    expect(render(b)).toThrow(/\/metadata\/labels\/b/);
+  });
+});

@@ -1,0 +1,417 @@
+// Differential test: the optimised engine (rule index, shared select results, copy on write, interned rule parts,
+// one-pass last-applied) against a plain reference evaluation of the same rules: every rule in scope, in order,
+// matched item by item, and a deep copy of the object per rule. Both must give the same outcome.
+import fc from 'fast-check';
+import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { CompiledRule } from '../modrule/compile';
+import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { applyPatch } from '../patch/rfc6902';
+import { createPatch } from '../patch/diff';
+import { applyKubeModOperation } from '../patch/kubemod';
+import { formatPointer } from '../patch/pointer';
+import { RuleSnapshot, RuleStore } from '../store/rules';
+import { admit, AdmissionInput, AdmissionOutcome, RuleRef, stableStringify } from './admit';
+import { itemMatches } from './match';
+import { Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
+
+const NS = 'team';
+
+/** The reference: the obviously correct loop, no index, no caches, a fresh deep copy per rule. */
+function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): AdmissionOutcome {
+  const outcome: AdmissionOutcome = {
+    allowed: true,
+    rejections: [],
+    patch: [],
+    object: input.object,
+    matched: [],
+    patched: [],
+    failures: [],
+    ignored: false,
+  };
+  const subject = input.operation === 'DELETE' ? input.oldObject : input.object;
+  if (!subject) return outcome;
+  const namespace = input.namespace === '' ? null : input.namespace;
+  if (namespace !== null) {
+    const labels = (snapshot.namespace(namespace)?.metadata as JsonObject | undefined)?.labels;
+    if (isJsonObject(labels) && labels['admission.kubemod.io/ignore'] === 'true') {
+      outcome.ignored = true;
+      return outcome;
+    }
+  }
+  const rules = snapshot.rulesFor(namespace).filter((r) => r.operations.has(input.operation));
+  const matches = (rule: CompiledRule, obj: JsonValue) => rule.match.every((item) => itemMatches(item, obj));
+  const ref = (r: CompiledRule): RuleRef => ({ namespace: r.namespace, name: r.name });
+
+  // The object the rules see: no managedFields, syntheticRefs with the Namespace.
+  const working = cloneJson(subject);
+  const meta = working.metadata as JsonObject;
+  const managedAt = Object.keys(meta).indexOf('managedFields');
+  const managed = meta.managedFields;
+  delete meta.managedFields;
+  const ns = namespace === null ? undefined : snapshot.namespace(namespace);
+  working.syntheticRefs = ns ? { namespace: ns } : {};
+
+  const lastText = (subject.metadata as JsonObject).annotations;
+  const lastRaw = isJsonObject(lastText) ? lastText[LAST_APPLIED_ANNOTATION] : undefined;
+  let last: JsonValue | undefined;
+  try {
+    last = typeof lastRaw === 'string' ? (JSON.parse(lastRaw) as JsonValue) : undefined;
+  } catch {
+    last = undefined;
+  }
+  const lastOriginal = last === undefined ? undefined : cloneJson(last);
+
+  const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
+  let current: JsonObject = working;
+  let changed = false;
+  const patchRules = rules.filter((r) => r.type === 'Patch');
+  for (let i = 0; i < patchRules.length;) {
+    const tier = patchRules[i].tier;
+    const tierInput = cloneJson(current);
+    for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
+      const rule = patchRules[i];
+      if (!matches(rule, tierInput)) continue;
+      outcome.matched.push(ref(rule));
+      try {
+        const ops = resolveOperations(rule, current, NS, budget);
+        let next: JsonValue = cloneJson(current);
+        for (const o of ops) {
+          try {
+            next = applyKubeModOperation(
+              next,
+              o.op,
+              o.tokens,
+              o.value === undefined ? undefined : cloneJson(o.value),
+            );
+          } catch (err) {
+            throw new Error(`${o.op} ${formatPointer(o.tokens)}: ${(err as Error).message}`);
+          }
+        }
+        if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
+        if (ops.length > 0) changed = true;
+        current = next;
+        if (isJsonObject(last)) {
+          for (const o of ops) {
+            if (o.tokens[0] === 'syntheticRefs') continue;
+            try {
+              last = applyKubeModOperation(
+                last,
+                o.op,
+                o.tokens,
+                o.value === undefined ? undefined : cloneJson(o.value),
+              );
+            } catch {
+              // not in the annotation
+            }
+          }
+        }
+        outcome.patched.push(ref(rule));
+      } catch (err) {
+        outcome.failures.push({ rule: ref(rule), message: (err as Error).message });
+      }
+    }
+  }
+  if (changed && input.operation !== 'DELETE') {
+    const final = cloneJson(current);
+    delete final.syntheticRefs;
+    const fmeta = final.metadata as JsonObject;
+    if (managed !== undefined) {
+      const keys = Object.keys(fmeta).filter((k) => k !== 'managedFields');
+      keys.splice(Math.min(managedAt, keys.length), 0, 'managedFields');
+      const rebuilt: JsonObject = {};
+      for (const k of keys) rebuilt[k] = k === 'managedFields' ? managed : fmeta[k];
+      final.metadata = rebuilt;
+    }
+    const annotations = (final.metadata as JsonObject).annotations;
+    if (
+      isJsonObject(last) &&
+      lastOriginal !== undefined &&
+      !jsonEqual(last, lastOriginal) &&
+      isJsonObject(annotations)
+    )
+      annotations[LAST_APPLIED_ANNOTATION] = stableStringify(last) + '\n';
+    outcome.object = final;
+    outcome.patch = createPatch(input.object as JsonObject, final);
+  }
+  for (const rule of rules) {
+    if (rule.type !== 'Reject' || !matches(rule, current)) continue;
+    outcome.matched.push(ref(rule));
+    let message = '';
+    try {
+      message = rule.rejectMessage ? rule.rejectMessage.render({ Target: current, Namespace: NS }) : '';
+    } catch (err) {
+      outcome.failures.push({ rule: ref(rule), message: `rejectMessage: ${(err as Error).message}` });
+    }
+    outcome.rejections.push({ rule: ref(rule), message });
+  }
+  if (outcome.rejections.length > 0) {
+    outcome.allowed = false;
+    outcome.patch = [];
+  }
+  return outcome;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+// Small alphabets, so that rules and objects often meet.
+const word = fc.constantFrom('web', 'db', 'true', '1', '', 'Deployment', 'Service');
+const labelValue: fc.Arbitrary<JsonValue> = fc.oneof(
+  { weight: 8, arbitrary: word },
+  { weight: 1, arbitrary: fc.constantFrom<JsonValue>(true, 1, ['web'], { a: 'web' }, null) },
+);
+const labels = fc.dictionary(fc.constantFrom('app', 'tier', 'x'), labelValue, { maxKeys: 3 });
+const image = fc.constantFrom('nginx:1.14.2', 'registry.example.com/shop/web:1', 'redis:7');
+
+const object: fc.Arbitrary<JsonObject> = fc
+  .record({
+    kind: fc.constantFrom('Deployment', 'Service', 'Pod'),
+    apiVersion: fc.constantFrom('v1', 'apps/v1'),
+    name: fc.constantFrom('web', 'db', 'x'),
+    labels,
+    annotations: fc.dictionary(fc.constantFrom('x', 'note'), labelValue, { maxKeys: 2 }),
+    lastApplied: fc.boolean(),
+    managedFields: fc.boolean(),
+    images: fc.array(image, { maxLength: 3 }),
+    replicas: fc.constantFrom<JsonValue>(1, 3, '2', null),
+  })
+  .map((o) => {
+    const user = {
+      apiVersion: o.apiVersion,
+      kind: o.kind,
+      metadata: { name: o.name, labels: o.labels },
+      spec: {},
+    };
+    const annotations: JsonObject = { ...o.annotations };
+    if (o.lastApplied) annotations[LAST_APPLIED_ANNOTATION] = JSON.stringify(user) + '\n';
+    const metadata: JsonObject = { name: o.name, namespace: NS, labels: o.labels, annotations };
+    if (o.managedFields) metadata.managedFields = [{ manager: 'kubectl', operation: 'Update' }];
+    return {
+      apiVersion: o.apiVersion,
+      kind: o.kind,
+      metadata,
+      spec: { replicas: o.replicas, containers: o.images.map((i, n) => ({ name: `c${n}`, image: i })) },
+    };
+  });
+
+const select = fc.constantFrom(
+  '$.kind',
+  '$.apiVersion',
+  '$.metadata.name',
+  '$.metadata.labels.app',
+  '$.metadata.labels.tier',
+  '$.metadata.annotations.x',
+  '$.spec.containers[*].image',
+  '$.spec.replicas',
+  '$.metadata.labels',
+);
+const matchItem = fc
+  .record({
+    select,
+    how: fc.constantFrom('value', 'values', 'regex', 'none'),
+    value: word,
+    values: fc.array(word, { maxLength: 3 }),
+    regex: fc.constantFrom('^web', 'nginx', '^$', '1'),
+    matchFor: fc.constantFrom('Any', 'All', undefined),
+    negate: fc.boolean(),
+  })
+  .map((m) => ({
+    select: m.select,
+    ...(m.how === 'value' ? { matchValue: m.value } : {}),
+    ...(m.how === 'values' ? { matchValues: m.values } : {}),
+    ...(m.how === 'regex' ? { matchRegex: m.regex } : {}),
+    ...(m.matchFor ? { matchFor: m.matchFor } : {}),
+    ...(m.negate ? { negate: true } : {}),
+  }));
+const patchOp = fc
+  .record({
+    op: fc.constantFrom('add', 'replace', 'remove'),
+    path: fc.constantFrom(
+      '/metadata/labels/app',
+      '/metadata/labels/new',
+      '/metadata/annotations/x',
+      '/metadata/annotations',
+      '/spec/replicas',
+      '/spec/containers/0/image',
+      '/spec/containers/-',
+      '/syntheticRefs/x',
+    ),
+    value: fc.constantFrom(
+      'web',
+      '"1"',
+      '3',
+      '{a: 1}',
+      '[x]',
+      'yes',
+      '{{ .Target.metadata.name }}-t',
+      '{{ .Target.metadata.labels.app }}',
+      '{{ .Namespace }}',
+      '{{ fail "boom" }}',
+    ),
+  })
+  .map((p) => (p.op === 'remove' ? { op: p.op, path: p.path } : p));
+
+const rule = fc
+  .record({
+    wide: fc.boolean(),
+    type: fc.constantFrom('Patch', 'Patch', 'Reject'),
+    tier: fc.constantFrom(-1, 0, 0, 1),
+    operations: fc.constantFrom<JsonValue[] | undefined>(
+      undefined,
+      ['CREATE'],
+      ['DELETE'],
+      ['CREATE', 'UPDATE', 'DELETE'],
+    ),
+    match: fc.array(matchItem, { minLength: 1, maxLength: 3 }),
+    patch: fc.array(patchOp, { minLength: 1, maxLength: 3 }),
+    rejectMessage: fc.constantFrom(undefined, 'no {{ .Target.metadata.name }}', '{{ fail "x" }}'),
+  })
+  .map((r) => ({
+    wide: r.wide,
+    spec: {
+      type: r.type,
+      executionTier: r.tier,
+      ...(r.operations ? { admissionOperations: r.operations } : {}),
+      ...(r.wide ? { targetNamespaceRegex: '^te' } : {}),
+      match: r.match,
+      ...(r.type === 'Patch'
+        ? { patch: r.patch }
+        : r.rejectMessage
+          ? { rejectMessage: r.rejectMessage }
+          : {}),
+    },
+  }));
+
+function storeOf(rules: Array<{ wide: boolean; spec: JsonObject }>): RuleStore {
+  const store = new RuleStore();
+  store.replaceRules(
+    rules.map((r, i) => ({
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: `r${i % 7}-${i}`, namespace: r.wide ? 'kubemod-system' : NS },
+      spec: r.spec,
+    })),
+  );
+  store.replaceNamespaces([
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS, labels: { team: 'a' } } },
+  ]);
+  return store;
+}
+
+// The engine never mutates what it is given or what rules hold: freeze both.
+function freezeRules(snapshot: RuleSnapshot): void {
+  for (const r of snapshot.rulesFor(NS))
+    for (const op of r.patch) if (op.value.kind === 'constant') deepFreeze(op.value.value);
+}
+
+const seen = { runs: 0, rules: 0, matched: 0, patched: 0, rejected: 0, failed: 0 };
+function stats(snapshot: RuleSnapshot, o: AdmissionOutcome): void {
+  seen.runs++;
+  seen.rules += snapshot.rulesFor(NS).length;
+  if (o.matched.length) seen.matched++;
+  if (o.patch.length) seen.patched++;
+  if (o.rejections.length) seen.rejected++;
+  if (o.failures.length) seen.failed++;
+}
+afterAll(() => {
+  if (process.env.DIFF_STATS) console.log(seen);
+});
+
+describe('optimised engine = plain reference evaluation', () => {
+  it('gives the same outcome for random rule sets and objects', () => {
+    fc.assert(
+      fc.property(
+        fc.array(rule, { maxLength: 14 }),
+        object,
+        object,
+        fc.constantFrom<AdmissionOperation>('CREATE', 'UPDATE', 'DELETE'),
+        (rules, obj, old, operation) => {
+          const snapshot = storeOf(rules).snapshot();
+          freezeRules(snapshot);
+          const input: AdmissionInput = {
+            operation,
+            object: operation === 'DELETE' ? null : deepFreeze(obj),
+            oldObject: operation === 'CREATE' ? null : deepFreeze(old),
+            namespace: NS,
+          };
+          const expected = referenceAdmit(input, snapshot);
+          const actual = admit(input, snapshot);
+          if (process.env.DIFF_STATS) stats(snapshot, actual);
+          expect(actual).toEqual(expected);
+          if (input.object && actual.allowed)
+            expect(applyPatch(input.object, actual.patch)).toEqual(actual.object);
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('re-reads the index for a tier whose input an earlier tier changed', () => {
+    const rules = [
+      {
+        wide: false,
+        spec: {
+          type: 'Patch',
+          executionTier: 0,
+          match: [{ select: '$.kind', matchValue: 'Pod' }],
+          patch: [{ op: 'add', path: '/metadata/labels/app', value: 'web' }],
+        },
+      },
+      {
+        wide: false,
+        spec: {
+          type: 'Patch',
+          executionTier: 1,
+          match: [{ select: '$.metadata.labels.app', matchValue: 'web' }],
+          patch: [{ op: 'add', path: '/metadata/labels/seen', value: 'yes-web' }],
+        },
+      },
+    ];
+    const snapshot = storeOf(rules).snapshot();
+    const obj: JsonObject = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: NS, labels: { app: 'db' } },
+    };
+    const input: AdmissionInput = { operation: 'CREATE', object: obj, oldObject: null, namespace: NS };
+    const actual = admit(input, snapshot);
+    expect(actual.patched.map((r) => r.name)).toEqual(['r0-0', 'r1-1']);
+    expect(actual).toEqual(referenceAdmit(input, snapshot));
+  });
+
+  it('writes last-applied exactly as a sorting writer does', () => {
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        fc.constantFrom<JsonValue>(null, true, 0, -1.5, 'a', ''),
+        fc.array(tie('value') as fc.Arbitrary<JsonValue>, { maxLength: 3 }),
+        fc.dictionary(
+          fc.constantFrom('b', 'a', '10', '9', '__proto__', 'B', 'a.b'),
+          tie('value') as fc.Arbitrary<JsonValue>,
+          {
+            maxKeys: 4,
+          },
+        ),
+      ),
+    }));
+    const reference = (v: JsonValue): string => {
+      if (v === null || typeof v !== 'object') return JSON.stringify(v);
+      if (Array.isArray(v)) return `[${v.map(reference).join(',')}]`;
+      return `{${Object.keys(v)
+        .sort()
+        .map((k) => `${JSON.stringify(k)}:${reference(v[k])}`)
+        .join(',')}}`;
+    };
+    fc.assert(
+      fc.property(json.value as fc.Arbitrary<JsonValue>, (v) => {
+        expect(stableStringify(v)).toBe(reference(v));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
