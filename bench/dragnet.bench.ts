@@ -47,7 +47,12 @@ interface Point {
   bad: number;
 }
 
-async function load(url: string, body: string, connections: number, seconds = SECONDS): Promise<Point> {
+export async function load(
+  url: string,
+  body: string,
+  connections: number,
+  seconds = SECONDS,
+): Promise<Point> {
   const result = await autocannon({
     url,
     method: 'POST',
@@ -71,9 +76,9 @@ interface Child {
 }
 
 /** Forks bench/server-child in MODE and waits for its URL. */
-function startChild(mode: string, arg = ''): Promise<Child> {
+export function startChild(mode: string, arg = '', execArgv: readonly string[] = []): Promise<Child> {
   const child: ChildProcess = fork(join(__dirname, 'server-child.js'), [mode, arg], {
-    execArgv: ['--expose-gc'],
+    execArgv: ['--expose-gc', ...execArgv],
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
   });
   return new Promise((resolve, reject) => {
@@ -100,7 +105,7 @@ function startChild(mode: string, arg = ''): Promise<Child> {
 }
 
 /** Writes rules and namespaces as YAML files, one per namespace, as a GitOps repository would hold them. */
-function writeRuleFiles(rules: readonly JsonObject[]): string {
+export function writeRuleFiles(rules: readonly JsonObject[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'modrule-bench-'));
   const byNamespace = new Map<string, JsonObject[]>();
   for (const r of rules) {
@@ -113,7 +118,7 @@ function writeRuleFiles(rules: readonly JsonObject[]): string {
 }
 
 /** Just enough of an API server for the operator's informers: one-page lists, watches that stay open. */
-function startListWatchServer(rules: readonly JsonObject[]): Promise<{ url: string; close(): void }> {
+export function startListWatchServer(rules: readonly JsonObject[]): Promise<{ url: string; close(): void }> {
   const withVersion = (list: readonly JsonObject[]) =>
     list.map((o, i) => ({
       ...o,
@@ -211,14 +216,15 @@ function floorMicros(body: string): { cpu: number; wall: number } {
   });
 }
 
-/** Heap held per compiled rule: GC, compile into a store, GC; the rule text itself is dropped before measuring. */
+/** Heap held per compiled rule: GC, compile into a server's store, GC; the rule objects are dropped before measuring. */
 function heapPerRule(make: () => JsonObject[]): { perRule: number; total: number; count: number } {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with node --expose-gc (npm run bench does)');
   gc();
   const before = process.memoryUsage().heapUsed;
-  // Rules only: the Namespace manifests the other rows load are not part of a rule's cost.
-  let store: RuleStore | null = new RuleStore();
+  // Rules only: the Namespace manifests the other rows load are not part of a rule's cost. Compiled as the
+  // servers hold them (without CompiledRule.source, which only the CLI keeps).
+  let store: RuleStore | null = new RuleStore({ keepSource: false });
   const rejected = store.replaceRules(make());
   if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected[0])}`);
   const count = store.snapshot().ruleCount;

@@ -1,5 +1,6 @@
 import { createServer, Server } from 'node:https';
 import { AddressInfo } from 'node:net';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { createLogger } from '../log/logger';
 import { RuleStore } from '../store/rules';
 import { startLocalServer } from '../cli/serve';
@@ -17,6 +18,11 @@ import { MemoryTlsSource, TLS_MIN_VERSION } from '../webhook/tls';
 export interface ChildMemory {
   rss: number;
   heapUsed: number;
+  /** Where the RSS goes, for diagnosis: V8 heap committed (total and per space), external memory. */
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+  spaces: Record<string, number>;
 }
 
 /** The floor: an HTTPS server that only reads and parses the body and answers allowed. */
@@ -61,7 +67,7 @@ async function serve(mode: string, arg: string): Promise<string> {
     const { createKubeClient, kubeConfigForServer } = await import('../operator/kube');
     const { ClusterSync } = await import('../operator/sync');
     const logger = createLogger('info');
-    const store = new RuleStore();
+    const store = new RuleStore({ keepSource: false }); // as operator/start.ts
     const sync = new ClusterSync({
       client: createKubeClient(kubeConfigForServer(arg)),
       store,
@@ -86,9 +92,19 @@ async function serve(mode: string, arg: string): Promise<string> {
 }
 
 function memory(): ChildMemory {
-  const rss = process.memoryUsage().rss;
+  const before = process.memoryUsage();
+  const spaces: Record<string, number> = {};
+  for (const s of getHeapSpaceStatistics()) spaces[s.space_name] = s.physical_space_size;
   (globalThis as { gc?: () => void }).gc?.();
-  return { rss, heapUsed: process.memoryUsage().heapUsed };
+  const after = process.memoryUsage();
+  return {
+    rss: before.rss,
+    heapUsed: after.heapUsed,
+    heapTotal: before.heapTotal,
+    external: before.external,
+    arrayBuffers: before.arrayBuffers,
+    spaces,
+  };
 }
 
 if (require.main === module && process.send) {

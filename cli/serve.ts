@@ -210,7 +210,7 @@ export async function startLocalServer(
   const paths = options.paths.map((p) => resolve(p));
   for (const p of paths) if (!existsSync(p)) throw new UsageError(`no such file or folder: ${p}`);
   const logger = overrides.logger ?? createLogger(options.logLevel);
-  const store = new RuleStore({ clusterNamespace: options.clusterNamespace });
+  const store = new RuleStore({ clusterNamespace: options.clusterNamespace, keepSource: false });
   const source = new LocalRuleSource({
     paths,
     store,

@@ -135,7 +135,7 @@ export async function validatePaths(
         at.file,
         at.doc.index,
         at.doc.lineOf(fieldPath(warning.field)),
-        ruleName(rule.source as unknown as JsonObject),
+        ruleName((rule.source ?? {}) as unknown as JsonObject),
         warning.field,
         warning.message,
       ),

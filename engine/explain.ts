@@ -293,12 +293,7 @@ function scopeReason(rule: CompiledRule, namespace: string | null, snapshot: Rul
   }
   if (regex && !regex.test(namespace))
     return `targetNamespaceRegex ${JSON.stringify(regex.source)} does not match namespace ${namespace}`;
-  const spec = rule.source.spec as unknown;
-  if (
-    isJsonObject(spec) &&
-    spec.targetNamespaceSelector !== undefined &&
-    spec.targetNamespaceSelector !== null
-  )
+  if (rule.targetNamespaceSelector !== undefined)
     return `targetNamespaceSelector does not select namespace ${namespace}`;
   if (!regex)
     return 'a cluster-wide rule without targetNamespaceRegex applies to cluster-scoped objects only';

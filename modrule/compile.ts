@@ -52,7 +52,8 @@ export interface CompiledPatchOperation {
 
 /**
  * A ModRule compiled once per version: everything the engine needs without re-parsing rule text. `source` is the
- * object it was compiled from (not copied: `serve --local` passes the very objects it holds anyway).
+ * object it was compiled from (not copied), for the CLI's explain/lint/validate; stores of the servers compile
+ * without it (`keepSource: false`), so the operator does not hold every listed ModRule object through its rule.
  */
 export interface CompiledRule {
   readonly namespace: string;
@@ -62,7 +63,7 @@ export interface CompiledRule {
   readonly type: 'Patch' | 'Reject';
   readonly tier: number;
   readonly operations: ReadonlySet<AdmissionOperation>;
-  readonly source: ModRule;
+  readonly source?: ModRule;
   readonly match: readonly CompiledMatchItem[];
   readonly patch: readonly CompiledPatchOperation[];
   readonly rejectMessage?: CompiledTemplate;
@@ -113,8 +114,16 @@ export function compileModRule(rule: ModRule): CompiledRule {
   return compiled;
 }
 
+/** Compile options: `keepSource: false` leaves CompiledRule.source out (what a server holds per rule). */
+export interface CompileOptions {
+  readonly keepSource?: boolean;
+}
+
 /** Validates and compiles in one pass: every problem found, and the compiled rule when there are none. */
-export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: ValidationProblem[] } {
+export function analyzeModRule(
+  obj: unknown,
+  options: CompileOptions = {},
+): { rule?: CompiledRule; problems: ValidationProblem[] } {
   const problems: ValidationProblem[] = [];
   const problem: Report = Object.assign(
     (field: string, message: string): void => {
@@ -194,7 +203,8 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
     }
   }
 
-  const match: CompiledMatchItem[] = [];
+  let match: CompiledMatchItem[] = [];
+  const itemKeys: string[] = [];
   const rawMatch = spec.match;
   if (rawMatch === undefined || rawMatch === null) {
     problem('spec.match', 'required: at least one match item');
@@ -205,7 +215,10 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
   } else {
     rawMatch.forEach((item, i) => {
       const compiled = compileMatchItem(item, `spec.match[${i}]`, problem);
-      if (compiled) match.push(compiled);
+      if (compiled) {
+        match.push(compiled.item);
+        itemKeys.push(compiled.key);
+      }
     });
   }
 
@@ -251,6 +264,10 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
   }
 
   if (problems.length > 0) return { problems };
+  // Rules generated from one template share their whole criteria list; arrays built by push() carry spare
+  // capacity, so the held copies are exact-size (slice).
+  const built = match;
+  match = matchLists.get(itemKeys.join('\n'), () => built.slice());
   return {
     problems,
     rule: {
@@ -260,9 +277,9 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
       type: type as 'Patch' | 'Reject',
       tier,
       operations,
-      source: obj as unknown as ModRule,
+      source: options.keepSource === false ? undefined : (obj as unknown as ModRule),
       match,
-      patch,
+      patch: patch.slice(),
       rejectMessage,
       targetNamespaceRegex,
       targetNamespaceSelector,
@@ -272,7 +289,11 @@ export function analyzeModRule(obj: unknown): { rule?: CompiledRule; problems: V
 
 type Report = ((field: string, message: string) => void) & { count(): number };
 
-function compileMatchItem(item: unknown, at: string, problem: Report): CompiledMatchItem | undefined {
+function compileMatchItem(
+  item: unknown,
+  at: string,
+  problem: Report,
+): { item: CompiledMatchItem; key: string } | undefined {
   if (!isJsonObject(item)) {
     problem(at, 'must be an object with a select');
     return undefined;
@@ -327,7 +348,10 @@ function compileMatchItem(item: unknown, at: string, problem: Report): CompiledM
   if (countOf(problem) !== before || !select) return undefined;
   // Whole items are shared too: `$.kind == Deployment` in every rule is one item, matched once per object version.
   const key = JSON.stringify([select.source, matchValue, matchValues, matchRegex?.source, matchFor, negate]);
-  return items.get(key, () => ({ select, matchValue, matchValues, matchRegex, matchFor, negate }));
+  return {
+    item: items.get(key, () => ({ select, matchValue, matchValues, matchRegex, matchFor, negate })),
+    key,
+  };
 }
 
 function compilePatchOperation(
@@ -460,6 +484,7 @@ const selects = new Interner<CompiledJsonPath>();
 const regexes = new Interner<SafeRegex>();
 const constants = new Interner<JsonObject | JsonValue[]>();
 const items = new Interner<CompiledMatchItem>();
+const matchLists = new Interner<CompiledMatchItem[]>();
 
 function tryJsonPath(source: string, field: string, problem: Report): CompiledJsonPath | undefined {
   try {

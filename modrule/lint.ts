@@ -69,7 +69,7 @@ export function lintModRule(rule: CompiledRule): LintWarning[] {
     }
   });
 
-  const rawPatch = isJsonObject(rule.source.spec)
+  const rawPatch = isJsonObject(rule.source?.spec)
     ? (rule.source.spec as { patch?: JsonValue }).patch
     : undefined;
   rule.patch.forEach((op, i) => {
@@ -105,7 +105,7 @@ export function findShadowedRules(
 ): Array<{ rule: CompiledRule; warning: LintWarning }> {
   const out: Array<{ rule: CompiledRule; warning: LintWarning }> = [];
   const patchOf = (r: CompiledRule): JsonValue =>
-    isJsonObject(r.source.spec) ? ((r.source.spec as { patch?: JsonValue }).patch ?? null) : null;
+    isJsonObject(r.source?.spec) ? ((r.source.spec as { patch?: JsonValue }).patch ?? null) : null;
   for (const rule of rules) {
     if (rule.type !== 'Patch') continue;
     const earlier = rules.find(

@@ -86,7 +86,7 @@ async function untilDone<T>(
  */
 export async function startOperator(config: OperatorConfig, deps: OperatorDeps): Promise<RunningOperator> {
   const { client, logger, signal } = deps;
-  const store = new RuleStore({ clusterNamespace: config.clusterNamespace });
+  const store = new RuleStore({ clusterNamespace: config.clusterNamespace, keepSource: false });
   const registry = deps.registry ?? new Registry();
   // The metrics read these at scrape time, after they are set.
   let tls: TlsSource | null = null;

@@ -86,7 +86,7 @@ describe('ClusterSync: the cluster into the rule store', () => {
         .snapshot()
         .rulesFor('team-a')
         .find((r) => r.name === 'one');
-      return JSON.stringify(rule?.source.spec).includes('changed');
+      return JSON.stringify(rule?.source?.spec).includes('changed');
     });
     api.remove('modrules', 'team-a', 'two');
     await eventually(() => ruleNames(store, 'team-a').join() === 'team-a/one');

@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject } from '../json/value';
-import { analyzeModRule, CompiledRule } from '../modrule/compile';
+import { analyzeModRule, CompiledRule, CompileOptions } from '../modrule/compile';
 import { ValidationProblem } from '../modrule/validate';
 import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { namespaceLabels, targetsClusterScoped, targetsNamespace } from './target';
@@ -212,8 +212,12 @@ export class RuleStore {
   private sharedRules = false;
   private readonly listeners = new Set<() => void>();
 
-  constructor(options: { clusterNamespace?: string } = {}) {
+  // false in the servers: CompiledRule.source is for the CLI's explain/lint, and would keep every ModRule object.
+  private readonly compileOptions: CompileOptions;
+
+  constructor(options: { clusterNamespace?: string; keepSource?: boolean } = {}) {
     this.clusterNamespace = options.clusterNamespace || DEFAULT_CLUSTER_NAMESPACE;
+    this.compileOptions = { keepSource: options.keepSource ?? true };
   }
 
   /** The current view; O(1) when nothing changed since the last call. */
@@ -236,7 +240,7 @@ export class RuleStore {
 
   /** Adds or replaces a rule; returns its problems ([] = accepted). An invalid rule removes its older version. */
   upsertRule(rule: unknown): ValidationProblem[] {
-    const { rule: compiled, problems } = analyzeModRule(rule);
+    const { rule: compiled, problems } = analyzeModRule(rule, this.compileOptions);
     const id = ruleIdentity(rule);
     if (compiled && id && id.namespace === '') {
       problems.push({ field: 'metadata.namespace', message: 'required: ModRules are namespaced' });
@@ -266,7 +270,7 @@ export class RuleStore {
     const rejected: Array<{ namespace: string; name: string; problems: ValidationProblem[] }> = [];
     const next = new Map<string, CompiledRule[]>();
     for (const rule of rules) {
-      const { rule: compiled, problems } = analyzeModRule(rule);
+      const { rule: compiled, problems } = analyzeModRule(rule, this.compileOptions);
       const id = ruleIdentity(rule) ?? { namespace: '', name: '' };
       if (compiled && id.namespace === '') {
         problems.push({ field: 'metadata.namespace', message: 'required: ModRules are namespaced' });

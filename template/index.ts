@@ -32,24 +32,57 @@ function copyData(v: unknown): unknown {
 const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
 
 // Rules generated from one template share its parse tree; only the name (used in error messages) differs.
-// The interned value is the root node list, which every renamed copy holds, so the entry lives while any does.
+// The interned value is the root node list, which every rule's template holds, so the entry lives while any does.
 const roots = new Interner<TemplateTree['root']>();
-const treeOf = new WeakMap<TemplateTree['root'], TemplateTree>();
+interface SharedTree {
+  readonly tree: TemplateTree;
+  /** The first copy of the source text, so rules with equal text hold one string. */
+  readonly source: string;
+  /** Calls set/unset/merge/mergeOverwrite, which change their map argument. */
+  readonly mutates: boolean;
+}
+const treeOf = new WeakMap<TemplateTree['root'], SharedTree>();
 // Read-only after parsing (render only reads them).
 const NO_DEFINES: TemplateTree['defines'] = new Map();
 const NO_FUNCTIONS: TemplateTree['functions'] = new Set();
 
-function parseShared(source: string, name: string): TemplateTree {
+function parseShared(source: string, name: string): SharedTree {
   const root = roots.get(source, () => {
     const parsed = parse(source, name, hasFunction);
     // Most values define no templates and call no functions: one shared empty Map/Set instead of two per rule.
     if (parsed.defines.size === 0) parsed.defines = NO_DEFINES;
     if (parsed.functions.size === 0) parsed.functions = NO_FUNCTIONS;
-    treeOf.set(parsed.root, parsed);
+    treeOf.set(parsed.root, {
+      tree: parsed,
+      source,
+      mutates: [...parsed.functions].some((f) => MUTATING.has(f)),
+    });
     return parsed.root;
   });
-  const tree = treeOf.get(root) as TemplateTree;
-  return tree.name === name ? tree : { ...tree, name };
+  return treeOf.get(root) as SharedTree;
+}
+
+/**
+ * A template that needs evaluating. One small object per rule: the tree (and its source text) are shared by
+ * every rule with the same text, the name (for messages) is the rule's own.
+ */
+class TreeTemplate implements CompiledTemplate {
+  constructor(
+    private readonly shared: SharedTree,
+    private readonly name: string,
+    private readonly limits: RenderLimits,
+  ) {}
+
+  get source(): string {
+    return this.shared.source;
+  }
+
+  render(data: Record<string, unknown>, budget?: RequestBudget): string {
+    // Sprig's set/unset/merge mutate maps in place; such templates get a private copy so the admitted object
+    // (and the caller's data) never changes underneath the engine.
+    const { tree, mutates } = this.shared;
+    return execute(tree, (mutates ? copyData(data) : data) as GoValue, this.limits, budget, this.name);
+  }
 }
 
 /** Parses Go text/template source with Sprig functions; throws TemplateSyntaxError. */
@@ -58,20 +91,15 @@ export function compileTemplate(
   name = 'template',
   limits: RenderLimits = DEFAULT_LIMITS,
 ): CompiledTemplate {
-  const tree = parseShared(source, name);
+  const shared = parseShared(source, name);
+  const tree = shared.tree;
   // Plain text needs no evaluation: the common ModRule value is a literal.
   if (tree.root.length === 0) return { source, render: () => '' };
   if (tree.root.length === 1 && tree.root[0].type === 'text') {
     const text = tree.root[0].text;
     return { source, render: () => text };
   }
-  // Sprig's set/unset/merge mutate maps in place; give such templates a private copy so the admitted object
-  // (and the caller's data) never changes underneath the engine.
-  const mutates = [...tree.functions].some((f) => MUTATING.has(f));
-  return {
-    source,
-    render: (data, budget) => execute(tree, (mutates ? copyData(data) : data) as GoValue, limits, budget),
-  };
+  return new TreeTemplate(shared, name, limits);
 }
 
 export { TemplateRuntimeError, TemplateSyntaxError, TEMPLATE_FUNCTIONS, DEFAULT_LIMITS };

@@ -43,13 +43,14 @@ export function execute(
   data: GoValue,
   limits: RenderLimits = DEFAULT_LIMITS,
   budget?: RequestBudget,
+  name: string = tree.name,
 ): string {
   try {
-    return new State(tree, data, limits, budget ?? null).run();
+    return new State(tree, data, limits, budget ?? null, name).run();
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.
-    throw new TemplateRuntimeError(`template: ${tree.name}: ${(e as Error)?.message ?? String(e)}`);
+    throw new TemplateRuntimeError(`template: ${name}: ${(e as Error)?.message ?? String(e)}`);
   }
 }
 
@@ -70,6 +71,8 @@ class State implements FuncContext {
     data: GoValue,
     private readonly limits: RenderLimits,
     private readonly budget: RequestBudget | null,
+    // The template's name in messages (shared trees are parsed under the first rule's name).
+    private readonly name: string,
   ) {
     this.vars = [{ name: '$', value: data }];
     this.maxString = limits.maxOutput;
@@ -100,7 +103,7 @@ class State implements FuncContext {
     if (this.steps > this.limits.maxSteps) {
       const at = this.cmd ? ` at <${this.cmd.text}>` : '';
       throw new TemplateRuntimeError(
-        `template: ${this.tree.name}: evaluation exceeded ${this.limits.maxSteps} steps${at}`,
+        `template: ${this.name}: evaluation exceeded ${this.limits.maxSteps} steps${at}`,
       );
     }
   }
@@ -124,16 +127,14 @@ class State implements FuncContext {
   private write(s: string): void {
     this.outLen += s.length;
     if (this.outLen > this.limits.maxOutput) {
-      throw new TemplateRuntimeError(
-        `template: ${this.tree.name}: output exceeds ${this.limits.maxOutput} bytes`,
-      );
+      throw new TemplateRuntimeError(`template: ${this.name}: output exceeds ${this.limits.maxOutput} bytes`);
     }
     this.out.push(s);
   }
 
   private fail(pos: Pos, text: string, msg: string): never {
     throw new TemplateRuntimeError(
-      `template: ${this.tree.name}:${pos.line}:${pos.col}: executing "${this.tree.name}" at <${text}>: ${msg}`,
+      `template: ${this.name}:${pos.line}:${pos.col}: executing "${this.name}" at <${text}>: ${msg}`,
     );
   }
 

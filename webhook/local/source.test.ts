@@ -50,7 +50,7 @@ function labelOf(store: RuleStore, name: string): string | undefined {
     .snapshot()
     .rulesFor('default')
     .find((x) => x.name === name);
-  return r ? String(r.source.spec.patch?.[0]?.path) : undefined;
+  return r ? String(r.source?.spec.patch?.[0]?.path) : undefined;
 }
 
 describe('parseManifests', () => {
