@@ -46,12 +46,27 @@ const treeOf = new WeakMap<TemplateTree['root'], SharedTree>();
 const NO_DEFINES: TemplateTree['defines'] = new Map();
 const NO_FUNCTIONS: TemplateTree['functions'] = new Set();
 
+/**
+ * Copies every list of a parsed tree to its exact size, in place (objects keep their identity). The parser builds
+ * lists with push(), which leaves spare slots (17 for a one-element list, 152 bytes); a tree lives as long as its
+ * rules. Only plain objects and arrays are walked: Maps, Sets and cached compiled values stay as they are.
+ */
+function compactLists<T>(v: T): T {
+  if (Array.isArray(v)) return v.map(compactLists) as T;
+  if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) o[k] = compactLists(o[k]);
+  }
+  return v;
+}
+
 function parseShared(source: string, name: string): SharedTree {
   const root = roots.get(source, () => {
     const parsed = parse(source, name, hasFunction);
     // Most values define no templates and call no functions: one shared empty Map/Set instead of two per rule.
     if (parsed.defines.size === 0) parsed.defines = NO_DEFINES;
     if (parsed.functions.size === 0) parsed.functions = NO_FUNCTIONS;
+    compactLists(parsed);
     treeOf.set(parsed.root, {
       tree: parsed,
       source,
