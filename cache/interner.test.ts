@@ -1,4 +1,5 @@
 import { compileModRule } from '../modrule/compile';
+import { compileTemplate } from '../template';
 import { Interner } from './interner';
 
 function rule(name: string, path: string): Record<string, unknown> {
@@ -49,5 +50,15 @@ describe('compiled rules share what their text shares', () => {
     };
     expect(render(a)).toThrow(/\/metadata\/labels\/a/);
     expect(render(b)).toThrow(/\/metadata\/labels\/b/);
+  });
+
+  it('templates that differ only around a shared action render their own text and name their own errors', () => {
+    const a = compileTemplate('{{ .Target.metadata.name }}-1', 'a');
+    const b = compileTemplate('{{ .Target.metadata.name }}-2', 'b');
+    expect(a.render({ Target: { metadata: { name: 'x' } } })).toBe('x-1');
+    expect(b.render({ Target: { metadata: { name: 'x' } } })).toBe('x-2');
+    expect(() => b.render({ Target: 5 })).toThrow(
+      'template: b:1:4: executing "b" at <.Target.metadata.name>: can\'t evaluate field metadata in type float64',
+    );
   });
 });

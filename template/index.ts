@@ -60,6 +60,27 @@ function compactLists<T>(v: T): T {
   return v;
 }
 
+// Actions that call no function (`{{ .Target.metadata.name }}`), with the same text at the same place, are one
+// node across templates: generated rules that differ only in the text around them share the action's subtree.
+// Same text at the same position parses to the same subtree; render only reads such nodes (no call-site cache).
+const actions = new Interner<TemplateTree['root'][number]>();
+
+function shareActions(root: TemplateTree['root']): void {
+  for (let i = 0; i < root.length; i++) {
+    const node = root[i];
+    if (node.type !== 'action' || !callFree(node)) continue;
+    root[i] = actions.get(`${node.pos.line}:${node.pos.col}:${node.text}`, () => node);
+  }
+}
+
+function callFree(v: unknown): boolean {
+  if (Array.isArray(v)) return v.every(callFree);
+  if (v === null || typeof v !== 'object') return true;
+  const o = v as Record<string, unknown>;
+  if (o.type === 'identifier' || 'cache' in o) return false;
+  return Object.keys(o).every((k) => callFree(o[k]));
+}
+
 function parseShared(source: string, name: string): SharedTree {
   const root = roots.get(source, () => {
     const parsed = parse(source, name, hasFunction);
@@ -67,6 +88,7 @@ function parseShared(source: string, name: string): SharedTree {
     if (parsed.defines.size === 0) parsed.defines = NO_DEFINES;
     if (parsed.functions.size === 0) parsed.functions = NO_FUNCTIONS;
     compactLists(parsed);
+    shareActions(parsed.root);
     treeOf.set(parsed.root, {
       tree: parsed,
       source,
