@@ -9,6 +9,12 @@ export interface FairnessOptions {
   slowMs?: number;
   /** Evaluation time one namespace may use per second before it is demoted; default 250 ms. */
   shareMsPerSecond?: number;
+  /**
+   * The share rule applies only when the namespace's requests cost more than this on average in the window; default
+   * 2 ms. A busy namespace of cheap requests (a CI namespace creating pods) is volume, which the API server's own
+   * priority and fairness governs, not expensive rules: demoting it would only slow it down.
+   */
+  costlyMs?: number;
   /** How long a demotion lasts, renewed by every new offence; default 60 s. */
   demotionMs?: number;
   /** The budget of a demoted namespace's requests; default 5 ms and the steps in proportion (50,000). */
@@ -29,6 +35,7 @@ function demoted(budget: BudgetLimits): BudgetLimits {
 interface Account {
   windowStart: number;
   windowMs: number;
+  windowCount: number;
   demotedUntil: number;
 }
 
@@ -60,6 +67,7 @@ export class NamespaceFairness {
   readonly demotedBudget: BudgetLimits;
   private readonly slowMs: number;
   private readonly shareMsPerSecond: number;
+  private readonly costlyMs: number;
   private readonly demotionMs: number;
   private readonly now: () => number;
   private readonly accounts = new Map<string, Account>();
@@ -71,6 +79,7 @@ export class NamespaceFairness {
     this.demotedBudget = options.demotedBudget ?? demoted(this.budget);
     this.slowMs = options.slowMs ?? 25;
     this.shareMsPerSecond = options.shareMsPerSecond ?? 250;
+    this.costlyMs = options.costlyMs ?? 2;
     this.demotionMs = options.demotionMs ?? 60_000;
     this.now = options.now ?? (() => performance.now());
   }
@@ -142,20 +151,22 @@ export class NamespaceFairness {
     const now = this.now();
     let a = this.accounts.get(namespace);
     if (!a) {
-      a = { windowStart: now, windowMs: 0, demotedUntil: 0 };
+      a = { windowStart: now, windowMs: 0, windowCount: 0, demotedUntil: 0 };
       this.accounts.set(namespace, a);
       if (this.accounts.size > 1024) this.prune(now);
     }
     if (now - a.windowStart >= 1000) {
       a.windowStart = now;
       a.windowMs = 0;
+      a.windowCount = 0;
     }
     a.windowMs += ms;
+    a.windowCount++;
     const reason: DemotionReason | null = exhausted
       ? 'budget exhausted'
       : ms > this.slowMs
         ? 'slow request'
-        : a.windowMs > this.shareMsPerSecond
+        : a.windowMs > this.shareMsPerSecond && a.windowMs / a.windowCount > this.costlyMs
           ? 'too much evaluation time'
           : null;
     if (reason) a.demotedUntil = now + this.demotionMs;

@@ -255,6 +255,9 @@ describe('NamespaceFairness', () => {
     expect(f.record('c', 1, true)).toBe('budget exhausted');
     for (let i = 0; i < 10; i++) expect(f.record('d', 10, false)).toBeNull();
     expect(f.record('d', 10, false)).toBe('too much evaluation time');
+    // Many cheap requests (0.2 ms each, 300 ms in the second) are volume, not expensive rules: never demoted.
+    for (let i = 0; i < 1500; i++) expect(f.record('busy', 0.2, false)).toBeNull();
+    expect(f.isDemoted('busy')).toBe(false);
     // A new second starts a new window.
     t = 1_000;
     expect(f.record('e', 20, false)).toBeNull();
