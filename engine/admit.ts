@@ -108,7 +108,7 @@ export function admit(
   // Patch rules (a tenant's own among them) cannot spend what the Reject rules (the cluster's among them) need.
   const reserved = index.rejectOperations.has(operation);
   if (reserved) budget.reserve(REJECT_RESERVE);
-  const selects = runPatchRules(
+  const { selects, candidates } = runPatchRules(
     index,
     operation,
     new SelectCache(current, budget),
@@ -129,7 +129,7 @@ export function admit(
 
   if (reserved) {
     budget.release();
-    runRejectRules(index, operation, selects, namespaceText, outcome);
+    runRejectRules(index, candidates, operation, selects, namespaceText, outcome);
   }
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
@@ -142,7 +142,8 @@ export function admit(
  * Runs Patch rules tier by tier (lowest first). Every rule of a tier is matched against the tier's input; the
  * matching ones then apply in namespace/name order, each computed against the object as the previous rules of the
  * tier left it (as KubeMod's CalculatePatch). A failing rule is recorded and its changes dropped.
- * Only the index's candidates for the tier's input are visited. Returns the selects of the final object.
+ * Only the index's candidates for the tier's input are visited. Returns the selects of the final object and, unless
+ * the budget ran out, its candidates (the Reject rules are among them).
  */
 function runPatchRules(
   index: RuleIndex,
@@ -151,7 +152,7 @@ function runPatchRules(
   namespace: string,
   lastApplied: LastApplied,
   outcome: AdmissionOutcome,
-): SelectCache {
+): { selects: SelectCache; candidates?: readonly CompiledRule[] } {
   const request = input.budget;
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST, request };
   let selects = input;
@@ -188,9 +189,9 @@ function runPatchRules(
     for (const rule of rules.slice(i))
       if (rule.type === 'Patch' && rule.operations.has(operation))
         outcome.failures.push({ rule: refOf(rule), message: err.message });
-    if (current !== selects.root) selects = new SelectCache(current, request);
+    return { selects: current === selects.root ? selects : new SelectCache(current, request) };
   }
-  return selects;
+  return { selects, candidates: rules };
 }
 
 /** One matching Patch rule against the object: the new object and its operations, or undefined when it failed. */
@@ -227,6 +228,8 @@ function firstAfterTier(rules: readonly CompiledRule[], tier: number): number {
  */
 function runRejectRules(
   index: RuleIndex,
+  // The final object's candidates when the Patch phase already has them: the index is not read twice.
+  candidates: readonly CompiledRule[] | undefined,
   operation: AdmissionOperation,
   selects: SelectCache,
   namespace: string,
@@ -237,7 +240,9 @@ function runRejectRules(
   let rules: readonly CompiledRule[] = [];
   let i = 0;
   try {
-    rules = index.candidates(selects).filter((r) => r.type === 'Reject' && r.operations.has(operation));
+    rules = (candidates ?? index.candidates(selects)).filter(
+      (r) => r.type === 'Reject' && r.operations.has(operation),
+    );
     for (; i < rules.length; i++) {
       const rule = rules[i];
       if (!ruleMatches(rule, object, selects)) continue;
