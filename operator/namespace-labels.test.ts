@@ -1,12 +1,10 @@
 // targetNamespaceSelector through the informer path: Namespace label changes arrive as watch events and must
 // change which cluster-wide rules apply to that namespace, and only to it.
 import { JsonObject } from '../json/value';
-import { silentLogger } from '../log/logger';
 import { RuleStore } from '../store/rules';
-import { createKubeClient } from './kube';
-import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 import { eventually } from './testing/eventually';
+import { useClusterSync } from './testing/cluster-sync';
 import { FakeApiServer } from './testing/fake-apiserver';
 import { modRule, namespace } from './testing/objects';
 
@@ -18,30 +16,11 @@ const pciRule = modRule('kubemod-system', 'pci-only', {
 });
 
 describe('ClusterSync: Namespace labels choose cluster-wide rules (targetNamespaceSelector)', () => {
+  const harness = useClusterSync();
   let api: FakeApiServer;
   let store: RuleStore;
   let sync: ClusterSync;
-  let status: StatusReporter;
-
-  beforeEach(async () => {
-    api = await FakeApiServer.start();
-    store = new RuleStore();
-    const client = createKubeClient(api.kubeConfig());
-    status = new StatusReporter({ client, logger: silentLogger(), backoffMs: 10 });
-    sync = new ClusterSync({
-      client,
-      store,
-      logger: silentLogger(),
-      status,
-      backoff: { initialMs: 10, maxMs: 50 },
-    });
-  });
-
-  afterEach(async () => {
-    await sync.stop();
-    await status.stop();
-    await api.close();
-  });
+  beforeEach(() => ({ api, store, sync } = harness));
 
   const applies = (ns: string): boolean =>
     store

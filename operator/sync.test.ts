@@ -6,6 +6,7 @@ import { createKubeClient } from './kube';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 import { eventually } from './testing/eventually';
+import { useClusterSync } from './testing/cluster-sync';
 import { FakeApiServer } from './testing/fake-apiserver';
 import { brokenRule, labelRule, namespace, node } from './testing/objects';
 
@@ -23,30 +24,12 @@ function readyOf(obj: JsonObject | undefined): JsonObject | undefined {
 }
 
 describe('ClusterSync: the cluster into the rule store', () => {
+  const harness = useClusterSync();
   let api: FakeApiServer;
   let store: RuleStore;
   let sync: ClusterSync;
   let status: StatusReporter;
-
-  beforeEach(async () => {
-    api = await FakeApiServer.start();
-    store = new RuleStore();
-    const client = createKubeClient(api.kubeConfig());
-    status = new StatusReporter({ client, logger: silentLogger(), backoffMs: 10 });
-    sync = new ClusterSync({
-      client,
-      store,
-      logger: silentLogger(),
-      status,
-      backoff: { initialMs: 10, maxMs: 50 },
-    });
-  });
-
-  afterEach(async () => {
-    await sync.stop();
-    await status.stop();
-    await api.close();
-  });
+  beforeEach(() => ({ api, store, sync, status } = harness));
 
   async function started(): Promise<void> {
     sync.start();
