@@ -1,4 +1,3 @@
-import autocannon from 'autocannon';
 import { ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
@@ -10,6 +9,7 @@ import { stringifyManifests } from '../manifest/yaml';
 import { RuleStore } from '../store/rules';
 import { handleDragnet } from '../webhook/dragnet';
 import { parseAdmissionReview, reviewResponse } from '../webhook/review';
+import { load as loadFor, Point } from './load';
 import type { ChildMemory } from './server-child';
 import { BenchRow, measure } from './types';
 import {
@@ -27,6 +27,8 @@ export const workloads = ['realistic', 'crowded', 'copies', 'scaling'];
 
 // Seconds per load point (MODRULE_BENCH_SECONDS overrides, e.g. 1 for a smoke run).
 const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 5);
+const load = (url: string, body: string, connections: number, seconds = SECONDS) =>
+  loadFor(url, body, connections, seconds);
 const MiB = 1024 * 1024;
 
 const TARGETS = {
@@ -39,35 +41,6 @@ const TARGETS = {
   copiesPerRuleKiB: 0.5,
   scalingFactor: 1.3,
 };
-
-interface Point {
-  rps: number;
-  p50: number;
-  p99: number;
-  bad: number;
-}
-
-export async function load(
-  url: string,
-  body: string,
-  connections: number,
-  seconds = SECONDS,
-): Promise<Point> {
-  const result = await autocannon({
-    url,
-    method: 'POST',
-    body,
-    headers: { 'Content-Type': 'application/json' },
-    connections,
-    duration: seconds,
-  });
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    bad: result.non2xx + result.errors + result.timeouts,
-  };
-}
 
 interface Child {
   url: string;

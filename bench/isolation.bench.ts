@@ -9,6 +9,7 @@ import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
 import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { MemoryTlsSource } from '../webhook/tls';
+import { load as loadFor, Point } from './load';
 import { BenchRow } from './types';
 
 // Issue 12: does one namespace's expensive rules slow down another's admissions? A benign namespace ("good": one
@@ -17,6 +18,8 @@ import { BenchRow } from './types';
 // MODRULE_BENCH_BUDGETS (e.g. "1000,100") runs the whole set once per request budget in ms (default: the default).
 // "loop" is the server thread's event-loop delay (monitorEventLoopDelay, 1 ms resolution) during the run.
 const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 10);
+// The API server gives up after the webhook's timeoutSeconds (10 in config/): later answers count as timeouts.
+const load = (url: string, body: string, connections: number) => loadFor(url, body, connections, SECONDS, 10);
 const BENIGN_CONNECTIONS = 4;
 const HOSTILE_CONNECTIONS = 4;
 
@@ -126,36 +129,6 @@ function review(object: JsonObject): string {
       dryRun: false,
     },
   });
-}
-
-interface Point {
-  requests: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  max: number;
-  bad: number;
-}
-
-async function load(url: string, body: string, connections: number): Promise<Point> {
-  const r = await autocannon({
-    url,
-    method: 'POST',
-    body,
-    headers: { 'Content-Type': 'application/json' },
-    connections,
-    duration: SECONDS,
-    // The API server gives up after the webhook's timeoutSeconds (10 in config/): later answers count as timeouts.
-    timeout: 10,
-  });
-  return {
-    requests: r.requests.total,
-    rps: r.requests.average,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    max: r.latency.max,
-    bad: r.non2xx + r.errors + r.timeouts,
-  };
 }
 
 const ms = (p: Point) =>

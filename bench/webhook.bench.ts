@@ -1,4 +1,3 @@
-import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
 import { AddressInfo } from 'node:net';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -11,11 +10,13 @@ import { generateCertificates } from '../webhook/certs';
 import { listManifestFiles, loadManifestFile } from '../webhook/local/load';
 import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { MemoryTlsSource } from '../webhook/tls';
+import { load as loadFor, Point } from './load';
 import { startFloor } from './server-child';
 import { BenchRow } from './types';
 
 // Loopback only. Each point runs this many seconds (MODRULE_BENCH_SECONDS overrides, e.g. 1 for a smoke run).
 const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 5);
+const load = (url: string, body: string, connections: number) => loadFor(url, body, connections, SECONDS);
 const CONNECTIONS = [1, 16, 64];
 const NON_MATCHING_RULES = 100;
 
@@ -37,33 +38,6 @@ function nonMatchingRules(): JsonObject[] {
         : { patch: [{ op: 'add', path: '/metadata/labels/unrelated', value: String(i) }] }),
     },
   }));
-}
-
-interface Point {
-  rps: number;
-  p50: number;
-  p99: number;
-  mean: number;
-  bad: number;
-}
-
-async function load(url: string, body: string, connections: number): Promise<Point> {
-  const result = await autocannon({
-    url,
-    method: 'POST',
-    body,
-    headers: { 'Content-Type': 'application/json' },
-    connections,
-    duration: SECONDS,
-  });
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    // autocannon records whole milliseconds; Little's law gives a finer mean for a closed loop.
-    mean: (connections / result.requests.average) * 1000,
-    bad: result.non2xx + result.errors + result.timeouts,
-  };
 }
 
 interface WorkerInput {

@@ -1,0 +1,43 @@
+import autocannon from 'autocannon';
+
+/** One load point: a closed loop of POSTs of one body from `connections` clients. */
+export interface Point {
+  requests: number;
+  rps: number;
+  /** Milliseconds (autocannon records whole ones). */
+  p50: number;
+  p99: number;
+  max: number;
+  /** Little's law for a closed loop: finer than autocannon's whole milliseconds. */
+  mean: number;
+  /** Non-2xx answers, errors and timeouts. */
+  bad: number;
+}
+
+/** POSTs `body` (an AdmissionReview) to `url` for `seconds`; `timeoutSeconds` counts slower answers as timeouts. */
+export async function load(
+  url: string,
+  body: string,
+  connections: number,
+  seconds: number,
+  timeoutSeconds?: number,
+): Promise<Point> {
+  const r = await autocannon({
+    url,
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/json' },
+    connections,
+    duration: seconds,
+    ...(timeoutSeconds === undefined ? {} : { timeout: timeoutSeconds }),
+  });
+  return {
+    requests: r.requests.total,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    mean: (connections / r.requests.average) * 1000,
+    bad: r.non2xx + r.errors + r.timeouts,
+  };
+}
