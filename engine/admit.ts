@@ -306,8 +306,11 @@ function refOf(rule: CompiledRule): RuleRef {
   return { namespace: rule.namespace, name: rule.name };
 }
 
-// KubeMod treats Namespace objects as cluster-scoped even though UPDATE requests carry their own name as namespace.
-function scopeOf(namespace: string | null, subject: JsonObject): string | null {
+/**
+ * The namespace whose rules apply (null = cluster-scoped). KubeMod treats Namespace objects as cluster-scoped even
+ * though UPDATE requests carry their own name as namespace.
+ */
+export function scopeOf(namespace: string | null, subject: JsonObject): string | null {
   if (subject.kind === 'Namespace' && subject.apiVersion === 'v1') return null;
   return namespace === '' ? null : namespace;
 }
@@ -322,9 +325,12 @@ function annotationsOf(obj: JsonObject): JsonObject | undefined {
   return isJsonObject(meta) && isJsonObject(meta.annotations) ? meta.annotations : undefined;
 }
 
-// The webhook's namespaceSelector does this in a cluster; doing it here keeps `serve --local` and `apply` alike.
-// For Namespace objects the selector looks at the object's own labels.
-function isIgnored(namespace: string | null, subject: JsonObject, snapshot: RuleSnapshot): boolean {
+/**
+ * Whether the object is exempt (label admission.kubemod.io/ignore=true on its namespace, or on itself for Namespace
+ * objects). The webhook's namespaceSelector does this in a cluster; doing it here keeps `serve --local` and `apply`
+ * alike.
+ */
+export function isIgnored(namespace: string | null, subject: JsonObject, snapshot: RuleSnapshot): boolean {
   const labels =
     namespace === null
       ? subject.kind === 'Namespace'
@@ -334,15 +340,16 @@ function isIgnored(namespace: string | null, subject: JsonObject, snapshot: Rule
   return labels?.[IGNORE_LABEL] === 'true';
 }
 
-interface Working {
+/** The object the rules see, plus what finish() needs to turn it back into what the API server stores. */
+export interface Working {
   object: JsonObject;
   managedFields: JsonValue | undefined;
   managedFieldsAt: number;
   originalRefs: JsonValue | undefined;
 }
 
-// The object the rules see: managedFields dropped (KubeMod does too: noise, slow to match) and syntheticRefs injected.
-function prepare(subject: JsonObject, namespace: string | null, snapshot: RuleSnapshot): Working {
+/** The object the rules see: managedFields dropped (KubeMod does too: noise, slow to match), syntheticRefs injected. */
+export function prepare(subject: JsonObject, namespace: string | null, snapshot: RuleSnapshot): Working {
   const refs: JsonObject = {};
   if (namespace !== null) {
     const ns = snapshot.namespace(namespace);

@@ -5,11 +5,11 @@
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../json/value';
 import { formatGoValue } from '../jsonpath';
 import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
-import { AdmissionOperation, IGNORE_LABEL, NODE_REF_ANNOTATION } from '../modrule/types';
+import { AdmissionOperation, IGNORE_LABEL } from '../modrule/types';
 import { formatPointer } from '../patch/pointer';
-import { itemMatches, ruleMatches } from './match';
+import { itemMatches, ruleMatches, valueMatches } from './match';
 import { applyOperations, Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
-import { AdmissionInput } from './admit';
+import { AdmissionInput, isIgnored, prepare, scopeOf } from './admit';
 import { compareRules, RuleSnapshot } from '../store/rules';
 
 /** How many select results an explanation lists per match item. */
@@ -74,8 +74,6 @@ export interface AdmissionExplanation {
   rules: RuleExplanation[];
 }
 
-const SYNTHETIC_REFS = 'syntheticRefs';
-
 /**
  * Explains admit(input, snapshot) rule by rule. `allRules` are every compiled rule known (so rules out of scope can
  * say why); rules the snapshot puts in scope are taken from snapshot.rulesFor, as admit() does.
@@ -87,12 +85,7 @@ export function explainAdmission(
 ): AdmissionExplanation {
   const operation = input.operation;
   const subject = operation === 'DELETE' ? input.oldObject : input.object;
-  const namespace =
-    subject && subject.kind === 'Namespace' && subject.apiVersion === 'v1'
-      ? null
-      : input.namespace === ''
-        ? null
-        : input.namespace;
+  const namespace = subject ? scopeOf(input.namespace, subject) : input.namespace || null;
   const explanation: AdmissionExplanation = { operation, namespace, rules: [] };
   const scoped = snapshot.rulesFor(namespace);
   const inScope = new Set(scoped);
@@ -132,7 +125,7 @@ export function explainAdmission(
   }
   const rules = [...inScope].filter((r) => r.operations.has(operation));
   const namespaceText = namespace ?? '';
-  let current = withSyntheticRefs(subject, namespace, snapshot);
+  let current = prepare(subject, namespace, snapshot).object;
 
   // Patch rules tier by tier, as admit(): matched against the tier's input, resolved against the running object.
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
@@ -239,14 +232,6 @@ function negated(item: CompiledMatchItem): string {
   return item.negate ? '; negate flips it' : '';
 }
 
-// Display only: the item's verdict is itemMatches().
-function valueMatches(item: CompiledMatchItem, value: string): boolean {
-  if (item.matchValue !== undefined) return value === item.matchValue;
-  if (item.matchValues !== undefined) return item.matchValues.includes(value);
-  if (item.matchRegex !== undefined) return item.matchRegex.test(value);
-  return true;
-}
-
 function compareOf(item: CompiledMatchItem): MatchItemExplanation['compare'] {
   if (item.matchValue !== undefined) return { matchValue: item.matchValue };
   if (item.matchValues !== undefined) return { matchValues: [...item.matchValues] };
@@ -262,24 +247,16 @@ export function describeCompare(c: MatchItemExplanation['compare']): string {
   return 'any value';
 }
 
-function labelsOf(obj: JsonObject | undefined): JsonObject | undefined {
-  const meta = obj?.metadata;
-  return isJsonObject(meta) && isJsonObject(meta.labels) ? meta.labels : undefined;
-}
-
+// Why an ignored object is ignored; the verdict is admit()'s own isIgnored().
 function ignoreReason(
   namespace: string | null,
   subject: JsonObject,
   snapshot: RuleSnapshot,
 ): string | undefined {
-  if (namespace === null) {
-    if (subject.kind === 'Namespace' && labelsOf(subject)?.[IGNORE_LABEL] === 'true')
-      return `the Namespace is labelled ${IGNORE_LABEL}=true`;
-    return undefined;
-  }
-  if (labelsOf(snapshot.namespace(namespace))?.[IGNORE_LABEL] === 'true')
-    return `namespace ${namespace} is labelled ${IGNORE_LABEL}=true`;
-  return undefined;
+  if (!isIgnored(namespace, subject, snapshot)) return undefined;
+  return namespace === null
+    ? `the Namespace is labelled ${IGNORE_LABEL}=true`
+    : `namespace ${namespace} is labelled ${IGNORE_LABEL}=true`;
 }
 
 function scopeReason(rule: CompiledRule, namespace: string | null, snapshot: RuleSnapshot): string {
@@ -298,29 +275,4 @@ function scopeReason(rule: CompiledRule, namespace: string | null, snapshot: Rul
   if (!regex)
     return 'a cluster-wide rule without targetNamespaceRegex applies to cluster-scoped objects only';
   return `not selected for namespace ${namespace}`;
-}
-
-// The object as rules see it: syntheticRefs injected, managedFields dropped (as admit() prepares it).
-function withSyntheticRefs(
-  subject: JsonObject,
-  namespace: string | null,
-  snapshot: RuleSnapshot,
-): JsonObject {
-  const refs: JsonObject = {};
-  if (namespace !== null) {
-    const ns = snapshot.namespace(namespace);
-    if (ns) refs.namespace = ns;
-  }
-  const meta = subject.metadata;
-  if (subject.kind === 'Pod' && isJsonObject(meta) && isJsonObject(meta.annotations)) {
-    const nodeName = meta.annotations[NODE_REF_ANNOTATION];
-    const node = typeof nodeName === 'string' ? snapshot.node(nodeName) : undefined;
-    if (node) refs.node = node;
-  }
-  const object: JsonObject = { ...subject, [SYNTHETIC_REFS]: refs };
-  if (isJsonObject(meta) && meta.managedFields !== undefined) {
-    const { managedFields: _mf, ...rest } = meta;
-    object.metadata = rest;
-  }
-  return object;
 }

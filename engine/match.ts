@@ -114,10 +114,14 @@ function itemMatchesIn(item: CompiledMatchItem, selects: SelectCache): boolean {
   return item.negate;
 }
 
-// Precedence as in KubeMod: matchValue, then a non-empty matchValues, then matchRegex, else any value matches.
-function valueMatches(item: CompiledMatchItem, value: string, selects: SelectCache): boolean {
+/**
+ * Whether one stringified select result satisfies the item's comparison. Precedence as in KubeMod: matchValue, then
+ * a non-empty matchValues, then matchRegex, else any value matches. `selects` remembers regex results.
+ */
+export function valueMatches(item: CompiledMatchItem, value: string, selects?: SelectCache): boolean {
   if (item.matchValue !== undefined) return value === item.matchValue;
   if (item.matchValues !== undefined) return item.matchValues.includes(value);
-  if (item.matchRegex !== undefined) return selects.test(item.matchRegex, value);
+  if (item.matchRegex !== undefined)
+    return selects ? selects.test(item.matchRegex, value) : item.matchRegex.test(value);
   return true;
 }
