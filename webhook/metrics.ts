@@ -9,6 +9,13 @@ export class WebhookMetrics {
   readonly rulePatches: Counter<'namespace' | 'name'>;
   readonly ruleRejections: Counter<'namespace' | 'name'>;
   readonly ruleErrors: Counter<'namespace' | 'name'>;
+  // Per-rule counts are kept here and handed to prom-client at scrape time: its labelled inc() hashes and validates
+  // the labels on every call (~1 us), which was 16 us per admission that 15 rules patched.
+  private readonly ruleCounts = {
+    patch: new Map<string, RuleCount>(),
+    rejection: new Map<string, RuleCount>(),
+    error: new Map<string, RuleCount>(),
+  };
   readonly storeRules: Gauge;
   readonly budgetExhausted: Counter<'namespace'>;
   readonly demotions: Counter<'namespace' | 'reason'>;
@@ -33,20 +40,32 @@ export class WebhookMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     });
+    const patchCounts = this.ruleCounts.patch;
     this.rulePatches = new Counter({
       name: 'modrule_rule_patches_total',
+      collect() {
+        publish(this, patchCounts);
+      },
       help: 'Objects patched, per ModRule.',
       labelNames: ['namespace', 'name'],
       registers: [registry],
     });
+    const rejectionCounts = this.ruleCounts.rejection;
     this.ruleRejections = new Counter({
       name: 'modrule_rule_rejections_total',
+      collect() {
+        publish(this, rejectionCounts);
+      },
       help: 'Objects rejected, per ModRule.',
       labelNames: ['namespace', 'name'],
       registers: [registry],
     });
+    const errorCounts = this.ruleCounts.error;
     this.ruleErrors = new Counter({
       name: 'modrule_rule_errors_total',
+      collect() {
+        publish(this, errorCounts);
+      },
       help: 'ModRule evaluations that failed at run time and were skipped, per ModRule.',
       labelNames: ['namespace', 'name'],
       registers: [registry],
@@ -98,13 +117,29 @@ export class WebhookMetrics {
 
   /** Counts per-rule effects of one dragnet decision. */
   countRules(kind: 'patch' | 'rejection' | 'error', rules: readonly RuleRef[]): void {
-    const counter =
-      kind === 'patch' ? this.rulePatches : kind === 'rejection' ? this.ruleRejections : this.ruleErrors;
-    for (const r of rules) counter.inc({ namespace: r.namespace, name: r.name });
+    const counts = this.ruleCounts[kind];
+    for (const r of rules) {
+      // '/' cannot occur in a namespace or a ModRule name: the key is unique.
+      const key = `${r.namespace}/${r.name}`;
+      const c = counts.get(key);
+      if (c) c.value++;
+      else counts.set(key, { labels: { namespace: r.namespace, name: r.name }, value: 1 });
+    }
   }
 
   /** Stops following the store. */
   close(): void {
     this.unsubscribe();
   }
+}
+
+interface RuleCount {
+  labels: { namespace: string; name: string };
+  value: number;
+}
+
+// Counters only go up: each scrape sets every series to its running total.
+function publish(counter: Counter<'namespace' | 'name'>, counts: ReadonlyMap<string, RuleCount>): void {
+  counter.reset();
+  for (const c of counts.values()) counter.inc(c.labels, c.value);
 }
