@@ -610,15 +610,25 @@ describe('admit: failures are isolated', () => {
       `  - op: add\n    path: /metadata/labels/partial\n    value: x\n  - op: add\n    path: /metadata/labels/t\n    value: '{{ "a: [1" }}'`,
     ],
   ])('%s: that rule is dropped as a whole, the others apply', (_name, ops) => {
-    const store = storeWith(good + '---\n' + labelRule('bad', '', '', ops));
-    const out = run(store, loadFixture('deployment'));
-    expect(out.allowed).toBe(true);
-    expect(labels(out.object)).toEqual({ app: 'nginx', good: 'ok' });
-    expect(out.failures.map((f) => f.rule.name)).toEqual(['bad']);
-    expect(out.failures[0].message.length).toBeGreaterThan(0);
-    // Both matched, only the good one shaped the object.
-    expect(out.matched.map((r) => r.name).sort()).toEqual(['bad', 'good']);
-    expect(out.patched.map((r) => r.name)).toEqual(['good']);
+    // 'bad' runs before 'good' in the tier, 'zbad' after it (where it writes into what 'good' copied), and a
+    // third rule after the failure still applies.
+    for (const name of ['bad', 'zbad']) {
+      const after = labelRule(
+        'zz-after',
+        '',
+        '',
+        `  - op: add\n    path: /metadata/labels/after\n    value: 'ok'`,
+      );
+      const store = storeWith(good + '---\n' + labelRule(name, '', '', ops) + '---\n' + after);
+      const out = run(store, loadFixture('deployment'));
+      expect(out.allowed).toBe(true);
+      expect(labels(out.object)).toEqual({ app: 'nginx', good: 'ok', after: 'ok' });
+      expect(out.failures.map((f) => f.rule.name)).toEqual([name]);
+      expect(out.failures[0].message.length).toBeGreaterThan(0);
+      // All matched, only the good ones shaped the object.
+      expect(out.matched.map((r) => r.name).sort()).toEqual([name, 'good', 'zz-after'].sort());
+      expect(out.patched.map((r) => r.name)).toEqual(['good', 'zz-after']);
+    }
   });
 
   test('a rule producing too many operations fails instead of stalling the request', () => {

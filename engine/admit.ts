@@ -157,6 +157,7 @@ function runPatchRules(
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST, request };
   let selects = input;
   let current = input.root as JsonObject;
+  let work: TierWork | undefined;
   let rules: readonly CompiledRule[] = [];
   let i = 0;
   try {
@@ -164,17 +165,18 @@ function runPatchRules(
     while (i < rules.length) {
       const tier = rules[i].tier;
       const tierInput = selects;
+      work = new TierWork(current);
       for (; i < rules.length && rules[i].tier === tier; i++) {
         const rule = rules[i];
         if (rule.type !== 'Patch' || !rule.operations.has(operation)) continue;
         if (!ruleMatches(rule, tierInput.root, tierInput)) continue;
         request?.check();
         outcome.matched.push(refOf(rule));
-        const next = applyRule(rule, current, namespace, budget, outcome);
-        if (next === undefined) continue;
-        current = next.object;
-        lastApplied.apply(next.ops);
+        const ops = applyRule(rule, work, namespace, budget, outcome);
+        if (ops !== undefined) lastApplied.apply(ops);
       }
+      current = work.current;
+      work = undefined;
       if (current !== tierInput.root) {
         // Later tiers see the patched object: its own selects, its own candidates.
         selects = new SelectCache(current, request);
@@ -186,6 +188,7 @@ function runPatchRules(
     if (!(err instanceof BudgetExhaustedError)) throw err;
     // The request's budget ran out: this rule and every candidate after it fail as rules fail at run time
     // (reported, their changes dropped), so the request is answered at once. What applied before stays.
+    if (work) current = work.current;
     for (const rule of rules.slice(i))
       if (rule.type === 'Patch' && rule.operations.has(operation))
         outcome.failures.push({ rule: refOf(rule), message: err.message });
@@ -194,25 +197,62 @@ function runPatchRules(
   return { selects, candidates: rules };
 }
 
-/** One matching Patch rule against the object: the new object and its operations, or undefined when it failed. */
+/** One matching Patch rule applied to the tier's object: its operations, or undefined when it failed. */
 function applyRule(
   rule: CompiledRule,
-  current: JsonObject,
+  work: TierWork,
   namespace: string,
   budget: Budget,
   outcome: AdmissionOutcome,
-): { object: JsonObject; ops: ResolvedOperation[] } | undefined {
+): ResolvedOperation[] | undefined {
   try {
-    const ops = resolveOperations(rule, current, namespace, budget);
-    // Copy on write per rule: a rule that fails half-way leaves nothing behind.
-    const next = applyOperationsShared(current, ops, new Set(), budget.request);
-    if (!isJsonObject(next)) throw new RuleRuntimeError('the patch replaced the object with a non-object');
+    const ops = resolveOperations(rule, work.current, namespace, budget);
+    work.apply(ops, budget.request);
     outcome.patched.push(refOf(rule));
-    return { object: next, ops };
+    return ops;
   } catch (err) {
     if (err instanceof BudgetExhaustedError) throw err; // the request's, not this rule's: see runPatchRules
     outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
     return undefined;
+  }
+}
+
+/**
+ * The object the Patch rules of one tier build from the tier's input. Copy on write once per tier, not per rule:
+ * containers copied by an earlier rule of the tier are written in place by the later ones. A rule that fails (or
+ * runs out of budget) half-way may have written into them, so the object is rebuilt from the tier's input and the
+ * operations of the rules that succeeded; after that each rule copies for itself again (one rebuild per tier at most).
+ * The tier's input is never written: the tier's rules are matched against it.
+ */
+class TierWork {
+  current: JsonObject;
+  private readonly applied: ResolvedOperation[][] = [];
+  private owned: Set<object> | null = new Set();
+
+  constructor(private readonly input: JsonObject) {
+    this.current = input;
+  }
+
+  /** Applies one rule's operations; when one fails, the object is left as it was before the rule and it rethrows. */
+  apply(ops: readonly ResolvedOperation[], budget: RequestBudget | undefined): void {
+    try {
+      const next = applyOperationsShared(this.current, ops, this.owned ?? new Set(), budget);
+      if (!isJsonObject(next)) throw new RuleRuntimeError('the patch replaced the object with a non-object');
+      this.current = next;
+      if (this.owned) this.applied.push(ops as ResolvedOperation[]);
+    } catch (err) {
+      if (this.owned) this.rebuild();
+      throw err;
+    }
+  }
+
+  private rebuild(): void {
+    this.owned = null;
+    const owned = new Set<object>();
+    let doc: JsonValue = this.input;
+    // Replays what already succeeded on the same input: it cannot fail, and its budget was charged the first time.
+    for (const ops of this.applied) doc = applyOperationsShared(doc, ops, owned);
+    this.current = doc as JsonObject;
   }
 }
 
