@@ -8,7 +8,7 @@ import { JsonObject } from '../json/value';
 import { stringifyManifests } from '../manifest/yaml';
 import { RuleStore } from '../store/rules';
 import { handleDragnet } from '../webhook/dragnet';
-import { parseAdmissionReview, reviewResponse } from '../webhook/review';
+import { encodeReview, parseAdmissionReview } from '../webhook/review';
 import { load as loadFor, Point } from './load';
 import type { ChildMemory } from './server-child';
 import { BenchRow, measure } from './types';
@@ -168,7 +168,7 @@ function admissionMicros(
   if (decision.response.allowed !== true) throw new Error('bench request was not allowed');
   const t = micros(() => {
     const { apiVersion, request } = parseAdmissionReview(body);
-    return JSON.stringify(reviewResponse(apiVersion, handleDragnet(request, snapshot).response));
+    return encodeReview(apiVersion, handleDragnet(request, snapshot).response);
   });
   return {
     ...t,

@@ -75,14 +75,13 @@ export function sendText(
   res.end(body);
 }
 
-/** Sends a JSON answer. */
+/** Sends a JSON answer already encoded. */
 export function sendJson(
   res: ServerResponse,
   status: number,
-  value: unknown,
+  body: Buffer,
   headers: Record<string, string> = {},
 ): void {
-  const body = Buffer.from(JSON.stringify(value), 'utf8');
   res.writeHead(status, {
     'Content-Type': 'application/json',
     'Content-Length': String(body.length),

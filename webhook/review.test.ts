@@ -1,5 +1,12 @@
 import { loadFixture } from '../fixtures/load';
-import { BadRequestError, denyResponse, parseAdmissionReview, patchResponse, reviewResponse } from './review';
+import {
+  BadRequestError,
+  denyResponse,
+  encodeReview,
+  parseAdmissionReview,
+  patchResponse,
+  reviewResponse,
+} from './review';
 import { makeReview } from './testing';
 
 describe('parseAdmissionReview', () => {
@@ -103,6 +110,36 @@ describe('responses', () => {
         allowed: false,
         status: { status: 'Failure', code: 403, reason: 'Forbidden', message: 'no' },
       },
+    });
+  });
+
+  describe('encodeReview', () => {
+    const ops = [
+      { op: 'add', path: '/metadata/labels/team', value: 'plat"form\\ é' },
+      { op: 'add', path: '/metadata/annotations/a~1b', value: { nested: ['x', 1, null] } },
+    ];
+    const decode = (body: Buffer) => JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+
+    it('writes the same review JSON.stringify would, for a patch, with warnings and audit annotations', () => {
+      const r = patchResponse('u1', ops);
+      r.warnings = ['rule "x" failed: \u0001 <odd>'];
+      r.auditAnnotations = { applied: 'ns/a,ns/b' };
+      const body = encodeReview('admission.k8s.io/v1', r);
+      expect(decode(body)).toEqual(reviewResponse('admission.k8s.io/v1', r));
+      const patch = (decode(body).response as { patch: string }).patch;
+      expect(JSON.parse(Buffer.from(patch, 'base64').toString('utf8'))).toEqual(ops);
+    });
+
+    it('encodes responses without a patch, and a patch changed after patchResponse, the plain way', () => {
+      for (const r of [
+        patchResponse('u1', []),
+        denyResponse('u2', 403, 'Forbidden', 'no "way"'),
+        { ...patchResponse('u3', ops) }, // a copy: not the response patchResponse made
+        Object.assign(patchResponse('u4', ops), { patch: 'not base64 "quoted"' }),
+      ]) {
+        const body = encodeReview('admission.k8s.io/v1beta1', r);
+        expect(body.toString('utf8')).toBe(JSON.stringify(reviewResponse('admission.k8s.io/v1beta1', r)));
+      }
     });
   });
 });

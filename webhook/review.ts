@@ -107,15 +107,36 @@ export function denyResponse(uid: string, code: number, reason: string, message:
   return { uid, allowed: false, status: { status: 'Failure', code, reason, message } };
 }
 
+// The base64 patches patchResponse made, by response: encodeReview writes those without JSON.stringify, which scans
+// every character of a string for escapes (~19 us for a 7 KB patch, more than applying the rules' patches).
+const base64Patches = new WeakMap<AdmissionResponse, string>();
+
 /** An allowed response carrying a JSON patch (base64 as the API requires); no patch fields when empty. */
 export function patchResponse(uid: string, patch: readonly unknown[]): AdmissionResponse {
   if (patch.length === 0) return allowResponse(uid);
-  return {
-    uid,
-    allowed: true,
-    patchType: 'JSONPatch',
-    patch: Buffer.from(JSON.stringify(patch), 'utf8').toString('base64'),
-  };
+  const encoded = Buffer.from(JSON.stringify(patch), 'utf8').toString('base64');
+  const response: AdmissionResponse = { uid, allowed: true, patchType: 'JSONPatch', patch: encoded };
+  base64Patches.set(response, encoded);
+  return response;
+}
+
+const CLOSE_PATCH = Buffer.from('"}}', 'latin1');
+
+/** The HTTP body answering an AdmissionReview: the response wrapped in a review of the version asked in, as JSON. */
+export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): Buffer {
+  const patch = response.patch;
+  // Only a patch patchResponse made (and nobody changed since) is known to be base64, which JSON needs no escape for.
+  if (patch === undefined || base64Patches.get(response) !== patch) {
+    return Buffer.from(JSON.stringify(reviewResponse(apiVersion, response)), 'utf8');
+  }
+  const { patch: _patch, ...rest } = response;
+  const head = JSON.stringify(reviewResponse(apiVersion, rest));
+  // head ends with the closing braces of response and review: the patch goes in as the response's last field.
+  return Buffer.concat([
+    Buffer.from(`${head.slice(0, -2)},"patch":"`, 'utf8'),
+    Buffer.from(patch, 'latin1'),
+    CLOSE_PATCH,
+  ]);
 }
 
 /** The object the request is about: the new object, or the old one for DELETE. */

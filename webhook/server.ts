@@ -23,7 +23,7 @@ import { WebhookMetrics } from './metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
 import { holdBudgetMs, within } from './hold';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
-import { BadRequestError, parseAdmissionReview, reviewResponse } from './review';
+import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
 import { TLS_MIN_VERSION, TlsSource } from './tls';
 
 /** Paths the API server calls, as the webhook configurations name them. */
@@ -387,7 +387,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       };
       decision = { response, result: 'error' };
     }
-    finish(decision.result, () => sendJson(res, 200, reviewResponse(apiVersion, decision.response)));
+    finish(decision.result, () => sendJson(res, 200, encodeReview(apiVersion, decision.response)));
   };
 
   const headersTimeout = options.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs;
