@@ -3,7 +3,8 @@ import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createLogger, Logger, LogLevel } from '../log/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
-import { createKubeClient, KubeClient, loadKubeConfig } from '../operator/kube';
+import { loadClusterAccess } from '../operator/credentials';
+import { createKubeClient, KubeClient } from '../operator/kube';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { budgetHelp, parseBudget } from './budget';
 import { CommandIO, UsageError } from './io';
@@ -176,7 +177,7 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   let client = hooks.client;
   if (!client) {
     try {
-      client = createKubeClient(loadKubeConfig());
+      client = createKubeClient(await loadClusterAccess());
     } catch (err) {
       throw new UsageError(
         `no usable Kubernetes configuration (in-cluster or KUBECONFIG): ${(err as Error).message}`,
