@@ -203,6 +203,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
       writeFileSync(join(serviceAccountDir, 'token'), token, { mode: 0o600 });
       writeFileSync(join(serviceAccountDir, 'ca.crt'), ca);
       access = new InClusterAccess(cluster.server, { dir: serviceAccountDir });
+      measured['operator credentials'] = 'in-cluster loader (service-account token + ca.crt)';
     } else {
       const { KubeConfig } = await import('@kubernetes/client-node');
       const kc = new KubeConfig();
@@ -213,6 +214,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
         currentContext: 'sa',
       });
       access = kubeConfigAccess(kc);
+      measured['operator credentials'] = 'kubeconfig (the cluster has no CA)';
     }
     return createKubeClient(access);
   }
