@@ -1,11 +1,12 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, Server } from 'node:http';
+import { createServer, Server } from 'node:https';
 import { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonObject } from '../json/value';
 import { stringifyManifests } from '../manifest/yaml';
+import { generateCertificates } from '../webhook/certs';
 import { RuleStore } from '../store/rules';
 import { handleDragnet } from '../webhook/dragnet';
 import { encodeReview, parseAdmissionReview } from '../webhook/review';
@@ -48,9 +49,15 @@ interface Child {
   stop(): Promise<void>;
 }
 
-/** Forks bench/server-child in MODE and waits for its URL. */
-export function startChild(mode: string, arg = '', execArgv: readonly string[] = []): Promise<Child> {
+/** Forks bench/server-child in MODE (with more environment variables) and waits for its URL. */
+export function startChild(
+  mode: string,
+  arg = '',
+  execArgv: readonly string[] = [],
+  env: Record<string, string> = {},
+): Promise<Child> {
   const child: ChildProcess = fork(join(__dirname, 'server-child.js'), [mode, arg], {
+    env: { ...process.env, ...env },
     execArgv: ['--expose-gc', ...execArgv],
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
   });
@@ -90,8 +97,26 @@ export function writeRuleFiles(rules: readonly JsonObject[]): string {
   return dir;
 }
 
-/** Just enough of an API server for the operator's informers: one-page lists, watches that stay open. */
-export function startListWatchServer(rules: readonly JsonObject[]): Promise<{ url: string; close(): void }> {
+/** The list/watch server, and a pod's view of it: service env variables and a service-account folder. */
+export interface ListWatchServer {
+  url: string;
+  /** KUBERNETES_SERVICE_HOST/PORT as a pod sees them. */
+  serviceEnv: Record<string, string>;
+  /** token and ca.crt, as mounted in a pod. */
+  serviceAccountDir: string;
+  close(): void;
+}
+
+/**
+ * Just enough of an API server for the operator's informers: one-page lists, watches that stay open. HTTPS with its
+ * own CA and a bearer token checked, so the operator child runs on the in-cluster credentials a pod uses.
+ */
+export function startListWatchServer(rules: readonly JsonObject[]): Promise<ListWatchServer> {
+  const certs = generateCertificates({ hosts: ['127.0.0.1'] });
+  const token = 'bench-service-account-token';
+  const serviceAccountDir = mkdtempSync(join(tmpdir(), 'modrule-bench-sa-'));
+  writeFileSync(join(serviceAccountDir, 'token'), token);
+  writeFileSync(join(serviceAccountDir, 'ca.crt'), certs.caCert);
   const withVersion = (list: readonly JsonObject[]) =>
     list.map((o, i) => ({
       ...o,
@@ -109,10 +134,12 @@ export function startListWatchServer(rules: readonly JsonObject[]): Promise<{ ur
     ['/api/v1/nodes', JSON.stringify({ items: [], metadata: { resourceVersion: '1' } })],
   ]);
   const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer({ cert: certs.cert, key: certs.key }, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const body = collections.get(url.pathname);
-    if (!body) {
+    if (req.headers.authorization !== `Bearer ${token}`) {
+      res.writeHead(401).end();
+    } else if (!body) {
       res.writeHead(404).end();
     } else if (url.searchParams.get('watch') === 'true') {
       res.writeHead(200, { 'Content-Type': 'application/json' }); // stays open, no events
@@ -125,15 +152,19 @@ export function startListWatchServer(rules: readonly JsonObject[]): Promise<{ ur
     s.on('close', () => sockets.delete(s));
   });
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
+    server.listen(0, '127.0.0.1', () => {
+      const port = String((server.address() as AddressInfo).port);
       resolve({
-        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        url: `https://127.0.0.1:${port}`,
+        serviceEnv: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port },
+        serviceAccountDir,
         close: () => {
           for (const s of sockets) s.destroy();
           server.close();
+          rmSync(serviceAccountDir, { recursive: true, force: true });
         },
-      }),
-    ),
+      });
+    }),
   );
 }
 
@@ -352,7 +383,8 @@ export async function run(only: readonly string[] = []): Promise<BenchRow[]> {
       );
       const api = await startListWatchServer(rules);
       try {
-        const operator = await started('operator', api.url);
+        const operator = await startChild('operator', api.serviceAccountDir, [], api.serviceEnv);
+        children.push(operator);
         const idleOp = await operator.memory();
         const opPoint = await load(operator.url, body, 64, Math.max(1, SECONDS / 2));
         const memOp = await operator.memory();

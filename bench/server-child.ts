@@ -10,8 +10,9 @@ import { MemoryTlsSource, TLS_MIN_VERSION } from '../webhook/tls';
 
 /**
  * A webhook server in its own process, so its RSS is its own: `floor`, `local DIR` (serve --local with files) or
- * `operator URL` (the operator's informers and store, fed by a list/watch server at URL). Forked with an IPC
- * channel by bench/dragnet.bench.ts: sends {url} when it serves, answers 'memory' with its memory, exits on 'stop'.
+ * `operator DIR` (the operator's informers and store, fed by a list/watch server reached as a pod reaches its API
+ * server: KUBERNETES_SERVICE_HOST/PORT, token and ca.crt in DIR). Forked with an IPC channel by
+ * bench/dragnet.bench.ts: sends {url} when it serves, answers 'memory' with its memory, exits on 'stop'.
  */
 
 /** Memory of this process; heap after a full GC (needs --expose-gc). */
@@ -63,13 +64,19 @@ async function serve(mode: string, arg: string): Promise<string> {
     return server.webhook.url + WEBHOOK_PATHS.dragnet;
   }
   if (mode === 'operator') {
-    // Loaded only here: @kubernetes/client-node alone holds ~15 MiB of module source, not serve --local's to carry.
-    const { createKubeClient, kubeConfigForServer } = await import('../operator/kube');
+    // Loaded only here, not serve --local's to carry. The production path: the pod's credentials (no kubeconfig, so
+    // @kubernetes/client-node is never loaded), chosen by the operator's own loadClusterAccess.
+    const { loadClusterAccess } = await import('../operator/credentials');
+    const { createKubeClient } = await import('../operator/kube');
     const { ClusterSync } = await import('../operator/sync');
+    const podEnv = {
+      KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,
+      KUBERNETES_SERVICE_PORT: process.env.KUBERNETES_SERVICE_PORT,
+    };
     const logger = createLogger('info');
     const store = new RuleStore({ keepSource: false }); // as operator/start.ts
     const sync = new ClusterSync({
-      client: createKubeClient(kubeConfigForServer(arg)),
+      client: createKubeClient(await loadClusterAccess(podEnv, { dir: arg })),
       store,
       logger,
       status: null,

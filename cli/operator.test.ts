@@ -147,7 +147,7 @@ describe('modrule operator, in-process against the fake API server', () => {
       ...extraArgs,
     ];
     const exit = runOperator(args, io, {
-      client: createKubeClient(api.kubeConfig()),
+      client: createKubeClient(api.access()),
       logger: silentLogger(),
       signal: controller.signal,
       onStarted: (op) => (started = op),

@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger, Logger, LogLevel } from '../log/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
-import { createKubeClient, KubeClient, loadKubeConfig } from '../operator/kube';
+import { loadClusterAccess } from '../operator/credentials';
+import { SERVICE_ACCOUNT_DIR } from '../operator/incluster';
+import { createKubeClient, KubeClient } from '../operator/kube';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { budgetHelp, parseBudget } from './budget';
 import { CommandIO, UsageError } from './io';
@@ -11,7 +14,8 @@ import { CommandIO, UsageError } from './io';
 const HELP = `usage: modrule operator [options]
 
 Runs the operator in (or against) a cluster: watches ModRules, Namespaces and Nodes, serves the admission
-webhooks, writes ModRule status, manages its certificates. Uses the in-cluster service account, or KUBECONFIG.
+webhooks, writes ModRule status, manages its certificates. Uses KUBECONFIG, else ~/.kube/config, else the pod's
+service account (in a pod).
 
 options (environment variable in brackets):
   --cluster-namespace NS   namespace of cluster-wide ModRules [MODRULE_CLUSTER_NAMESPACE] (default kubemod-system)
@@ -30,7 +34,7 @@ else the cluster namespace.
 `;
 
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
-const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+const SERVICE_ACCOUNT_NAMESPACE = join(SERVICE_ACCOUNT_DIR, 'namespace');
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_NAME = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -176,7 +180,7 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   let client = hooks.client;
   if (!client) {
     try {
-      client = createKubeClient(loadKubeConfig());
+      client = createKubeClient(await loadClusterAccess());
     } catch (err) {
       throw new UsageError(
         `no usable Kubernetes configuration (in-cluster or KUBECONFIG): ${(err as Error).message}`,

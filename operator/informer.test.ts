@@ -44,7 +44,7 @@ describe('Informer against the fake API server', () => {
 
   function start(m: ReturnType<typeof mirror>, options: Partial<InformerOptions> = {}): Informer {
     informer = new Informer({
-      client: createKubeClient(api.kubeConfig()),
+      client: createKubeClient(api.access()),
       path: '/api/v1/namespaces',
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -192,7 +192,7 @@ describe('Informer against the fake API server', () => {
       },
     };
     informer = new Informer({
-      client: createKubeClient(api.kubeConfig()),
+      client: createKubeClient(api.access()),
       path: '/api/v1/namespaces',
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -213,7 +213,7 @@ describe('KubeClient', () => {
   it('turns Status responses into KubeApiError with code and reason', async () => {
     const api = await FakeApiServer.start();
     try {
-      const client = createKubeClient(api.kubeConfig());
+      const client = createKubeClient(api.access());
       const err = await client.request('GET', '/api/v1/namespaces/missing').catch((e: unknown) => e);
       expect(err).toBeInstanceOf(KubeApiError);
       expect(err).toMatchObject({ status: 404, reason: 'NotFound' });
@@ -225,7 +225,7 @@ describe('KubeClient', () => {
 
   it('reports an unreachable server as status 0', async () => {
     const api = await FakeApiServer.start();
-    const client = createKubeClient(api.kubeConfig());
+    const client = createKubeClient(api.access());
     await api.close();
     await expect(client.request('GET', '/api/v1/nodes')).rejects.toMatchObject({ status: 0 });
   });

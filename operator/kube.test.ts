@@ -1,11 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
+import { ClusterAccess } from './access';
 import { newBundle } from './certificates';
-import { createKubeClient, isTransient, KubeApiError, loadKubeConfig } from './kube';
+import { createKubeClient, isTransient, KubeApiError } from './kube';
+import { kubeConfigAccess } from './kubeconfig';
 
 describe('KubeClient over HTTPS with a kubeconfig', () => {
   const bundle = newBundle(['localhost', '127.0.0.1'], new Date());
@@ -42,7 +41,7 @@ describe('KubeClient over HTTPS with a kubeconfig', () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-  function kubeConfig(ca: string, path = ''): KubeConfig {
+  function kubeConfig(ca: string, path = ''): ClusterAccess {
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [
@@ -52,7 +51,7 @@ describe('KubeClient over HTTPS with a kubeconfig', () => {
       contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
       currentContext: 'x',
     });
-    return kc;
+    return kubeConfigAccess(kc);
   }
 
   it('verifies the server against the kubeconfig CA, sends the token, and reuses the connection', async () => {
@@ -106,28 +105,5 @@ describe('isTransient', () => {
     [new Error('socket'), true],
   ])('%s -> %s', (err, expected) => {
     expect(isTransient(err)).toBe(expected);
-  });
-});
-
-describe('loadKubeConfig', () => {
-  it('says what is missing instead of falling back to localhost', () => {
-    expect(() => loadKubeConfig({ HOME: '/nonexistent-home' })).toThrow(/no kubeconfig found/);
-  });
-
-  it('loads the file KUBECONFIG names', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
-    const file = join(dir, 'config');
-    writeFileSync(
-      file,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters: [{name: c, cluster: {server: "https://10.1.2.3:6443"}}]',
-        'users: [{name: u, user: {token: t}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-      ].join('\n'),
-    );
-    expect(loadKubeConfig({ KUBECONFIG: file }).getCurrentCluster()?.server).toBe('https://10.1.2.3:6443');
   });
 });

@@ -1,11 +1,8 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
 import http from 'node:http';
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
 import { isJsonObject, JsonObject } from '../json/value';
+import { ClusterAccess } from './access';
 
 /** An API call that got an error response (or none at all: status 0). */
 export class KubeApiError extends Error {
@@ -57,40 +54,6 @@ export function isTransient(err: unknown): boolean {
   return err.status === 0 || err.status === 429 || err.status >= 500;
 }
 
-/** The in-cluster config when running in a pod, else KUBECONFIG / ~/.kube/config. */
-export function loadKubeConfig(env: Record<string, string | undefined> = process.env): KubeConfig {
-  const kc = new KubeConfig();
-  if (env.KUBERNETES_SERVICE_HOST && !env.KUBECONFIG) {
-    kc.loadFromCluster();
-    return kc;
-  }
-  // loadFromDefault silently falls back to http://localhost: say what is missing instead of retrying forever.
-  const listed = (env.KUBECONFIG ?? '').split(delimiter).filter((f) => f && existsSync(f));
-  const home = join(env.HOME ?? homedir(), '.kube', 'config');
-  if (listed.length > 1)
-    kc.loadFromDefault(); // merges the files, as kubectl does
-  else if (listed.length === 1) kc.loadFromFile(listed[0]);
-  else if (!env.KUBECONFIG && existsSync(home)) kc.loadFromFile(home);
-  else
-    throw new Error(
-      `not running in a cluster and no kubeconfig found (KUBECONFIG=${env.KUBECONFIG ?? ''}, ${home})`,
-    );
-  if (!kc.getCurrentCluster()) throw new Error('the kubeconfig has no current context/cluster');
-  return kc;
-}
-
-/** A KubeConfig for a plain-HTTP test server (the fake API server). */
-export function kubeConfigForServer(server: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'test', server, skipTLSVerify: true }],
-    users: [{ name: 'test', token: 'test-token' }],
-    contexts: [{ name: 'test', cluster: 'test', user: 'test' }],
-    currentContext: 'test',
-  });
-  return kc;
-}
-
 function queryString(query: Record<string, QueryValue> | undefined): string {
   if (!query) return '';
   const params = new URLSearchParams();
@@ -114,14 +77,12 @@ function statusError(status: number, text: string): KubeApiError {
 }
 
 /**
- * A KubeClient over node:http(s). Authentication and TLS come from @kubernetes/client-node's KubeConfig (tokens,
- * client certificates, exec plugins, in-cluster token rotation); the HTTP is ours so watches, timeouts and error
- * statuses behave exactly as the informers need.
+ * A KubeClient over node:http(s). Authentication and TLS come from the ClusterAccess (the pod's service account, or
+ * a kubeconfig through @kubernetes/client-node); the HTTP is ours so watches, timeouts and error statuses behave
+ * exactly as the informers need.
  */
-export function createKubeClient(kc: KubeConfig): KubeClient {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const base = new URL(cluster.server);
+export function createKubeClient(access: ClusterAccess): KubeClient {
+  const base = new URL(access.server);
   const plain = base.protocol === 'http:';
   const prefix = base.pathname.replace(/\/$/, '');
 
@@ -158,11 +119,11 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
     headers: Record<string, string>,
   ): Promise<http.ClientRequest> {
     const opts: https.RequestOptions = { method, headers: { ...headers } };
-    await kc.applyToHTTPSOptions(opts);
-    // The config's agent is an https.Agent; node:http refuses it for plain-HTTP servers.
+    await access.apply(opts);
+    // A kubeconfig's agent is an https.Agent; node:http refuses it for plain-HTTP servers.
     if (plain) delete opts.agent;
     // Proxy agents (cluster.proxyUrl) stay as configured.
-    else if (opts.agent instanceof https.Agent && opts.agent.constructor === https.Agent)
+    else if (!opts.agent || (opts.agent instanceof https.Agent && opts.agent.constructor === https.Agent))
       opts.agent = sharedAgent(opts);
     const url = new URL(prefix + path, base);
     return (plain ? http : https).request(url, opts);

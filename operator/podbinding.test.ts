@@ -53,7 +53,7 @@ describe('pod binding handler against the fake API server', () => {
 
   const handler = () =>
     createPodBindingHandler({
-      client: createKubeClient(api.kubeConfig()),
+      client: createKubeClient(api.access()),
       logger: silentLogger(),
       backoffMs: 5,
     });

@@ -68,7 +68,7 @@ describe('SelfSignedCertificates against the fake API server', () => {
 
   function replica(): SelfSignedCertificates {
     const r = new SelfSignedCertificates({
-      client: createKubeClient(api.kubeConfig()),
+      client: createKubeClient(api.access()),
       logger: silentLogger(),
       namespace: NS,
       timing,

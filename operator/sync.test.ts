@@ -161,7 +161,7 @@ describe('ClusterSync: the cluster into the rule store', () => {
 
   it('two replicas write the same status and create the event only once', async () => {
     api.put('modrules', brokenRule('team-a', 'broken'));
-    const client = createKubeClient(api.kubeConfig());
+    const client = createKubeClient(api.access());
     const status2 = new StatusReporter({ client, logger: silentLogger() });
     const sync2 = new ClusterSync({
       client,

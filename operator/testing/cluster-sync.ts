@@ -19,7 +19,7 @@ export function useClusterSync(): ClusterSyncHarness {
   beforeEach(async () => {
     harness.api = await FakeApiServer.start();
     harness.store = new RuleStore();
-    const client = createKubeClient(harness.api.kubeConfig());
+    const client = createKubeClient(harness.api.access());
     harness.status = new StatusReporter({ client, logger: silentLogger(), backoffMs: 10 });
     harness.sync = new ClusterSync({
       client,

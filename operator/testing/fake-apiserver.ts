@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import http, { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
 import { AddressInfo, Socket } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../../json/value';
 import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
-import { kubeConfigForServer } from '../kube';
+import { ClusterAccess, setHeader } from '../access';
 
 /** The resources the fake serves, as the real API server names them. */
 export const FAKE_RESOURCES = {
@@ -50,6 +50,17 @@ export interface RecordedRequest {
 
 /** A test hook's answer: fail the request with this status, or let it through (undefined). */
 export type Interceptor = (req: RecordedRequest) => { status: number; message?: string } | undefined;
+
+/** How the fake listens and whom it lets in. */
+export interface FakeApiServerOptions {
+  /** Serve HTTPS with this certificate instead of plain HTTP. */
+  tls?: { cert: string; key: string };
+  /** Answer 401 to requests without `Authorization: Bearer <token>`. */
+  token?: string;
+}
+
+/** The bearer token access() sends. */
+export const FAKE_TOKEN = 'test-token';
 
 interface Route {
   resource: FakeResource;
@@ -113,7 +124,7 @@ export class FakeApiServer {
   private readonly sockets = new Set<Socket>();
   private rv = 100;
   private compactedBefore = 0;
-  private server: http.Server;
+  private server: http.Server | https.Server;
   private port = 0;
   /** Every request received, in order. */
   readonly requests: RecordedRequest[] = [];
@@ -123,25 +134,31 @@ export class FakeApiServer {
   delayMs = 0;
   /** How an expired watch is reported: an ERROR event in a 200 stream (what the API server does) or a 410 status. */
   expiredAs: 'event' | 'status' = 'event';
+  /** The bearer token required of every request (null: none); a test may change it (token rotation). */
+  token: string | null;
+  private readonly tls: FakeApiServerOptions['tls'];
 
-  private constructor() {
+  private constructor(options: FakeApiServerOptions) {
+    this.tls = options.tls;
+    this.token = options.token ?? null;
     this.server = this.createServer();
   }
 
   /** Starts on a free loopback port. */
-  static async start(): Promise<FakeApiServer> {
-    const fake = new FakeApiServer();
+  static async start(options: FakeApiServerOptions = {}): Promise<FakeApiServer> {
+    const fake = new FakeApiServer(options);
     await fake.listen(0);
     return fake;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
-  /** A KubeConfig pointing at this server. */
-  kubeConfig(): KubeConfig {
-    return kubeConfigForServer(this.url);
+  /** Access to this server with a bearer token (the required one, else FAKE_TOKEN) and no CA (plain HTTP). */
+  access(): ClusterAccess {
+    const token = this.token ?? FAKE_TOKEN;
+    return { server: this.url, apply: async (opts) => setHeader(opts, 'Authorization', `Bearer ${token}`) };
   }
 
   /** Creates or replaces an object directly (bumps resourceVersion, notifies watches). */
@@ -220,8 +237,9 @@ export class FakeApiServer {
     );
   }
 
-  private createServer(): http.Server {
-    const server = http.createServer((req, res) => void this.handle(req, res));
+  private createServer(): http.Server | https.Server {
+    const handler = (req: IncomingMessage, res: ServerResponse) => void this.handle(req, res);
+    const server = this.tls ? https.createServer(this.tls, handler) : http.createServer(handler);
     server.on('connection', (s: Socket) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
@@ -267,6 +285,10 @@ export class FakeApiServer {
       return;
     }
     this.requests.push(recorded);
+    if (this.token !== null && req.headers.authorization !== `Bearer ${this.token}`) {
+      this.sendError(res, new HttpError(401, 'Unauthorized', 'Unauthorized'));
+      return;
+    }
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     const injected = this.interceptor?.(recorded);
     if (injected) {

@@ -69,7 +69,7 @@ describe('ClusterLedger', () => {
       kind: 'Namespace',
       metadata: { name: 'kube-system', labels: { team: 'platform' } },
     });
-    const ledger = new ClusterLedger(createKubeClient(api.kubeConfig()));
+    const ledger = new ClusterLedger(createKubeClient(api.access()));
     await ledger.apply({
       apiVersion: 'v1',
       kind: 'Namespace',

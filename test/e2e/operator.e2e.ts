@@ -1,9 +1,15 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { KubeConfig } from '@kubernetes/client-node';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../json/value';
 import { createLogger, silentLogger } from '../../log/logger';
-import { createKubeClient, KubeApiError, KubeClient, loadKubeConfig } from '../../operator/kube';
+import { ClusterAccess } from '../../operator/access';
+import { InClusterAccess } from '../../operator/incluster';
+import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
+import { kubeConfigAccess, loadKubeConfig } from '../../operator/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { MODRULES_PATH } from '../../operator/sync';
 import { decodePatch, makeReview, postReview } from '../../webhook/testing';
@@ -146,6 +152,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
   let webhookPort = settings.webhookPort;
   let webhookHost = settings.webhookHost;
   let webhookUrl = '';
+  let serviceAccountDir = '';
   /** Labels of namespaces that existed before the run (the bundle relabels them): must be the same after. */
   const labelsBefore = new Map<string, string>();
   const namespaceLabels = async (name: string) =>
@@ -167,7 +174,11 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     );
   }
 
-  /** Credentials of the bundle's ServiceAccount (TokenRequest), so the bundle's RBAC is what is tested. */
+  /**
+   * Credentials of the bundle's ServiceAccount (TokenRequest), so the bundle's RBAC is what is tested. Laid out as a
+   * pod's service-account folder (token, ca.crt) and read by the in-cluster loader, so the operator runs on the
+   * credentials path it has in a pod; a kubeconfig without a CA (insecure) keeps the kubeconfig path.
+   */
   async function serviceAccountClient(base: KubeConfig): Promise<KubeClient> {
     const path = `/api/v1/namespaces/${settings.clusterNamespace}/serviceaccounts/${OPERATOR_SA}/token`;
     const answer = await waitFor('a token for the operator ServiceAccount', () =>
@@ -181,14 +192,31 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     );
     const token = String((answer.status as JsonObject).token);
     const cluster = base.getCurrentCluster()!;
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [cluster],
-      users: [{ name: OPERATOR_SA, token }],
-      contexts: [{ name: 'sa', cluster: cluster.name, user: OPERATOR_SA }],
-      currentContext: 'sa',
-    });
-    return createKubeClient(kc);
+    const ca = cluster.caData
+      ? Buffer.from(cluster.caData, 'base64').toString('utf8')
+      : cluster.caFile
+        ? readFileSync(cluster.caFile, 'utf8')
+        : null;
+    let access: ClusterAccess;
+    if (ca) {
+      serviceAccountDir = mkdtempSync(join(tmpdir(), 'modrule-e2e-sa-'));
+      writeFileSync(join(serviceAccountDir, 'token'), token, { mode: 0o600 });
+      writeFileSync(join(serviceAccountDir, 'ca.crt'), ca);
+      access = new InClusterAccess(cluster.server, { dir: serviceAccountDir });
+      measured['operator credentials'] = 'in-cluster loader (service-account token + ca.crt)';
+    } else {
+      const { KubeConfig } = await import('@kubernetes/client-node');
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [cluster],
+        users: [{ name: OPERATOR_SA, token }],
+        contexts: [{ name: 'sa', cluster: cluster.name, user: OPERATOR_SA }],
+        currentContext: 'sa',
+      });
+      access = kubeConfigAccess(kc);
+      measured['operator credentials'] = 'kubeconfig (the cluster has no CA)';
+    }
+    return createKubeClient(access);
   }
 
   beforeAll(async () => {
@@ -201,10 +229,10 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
       webhookPort = await freePort();
       measured['control plane start'] = `${Date.now() - started} ms`;
     } else {
-      kc = loadKubeConfig();
+      kc = await loadKubeConfig();
     }
     webhookUrl = `https://${webhookHost}:${webhookPort}`;
-    admin = createKubeClient(kc);
+    admin = createKubeClient(kubeConfigAccess(kc));
     ledger = new ClusterLedger(admin);
 
     // bundle.yaml as a user applies it, except what the server does not serve (1.20: no policy/v1) and the
@@ -268,6 +296,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
 
   afterAll(async () => {
     await operator?.stop();
+    if (serviceAccountDir) rmSync(serviceAccountDir, { recursive: true, force: true });
     if (admin && ledger) {
       // The ledger deletes the webhook configurations first: a Fail-policy webhook pointing at a stopped process
       // would block ModRule writes.

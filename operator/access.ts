@@ -1,0 +1,22 @@
+import type https from 'node:https';
+
+/**
+ * Where the API server is and how to authenticate to it: all createKubeClient needs. Two implementations: the
+ * pod's service account (operator/incluster.ts, no dependencies) and a kubeconfig (operator/kubeconfig.ts, through
+ * @kubernetes/client-node, loaded only on that path).
+ */
+export interface ClusterAccess {
+  /** Base URL of the API server, possibly with a path prefix (https://host:port/prefix). */
+  readonly server: string;
+  /**
+   * Adds authentication (headers.Authorization, auth) and TLS options (ca, cert, key, rejectUnauthorized,
+   * servername; a proxy agent) to the options of one request. Called before every request, so rotated
+   * credentials are picked up.
+   */
+  apply(opts: https.RequestOptions): Promise<void>;
+}
+
+/** Sets one header on request options, keeping the others. */
+export function setHeader(opts: https.RequestOptions, name: string, value: string): void {
+  opts.headers = { ...(opts.headers as Record<string, string> | undefined), [name]: value };
+}
