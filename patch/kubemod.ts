@@ -32,6 +32,12 @@ export function applyKubeModOperation(
   }
 }
 
+// The path is formatted only when an operation fails: applying one never needs it.
+function failure(op: 'add' | 'replace' | 'remove', tokens: readonly string[], why: string): PatchError {
+  const path = formatPointer(tokens);
+  return new PatchError(`cannot ${op} ${path}: ${why}`, path);
+}
+
 function isContainer(v: JsonValue | undefined): v is Container {
   return typeof v === 'object' && v !== null;
 }
@@ -74,7 +80,7 @@ function findParent(root: JsonValue, tokens: readonly string[]): Container | und
 }
 
 /** evanphx's add on a container: objects set the member, arrays insert ('-' and index -1 append). */
-function insertChild(doc: Container, key: string, value: JsonValue, path: string): void {
+function insertChild(doc: Container, key: string, value: JsonValue, tokens: readonly string[]): void {
   if (!Array.isArray(doc)) {
     setOwn(doc, key, value);
     return;
@@ -84,34 +90,30 @@ function insertChild(doc: Container, key: string, value: JsonValue, path: string
     return;
   }
   let idx = atoi(key);
-  if (idx === null) throw new PatchError(`cannot add ${path}: "${key}" is not an array index`, path);
+  if (idx === null) throw failure('add', tokens, `"${key}" is not an array index`);
   const size = doc.length + 1;
   if (idx >= size || idx < -size) {
-    throw new PatchError(
-      `cannot add ${path}: index ${idx} is out of range for an array of ${doc.length}`,
-      path,
-    );
+    throw failure('add', tokens, `index ${idx} is out of range for an array of ${doc.length}`);
   }
   // Negative indices count from the end of the array as it will be after the insert: -1 appends.
   if (idx < 0) idx += size;
   doc.splice(idx, 0, value);
 }
 
-function padArray(arr: JsonValue[], length: number, path: string): void {
+function padArray(arr: JsonValue[], length: number, tokens: readonly string[]): void {
   if (length - arr.length > MAX_ARRAY_PADDING) {
-    throw new PatchError(`cannot add ${path}: index ${length} is too far past the end of the array`, path);
+    throw failure('add', tokens, `index ${length} is too far past the end of the array`);
   }
   while (arr.length < length) arr.push(null);
 }
 
 function add(root: JsonValue, tokens: readonly string[], value: JsonValue): JsonValue {
-  const path = formatPointer(tokens);
   if (tokens.length === 0) {
     if (!isContainer(value))
-      throw new PatchError(`cannot add the whole document: value is ${describe(value)}`, path);
+      throw new PatchError(`cannot add the whole document: value is ${describe(value)}`, '');
     return cloneValue(value);
   }
-  if (!isContainer(root)) throw new PatchError(`cannot add ${path}: the document is ${describe(root)}`, path);
+  if (!isContainer(root)) throw failure('add', tokens, `the document is ${describe(root)}`);
   let doc: Container = root;
   // Everything below the first container created is new, so undoing that first change restores the document.
   let undo: (() => void) | undefined;
@@ -126,15 +128,12 @@ function add(root: JsonValue, tokens: readonly string[], value: JsonValue): Json
       }
       if (target !== undefined && target !== null) {
         const at = formatPointer(tokens.slice(0, i + 1));
-        throw new PatchError(
-          `cannot add ${path}: ${at} is ${describe(target)}, not an object or array`,
-          path,
-        );
+        throw failure('add', tokens, `${at} is ${describe(target)}, not an object or array`);
       }
       if (undo === undefined) undo = undoFor(doc, part);
       if (Array.isArray(doc)) {
         const idx = atoi(part);
-        if (idx !== null && idx > doc.length) padArray(doc, idx, path);
+        if (idx !== null && idx > doc.length) padArray(doc, idx, tokens);
       }
       const next = tokens[i + 1];
       const nextIdx = atoi(next);
@@ -143,22 +142,19 @@ function add(root: JsonValue, tokens: readonly string[], value: JsonValue): Json
         let length = nextIdx ?? 0;
         if (length < 0) {
           if (length < -1) {
-            throw new PatchError(
-              `cannot add ${path}: cannot create an array for negative index ${length}`,
-              path,
-            );
+            throw failure('add', tokens, `cannot create an array for negative index ${length}`);
           }
           length = 0;
         }
         created = [];
-        padArray(created, length, path);
+        padArray(created, length, tokens);
       } else {
         created = {};
       }
-      insertChild(doc, part, created, path);
+      insertChild(doc, part, created, tokens);
       doc = created;
     }
-    insertChild(doc, tokens[tokens.length - 1], cloneValue(value), path);
+    insertChild(doc, tokens[tokens.length - 1], cloneValue(value), tokens);
   } catch (e) {
     undo?.();
     throw e;
@@ -184,29 +180,25 @@ function undoFor(doc: Container, key: string): () => void {
 }
 
 function replace(root: JsonValue, tokens: readonly string[], value: JsonValue): JsonValue {
-  const path = formatPointer(tokens);
   if (tokens.length === 0) {
     if (!isContainer(value)) {
-      throw new PatchError(`cannot replace the whole document: value is ${describe(value)}`, path);
+      throw new PatchError(`cannot replace the whole document: value is ${describe(value)}`, '');
     }
     return cloneValue(value);
   }
   const doc = findParent(root, tokens);
-  if (doc === undefined) throw new PatchError(`cannot replace ${path}: the path does not exist`, path);
+  if (doc === undefined) throw failure('replace', tokens, `the path does not exist`);
   const key = tokens[tokens.length - 1];
   if (!Array.isArray(doc)) {
-    if (!hasOwn(doc, key)) throw new PatchError(`cannot replace ${path}: the path does not exist`, path);
+    if (!hasOwn(doc, key)) throw failure('replace', tokens, `the path does not exist`);
     setOwn(doc, key, cloneValue(value));
     return root;
   }
   let idx = atoi(key);
-  if (idx === null) throw new PatchError(`cannot replace ${path}: "${key}" is not an array index`, path);
+  if (idx === null) throw failure('replace', tokens, `"${key}" is not an array index`);
   if (idx < 0 && idx >= -doc.length) idx += doc.length;
   if (idx < 0 || idx >= doc.length) {
-    throw new PatchError(
-      `cannot replace ${path}: index ${key} is out of range for an array of ${doc.length}`,
-      path,
-    );
+    throw failure('replace', tokens, `index ${key} is out of range for an array of ${doc.length}`);
   }
   doc[idx] = cloneValue(value);
   return root;
@@ -224,8 +216,7 @@ function remove(root: JsonValue, tokens: readonly string[]): JsonValue {
   }
   let idx = atoi(key);
   if (idx === null) {
-    const path = formatPointer(tokens);
-    throw new PatchError(`cannot remove ${path}: "${key}" is not an array index`, path);
+    throw failure('remove', tokens, `"${key}" is not an array index`);
   }
   if (idx < 0) {
     if (idx < -doc.length) return root;
