@@ -687,3 +687,34 @@ describe('admit: properties', () => {
     );
   });
 });
+
+describe('stableStringify', () => {
+  // The plain definition: every object's keys sorted (UTF-16 order, as before), compact.
+  const reference = (v: unknown): string => {
+    if (v === null || typeof v !== 'object') return JSON.stringify(v);
+    if (Array.isArray(v)) return `[${v.map(reference).join(',')}]`;
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${reference(o[k])}`)
+      .join(',')}}`;
+  };
+  const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('0', '10', '2a', '__proto__', 'b', 'a'));
+
+  test('writes what sorting every object would, sharing or copying whichever parts it must', () => {
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small' },
+        fc.oneof(fc.string({ maxLength: 3 }), fc.integer(), fc.boolean(), fc.constant(null)),
+        fc.array(tie('node'), { maxLength: 3 }),
+        fc.dictionary(key, tie('node'), { maxKeys: 4 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(stableStringify(v as JsonObject)).toBe(reference(v));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});

@@ -522,23 +522,22 @@ function sortedView(v: JsonValue): JsonValue | undefined {
     }
     return out ?? v;
   }
-  const keys = Object.keys(v);
-  const values: JsonValue[] = new Array<JsonValue>(keys.length);
+  // One pass without allocating: a sorted subtree (the usual case, kubectl writes it so) is returned as it is.
+  let prev: string | undefined;
   let inOrder = true;
-  let changed = false;
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i];
-    if (DIGIT_KEY.test(k)) return undefined;
-    if (i > 0 && keys[i - 1] >= k) inOrder = false;
+  let views: Map<string, JsonValue> | undefined;
+  for (const k in v) {
+    const c = k.charCodeAt(0);
+    if (c >= 48 && c <= 57 && DIGIT_KEY.test(k)) return undefined;
+    if (prev !== undefined && prev >= k) inOrder = false;
+    prev = k;
     const x = sortedView(v[k]);
     if (x === undefined) return undefined;
-    if (x !== v[k]) changed = true;
-    values[i] = x;
+    if (x !== v[k]) (views ??= new Map()).set(k, x);
   }
-  if (inOrder && !changed) return v;
-  const order = keys.map((_, i) => i).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
+  if (inOrder && views === undefined) return v;
   const out: JsonObject = {};
-  for (const i of order) setOwn(out, keys[i], values[i]);
+  for (const k of Object.keys(v).sort()) setOwn(out, k, views?.has(k) ? (views.get(k) as JsonValue) : v[k]);
   return out;
 }
 
