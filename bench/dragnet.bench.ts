@@ -189,7 +189,6 @@ function floorMicros(body: string): { cpu: number; wall: number } {
   });
 }
 
-/** Heap held per compiled rule: GC, compile into a server's store, GC; the rule objects are dropped before measuring. */
 /**
  * Compiles the rules into `store` in a frame of its own: a value returned into an async function's frame (here the
  * raw ModRule objects, which no compiled rule holds) can stay reachable from its registers until the function
@@ -201,6 +200,7 @@ function compileInto(store: RuleStore, make: () => JsonObject[]): number {
   return store.snapshot().ruleCount;
 }
 
+/** Heap held per compiled rule: GC, compile into a server's store, GC; the rule objects are dropped before measuring. */
 async function heapPerRule(
   make: () => JsonObject[],
 ): Promise<{ perRule: number; total: number; count: number }> {
