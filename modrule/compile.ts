@@ -293,15 +293,16 @@ export function analyzeModRule(
   // Rules generated from one template share everything but their identity and patch paths: one body object
   // per distinct shape (criteria list exact-size, as arrays built by push() carry spare capacity).
   const built = match;
-  const bodyKey = JSON.stringify([
+  // A short key (one per distinct body is kept): the texts that may hold "|" come last, JSON-quoted.
+  const bodyKey = [
     type,
     tier,
-    [...operations].sort().join(','),
+    operations === DEFAULT_OPERATIONS ? '' : [...operations].sort().join(','),
     itemKeys.join(','),
-    rejectMessage ? identity(rejectMessage) : -1,
-    targetNamespaceRegex?.source ?? null,
-    targetNamespaceSelector ? JSON.stringify(spec.targetNamespaceSelector) : null,
-  ]);
+    rejectMessage ? identity(rejectMessage) : '',
+    targetNamespaceRegex ? JSON.stringify(targetNamespaceRegex.source) : '',
+    targetNamespaceSelector ? JSON.stringify(spec.targetNamespaceSelector) : '',
+  ].join('|');
   const body = bodies.get(bodyKey, () => ({
     type: type as 'Patch' | 'Reject',
     tier,

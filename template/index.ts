@@ -32,8 +32,8 @@ function copyData(v: unknown): unknown {
 const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
 
 // Rules generated from one template share its parse tree; only the name (used in error messages) differs.
-// The interned value is the root node list, which every rule's template holds, so the entry lives while any does.
-const roots = new Interner<TemplateTree['root']>();
+// The interned value is the SharedTemplate, which every rule's template holds, so the entry lives while any does.
+const templates = new Interner<SharedTemplate>();
 
 /**
  * A parsed template shared by everything with the same source text (default limits). The name used in messages
@@ -61,8 +61,6 @@ export class SharedTemplate {
     return execute(tree, (mutates ? copyData(data) : data) as GoValue, limits, budget, name);
   }
 }
-type SharedTree = SharedTemplate;
-const treeOf = new WeakMap<TemplateTree['root'], SharedTree>();
 // Read-only after parsing (render only reads them).
 const NO_DEFINES: TemplateTree['defines'] = new Map();
 const NO_FUNCTIONS: TemplateTree['functions'] = new Set();
@@ -102,25 +100,20 @@ function callFree(v: unknown): boolean {
   return Object.keys(o).every((k) => callFree(o[k]));
 }
 
-function parseShared(source: string, name: string): SharedTree {
-  const root = roots.get(source, () => {
+function parseShared(source: string, name: string): SharedTemplate {
+  return templates.get(source, () => {
     const parsed = parse(source, name, hasFunction);
     // Most values define no templates and call no functions: one shared empty Map/Set instead of two per rule.
     if (parsed.defines.size === 0) parsed.defines = NO_DEFINES;
     if (parsed.functions.size === 0) parsed.functions = NO_FUNCTIONS;
     compactLists(parsed);
     shareActions(parsed.root);
-    treeOf.set(
-      parsed.root,
-      new SharedTemplate(
-        parsed,
-        source,
-        [...parsed.functions].some((f) => MUTATING.has(f)),
-      ),
+    return new SharedTemplate(
+      parsed,
+      source,
+      [...parsed.functions].some((f) => MUTATING.has(f)),
     );
-    return parsed.root;
   });
-  return treeOf.get(root) as SharedTree;
 }
 
 /**
@@ -129,7 +122,7 @@ function parseShared(source: string, name: string): SharedTree {
  */
 class TreeTemplate implements CompiledTemplate {
   constructor(
-    private readonly shared: SharedTree,
+    private readonly shared: SharedTemplate,
     private readonly name: string,
     private readonly limits: RenderLimits,
   ) {}
