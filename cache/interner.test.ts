@@ -52,6 +52,47 @@ describe('compiled rules share what their text shares', () => {
     expect(render(b)).toThrow(/\/metadata\/labels\/b/);
   });
 
+  it('rules that differ only in name and patch path share their body; each keeps its own path and key', () => {
+    const a = compileModRule(rule('a', '/metadata/annotations/a~1b') as never);
+    const b = compileModRule(rule('b', '/metadata/annotations/c~0d') as never);
+    const other = compileModRule({
+      ...rule('c', '/x'),
+      spec: { ...(rule('c', '/x').spec as object), executionTier: 2 },
+    } as never);
+    expect(b.match).toBe(a.match);
+    expect(b.operations).toBe(a.operations);
+    expect(other.match).not.toBe(a.match);
+    expect(other.tier).toBe(2);
+    expect([a.key, a.patch[0].path, b.patch[0].path]).toEqual([
+      'default/a',
+      '/metadata/annotations/a~1b',
+      '/metadata/annotations/c~0d',
+    ]);
+    expect(a.patch[0].tokens).toEqual(['metadata', 'annotations', 'a/b']);
+  });
+
+  it('a path with placeholders reads back as written and names the template in errors', () => {
+    const r = compileModRule({
+      ...rule('p', '/spec/containers/#0/env/x#1y'),
+      spec: {
+        type: 'Patch',
+        match: [{ select: '$.kind' }],
+        patch: [
+          {
+            op: 'add',
+            select: '$.spec.containers[*].env[*]',
+            path: '/spec/containers/#0/env/x#1y',
+            value: '{{ fail "no" }}',
+          },
+        ],
+      },
+    } as never);
+    expect(r.patch[0].path).toBe('/spec/containers/#0/env/x#1y');
+    const v = r.patch[0].value;
+    if (v.kind !== 'template') throw new Error('expected a template');
+    expect(() => v.template.render({})).toThrow(/template: \/spec\/containers\/#0\/env\/x#1y:1:\d+: /);
+  });
+
   it('templates that differ only around a shared action render their own text and name their own errors', () => {
     const a = compileTemplate('{{ .Target.metadata.name }}-1', 'a');
     const b = compileTemplate('{{ .Target.metadata.name }}-2', 'b');

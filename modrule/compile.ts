@@ -1,7 +1,14 @@
 import { compileJsonPath, CompiledJsonPath, JsonPathSyntaxError } from '../jsonpath';
 import { isAmbiguous } from '../jsonpath/ast';
-import { compileTemplate, CompiledTemplate, TemplateSyntaxError } from '../template';
-import { parsePointer } from '../patch/pointer';
+import {
+  compileSharedTemplate,
+  compileTemplate,
+  CompiledTemplate,
+  SharedTemplate,
+  TemplateSyntaxError,
+} from '../template';
+import type { RequestBudget } from '../limits/budget';
+import { escapeToken, parsePointer } from '../patch/pointer';
 import { compileRegex, SafeRegex } from '../regex/compile';
 import { isJsonObject, JsonObject, JsonValue } from '../json/value';
 import { Interner } from '../cache/interner';
@@ -29,6 +36,20 @@ export interface CompiledMatchItem {
   readonly matchRegex?: SafeRegex;
   readonly matchFor: MatchFor;
   readonly negate: boolean;
+}
+
+// Interned items carry a number so that lists of them (and rule bodies) are keyed by a short string.
+let nextItemId = 0;
+class MatchItemImpl implements CompiledMatchItem {
+  readonly id = nextItemId++;
+  constructor(
+    readonly select: CompiledJsonPath,
+    readonly matchValue: string | undefined,
+    readonly matchValues: readonly string[] | undefined,
+    readonly matchRegex: SafeRegex | undefined,
+    readonly matchFor: MatchFor,
+    readonly negate: boolean,
+  ) {}
 }
 
 /** A path token: literal text, or text with `#N` placeholders (numbers) to fill from a select's captured indices. */
@@ -203,7 +224,7 @@ export function analyzeModRule(
     }
   }
 
-  let match: CompiledMatchItem[] = [];
+  const match: CompiledMatchItem[] = [];
   const itemKeys: string[] = [];
   const rawMatch = spec.match;
   if (rawMatch === undefined || rawMatch === null) {
@@ -243,7 +264,12 @@ export function analyzeModRule(
   if (rawMessage !== undefined && rawMessage !== null) {
     if (typeof rawMessage !== 'string') problem('spec.rejectMessage', 'must be a string');
     else if (type === 'Patch') problem('spec.rejectMessage', 'only allowed in ModRules of type Reject');
-    else rejectMessage = tryTemplate(rawMessage, 'rejectMessage', 'spec.rejectMessage', problem);
+    else
+      rejectMessage = tryTemplate(
+        () => rejectMessages.get(rawMessage, () => compileTemplate(rawMessage, 'rejectMessage')),
+        'spec.rejectMessage',
+        problem,
+      );
   }
 
   let targetNamespaceRegex: SafeRegex | undefined;
@@ -264,27 +290,128 @@ export function analyzeModRule(
   }
 
   if (problems.length > 0) return { problems };
-  // Rules generated from one template share their whole criteria list; arrays built by push() carry spare
-  // capacity, so the held copies are exact-size (slice).
+  // Rules generated from one template share everything but their identity and patch paths: one body object
+  // per distinct shape (criteria list exact-size, as arrays built by push() carry spare capacity).
   const built = match;
-  match = matchLists.get(itemKeys.join('\n'), () => built.slice());
+  // A short key (one per distinct body is kept): the texts that may hold "|" come last, JSON-quoted.
+  const bodyKey = [
+    type,
+    tier,
+    operations === DEFAULT_OPERATIONS ? '' : [...operations].sort().join(','),
+    itemKeys.join(','),
+    rejectMessage ? identity(rejectMessage) : '',
+    targetNamespaceRegex ? JSON.stringify(targetNamespaceRegex.source) : '',
+    targetNamespaceSelector ? JSON.stringify(spec.targetNamespaceSelector) : '',
+  ].join('|');
+  const body = bodies.get(bodyKey, () => ({
+    type: type as 'Patch' | 'Reject',
+    tier,
+    operations: sharedOperations(operations),
+    match: built.slice(),
+    rejectMessage,
+    targetNamespaceRegex,
+    targetNamespaceSelector,
+  }));
+  const held = patch.length === 0 ? NO_PATCH : patch.slice();
   return {
     problems,
-    rule: {
-      namespace,
-      name,
-      key: `${namespace}/${name}`,
-      type: type as 'Patch' | 'Reject',
-      tier,
-      operations,
-      source: options.keepSource === false ? undefined : (obj as unknown as ModRule),
-      match,
-      patch: patch.slice(),
-      rejectMessage,
-      targetNamespaceRegex,
-      targetNamespaceSelector,
-    },
+    rule:
+      options.keepSource === false
+        ? new Rule(namespace, name, body, held)
+        : new SourcedRule(namespace, name, body, held, obj as unknown as ModRule),
   };
+}
+
+/** What rules with the same spec apart from their patch paths share (immutable, interned). */
+interface RuleBody {
+  readonly type: 'Patch' | 'Reject';
+  readonly tier: number;
+  readonly operations: ReadonlySet<AdmissionOperation>;
+  readonly match: readonly CompiledMatchItem[];
+  readonly rejectMessage?: CompiledTemplate;
+  readonly targetNamespaceRegex?: SafeRegex;
+  readonly targetNamespaceSelector?: CompiledLabelSelector;
+}
+
+/**
+ * A compiled rule as servers hold it: its identity, its patch operations and a pointer to the shared body. The
+ * rest of CompiledRule reads through to the body (getters the engine's calls inline), and `key` is made on demand.
+ */
+class Rule implements CompiledRule {
+  constructor(
+    readonly namespace: string,
+    readonly name: string,
+    private readonly body: RuleBody,
+    readonly patch: readonly CompiledPatchOperation[],
+  ) {}
+
+  get key(): string {
+    return `${this.namespace}/${this.name}`;
+  }
+  get type(): 'Patch' | 'Reject' {
+    return this.body.type;
+  }
+  get tier(): number {
+    return this.body.tier;
+  }
+  get operations(): ReadonlySet<AdmissionOperation> {
+    return this.body.operations;
+  }
+  get match(): readonly CompiledMatchItem[] {
+    return this.body.match;
+  }
+  get rejectMessage(): CompiledTemplate | undefined {
+    return this.body.rejectMessage;
+  }
+  get targetNamespaceRegex(): SafeRegex | undefined {
+    return this.body.targetNamespaceRegex;
+  }
+  get targetNamespaceSelector(): CompiledLabelSelector | undefined {
+    return this.body.targetNamespaceSelector;
+  }
+  get source(): ModRule | undefined {
+    return undefined;
+  }
+}
+
+/** A rule that keeps the object it was compiled from (the CLI's explain, lint and validate read it). */
+class SourcedRule extends Rule {
+  constructor(
+    namespace: string,
+    name: string,
+    body: RuleBody,
+    patch: readonly CompiledPatchOperation[],
+    private readonly from: ModRule,
+  ) {
+    super(namespace, name, body, patch);
+  }
+
+  override get source(): ModRule {
+    return this.from;
+  }
+}
+
+const NO_PATCH: readonly CompiledPatchOperation[] = Object.freeze([]);
+
+// Few distinct admissionOperations sets exist (subsets of three): one Set object each.
+const operationSets = new Map<string, ReadonlySet<AdmissionOperation>>([
+  ['CREATE,UPDATE', DEFAULT_OPERATIONS],
+]);
+function sharedOperations(ops: ReadonlySet<AdmissionOperation>): ReadonlySet<AdmissionOperation> {
+  const key = [...ops].sort().join(',');
+  const seen = operationSets.get(key);
+  if (seen) return seen;
+  operationSets.set(key, ops);
+  return ops;
+}
+
+// Numbers for interned objects that appear in interning keys (held weakly: a gone object's number goes with it).
+const ids = new WeakMap<object, number>();
+let nextId = 0;
+function identity(o: object): number {
+  let id = ids.get(o);
+  if (id === undefined) ids.set(o, (id = nextId++));
+  return id;
 }
 
 type Report = ((field: string, message: string) => void) & { count(): number };
@@ -293,7 +420,7 @@ function compileMatchItem(
   item: unknown,
   at: string,
   problem: Report,
-): { item: CompiledMatchItem; key: string } | undefined {
+): { item: MatchItemImpl; key: string } | undefined {
   if (!isJsonObject(item)) {
     problem(at, 'must be an object with a select');
     return undefined;
@@ -348,10 +475,11 @@ function compileMatchItem(
   if (countOf(problem) !== before || !select) return undefined;
   // Whole items are shared too: `$.kind == Deployment` in every rule is one item, matched once per object version.
   const key = JSON.stringify([select.source, matchValue, matchValues, matchRegex?.source, matchFor, negate]);
-  return {
-    item: items.get(key, () => ({ select, matchValue, matchValues, matchRegex, matchFor, negate })),
+  const shared = items.get(
     key,
-  };
+    () => new MatchItemImpl(select, matchValue, matchValues, matchRegex, matchFor, negate),
+  );
+  return { item: shared, key: String(shared.id) };
 }
 
 function compilePatchOperation(
@@ -389,7 +517,8 @@ function compilePatchOperation(
   } else {
     let raw: string[] = [];
     try {
-      raw = parsePointer(path).map(sharedToken);
+      // The last token is mostly the rule's own (an annotation or label name); the others repeat across rules.
+      raw = parsePointer(path).map((t, i, all) => (i < all.length - 1 ? sharedToken(t) : t));
     } catch (err) {
       problem(`${at}.path`, (err as Error).message);
     }
@@ -411,7 +540,7 @@ function compilePatchOperation(
     }
   }
 
-  let value: CompiledValue = { kind: 'none' };
+  let value: CompiledValue | SharedTemplate = NO_VALUE;
   const rawValue = p.value;
   if (op === 'add' || op === 'replace') {
     if (rawValue === undefined || rawValue === null) {
@@ -419,8 +548,13 @@ function compilePatchOperation(
     } else if (typeof rawValue !== 'string') {
       problem(`${at}.value`, `must be a string holding YAML, got ${describe(rawValue)}`);
     } else if (rawValue.includes('{{')) {
-      const template = tryTemplate(preprocessValueTemplate(rawValue), path as string, `${at}.value`, problem);
-      if (template) value = { kind: 'template', template };
+      const source = preprocessValueTemplate(rawValue);
+      const template = tryTemplate(
+        () => compileSharedTemplate(source, path as string),
+        `${at}.value`,
+        problem,
+      );
+      if (template) value = template;
     } else {
       try {
         value = { kind: 'constant', value: constantValue(rawValue) };
@@ -431,7 +565,57 @@ function compilePatchOperation(
   }
 
   if (countOf(problem) !== before) return undefined;
-  return { op: op as PatchOperationType, path: path as string, tokens, hasPlaceholders, select, value };
+  return new PatchOp(op as PatchOperationType, tokens.slice(), hasPlaceholders, select, value);
+}
+
+const NO_VALUE: CompiledValue = Object.freeze({ kind: 'none' });
+
+/**
+ * One compiled operation. The path text is not kept (it is formatted from the tokens for messages), and an
+ * operation with a templated value is its own value and template (`value.template` is the operation): the parse
+ * tree is shared by text, and the template is named after the operation's path in messages, as before.
+ */
+class PatchOp implements CompiledPatchOperation {
+  constructor(
+    readonly op: PatchOperationType,
+    readonly tokens: readonly PathToken[],
+    readonly hasPlaceholders: boolean,
+    readonly select: CompiledJsonPath | undefined,
+    // A constant or no value (shared wrapper), or the shared template the operation renders.
+    private readonly content: CompiledValue | SharedTemplate,
+  ) {}
+
+  get path(): string {
+    return pointerText(this.tokens);
+  }
+
+  get value(): CompiledValue {
+    return this.content instanceof SharedTemplate ? this : this.content;
+  }
+
+  // The templated value's view: { kind: 'template', template: this }.
+  get kind(): 'template' {
+    return 'template';
+  }
+  get template(): CompiledTemplate {
+    return this;
+  }
+  get source(): string {
+    return (this.content as SharedTemplate).source;
+  }
+  render(data: Record<string, unknown>, budget?: RequestBudget): string {
+    return (this.content as SharedTemplate).renderAs(() => this.path, data, budget);
+  }
+}
+
+/** The path text a token list was parsed from (pointer escapes are canonical; placeholders back as `#N`). */
+function pointerText(tokens: readonly PathToken[]): string {
+  let out = '';
+  for (const t of tokens)
+    out +=
+      '/' +
+      escapeToken(typeof t === 'string' ? t : t.map((p) => (typeof p === 'number' ? `#${p}` : p)).join(''));
+  return out;
 }
 
 // Path tokens repeat in every rule ("metadata", "annotations"): one string each (short ones, a bounded table).
@@ -483,8 +667,9 @@ export function placeholderCapacity(select: CompiledJsonPath): number {
 const selects = new Interner<CompiledJsonPath>();
 const regexes = new Interner<SafeRegex>();
 const constants = new Interner<JsonObject | JsonValue[]>();
-const items = new Interner<CompiledMatchItem>();
-const matchLists = new Interner<CompiledMatchItem[]>();
+const items = new Interner<MatchItemImpl>();
+const bodies = new Interner<RuleBody>();
+const rejectMessages = new Interner<CompiledTemplate>();
 
 function tryJsonPath(source: string, field: string, problem: Report): CompiledJsonPath | undefined {
   try {
@@ -499,14 +684,9 @@ function tryJsonPath(source: string, field: string, problem: Report): CompiledJs
   }
 }
 
-function tryTemplate(
-  source: string,
-  name: string,
-  field: string,
-  problem: Report,
-): CompiledTemplate | undefined {
+function tryTemplate<T>(compile: () => T, field: string, problem: Report): T | undefined {
   try {
-    return compileTemplate(source, name);
+    return compile();
   } catch (err) {
     if (err instanceof TemplateSyntaxError) problem(field, `invalid template: ${err.message}`);
     else problem(field, `invalid template: ${(err as Error).message}`);

@@ -107,6 +107,25 @@ describe('RuleStore', () => {
     expect(snap.rulesFor('old')).toEqual([]);
   });
 
+  test('replaceRules takes compiled rules as they are; a raw rule with the same name replaces one', () => {
+    const store = new RuleStore({ keepSource: false });
+    const kept = store.compileRule(modRule('a', 'kept', { executionTier: 3 })).rule;
+    const replaced = store.compileRule(modRule('a', 'x')).rule;
+    if (!kept || !replaced) throw new Error('expected valid rules');
+    expect(store.compileRule(modRule('', 'r')).problems).toEqual([
+      { field: 'metadata.namespace', message: expect.any(String) },
+    ]);
+    expect(store.replaceRules([modRule('a', 'x', { executionTier: 9 })], [kept, replaced])).toEqual([]);
+    const rules = store.snapshot().rulesFor('a');
+    expect(rules.map((r) => [r.name, r.tier])).toEqual([
+      ['kept', 3],
+      ['x', 9],
+    ]);
+    expect(rules[0]).toBe(kept);
+    expect(store.allRules()).toEqual(expect.arrayContaining([...rules]));
+    expect(store.allRules()).toHaveLength(2);
+  });
+
   test('the cluster namespace is configurable', () => {
     const store = new RuleStore({ clusterNamespace: 'platform' });
     store.upsertRule(modRule('platform', 'p', { targetNamespaceRegex: '.*' }));

@@ -238,13 +238,28 @@ export class RuleStore {
     return this.current;
   }
 
+  /**
+   * Compiles a rule as this store holds them (same options, namespace required) without storing it: the rule when
+   * it is valid, and every problem found.
+   */
+  compileRule(rule: unknown): { rule?: CompiledRule; problems: ValidationProblem[] } {
+    const { rule: compiled, problems } = analyzeModRule(rule, this.compileOptions);
+    if (compiled && compiled.namespace === '') {
+      problems.push({ field: 'metadata.namespace', message: 'required: ModRules are namespaced' });
+      return { problems };
+    }
+    return { rule: compiled, problems };
+  }
+
+  /** Every rule held now (any order). */
+  allRules(): CompiledRule[] {
+    return [...this.byNamespace.values()].flat();
+  }
+
   /** Adds or replaces a rule; returns its problems ([] = accepted). An invalid rule removes its older version. */
   upsertRule(rule: unknown): ValidationProblem[] {
-    const { rule: compiled, problems } = analyzeModRule(rule, this.compileOptions);
+    const { rule: compiled, problems } = this.compileRule(rule);
     const id = ruleIdentity(rule);
-    if (compiled && id && id.namespace === '') {
-      problems.push({ field: 'metadata.namespace', message: 'required: ModRules are namespaced' });
-    }
     if (!compiled || problems.length > 0) {
       if (id) this.deleteRule(id.namespace, id.name);
       return problems;
@@ -263,27 +278,32 @@ export class RuleStore {
     this.writeRules(namespace, (l) => l.filter((r) => r.name !== name));
   }
 
-  /** Replaces every rule (an informer relist); returns the rules that were rejected. */
+  /**
+   * Replaces every rule (an informer relist); returns the rules that were rejected. `compiled` are rules compiled
+   * before (compileRule, or a previous version kept in force), taken as they are; a rule in `rules` with the same
+   * namespace/name replaces one of them.
+   */
   replaceRules(
     rules: readonly unknown[],
+    compiled: readonly CompiledRule[] = [],
   ): Array<{ namespace: string; name: string; problems: ValidationProblem[] }> {
     const rejected: Array<{ namespace: string; name: string; problems: ValidationProblem[] }> = [];
     const next = new Map<string, CompiledRule[]>();
-    for (const rule of rules) {
-      const { rule: compiled, problems } = analyzeModRule(rule, this.compileOptions);
-      const id = ruleIdentity(rule) ?? { namespace: '', name: '' };
-      if (compiled && id.namespace === '') {
-        problems.push({ field: 'metadata.namespace', message: 'required: ModRules are namespaced' });
-      }
-      if (!compiled || problems.length > 0) {
-        rejected.push({ ...id, problems });
+    const add = (rule: CompiledRule) => {
+      const list = next.get(rule.namespace) ?? [];
+      const at = list.findIndex((r) => r.name === rule.name);
+      if (at >= 0) list[at] = rule;
+      else list.push(rule);
+      next.set(rule.namespace, list);
+    };
+    for (const rule of compiled) add(rule);
+    for (const raw of rules) {
+      const { rule, problems } = this.compileRule(raw);
+      if (!rule || problems.length > 0) {
+        rejected.push({ ...(ruleIdentity(raw) ?? { namespace: '', name: '' }), problems });
         continue;
       }
-      const list = next.get(compiled.namespace) ?? [];
-      const at = list.findIndex((r) => r.name === compiled.name);
-      if (at >= 0) list[at] = compiled;
-      else list.push(compiled);
-      next.set(compiled.namespace, list);
+      add(rule);
     }
     let count = 0;
     for (const list of next.values()) {

@@ -4,7 +4,7 @@ import { FUNCTIONS, TEMPLATE_FUNCTIONS } from './functions';
 import { Interner } from '../cache/interner';
 import { TemplateTree } from './ast';
 import { parse } from './parser';
-import { DEFAULT_LIMITS, execute, RenderLimits } from './render';
+import { DEFAULT_LIMITS, execute, RenderLimits, TemplateName } from './render';
 import { GoValue, newMap } from './values';
 
 /** A parsed template, ready to render many times. */
@@ -32,16 +32,35 @@ function copyData(v: unknown): unknown {
 const hasFunction = (name: string): boolean => FUNCTIONS.has(name);
 
 // Rules generated from one template share its parse tree; only the name (used in error messages) differs.
-// The interned value is the root node list, which every rule's template holds, so the entry lives while any does.
-const roots = new Interner<TemplateTree['root']>();
-interface SharedTree {
-  readonly tree: TemplateTree;
-  /** The first copy of the source text, so rules with equal text hold one string. */
-  readonly source: string;
-  /** Calls set/unset/merge/mergeOverwrite, which change their map argument. */
-  readonly mutates: boolean;
+// The interned value is the SharedTemplate, which every rule's template holds, so the entry lives while any does.
+const templates = new Interner<SharedTemplate>();
+
+/**
+ * A parsed template shared by everything with the same source text (default limits). The name used in messages
+ * is given per render, so one object serves every rule whose value has this text.
+ */
+export class SharedTemplate {
+  constructor(
+    readonly tree: TemplateTree,
+    /** The first copy of the source text, so rules with equal text hold one string. */
+    readonly source: string,
+    /** Calls set/unset/merge/mergeOverwrite, which change their map argument. */
+    readonly mutates: boolean,
+  ) {}
+
+  /** Renders as CompiledTemplate.render does, naming the template `name` in messages. */
+  renderAs(
+    name: TemplateName,
+    data: Record<string, unknown>,
+    budget?: RequestBudget,
+    limits = DEFAULT_LIMITS,
+  ): string {
+    // Sprig's set/unset/merge mutate maps in place; such templates get a private copy so the admitted object
+    // (and the caller's data) never changes underneath the engine.
+    const { tree, mutates } = this;
+    return execute(tree, (mutates ? copyData(data) : data) as GoValue, limits, budget, name);
+  }
 }
-const treeOf = new WeakMap<TemplateTree['root'], SharedTree>();
 // Read-only after parsing (render only reads them).
 const NO_DEFINES: TemplateTree['defines'] = new Map();
 const NO_FUNCTIONS: TemplateTree['functions'] = new Set();
@@ -81,22 +100,20 @@ function callFree(v: unknown): boolean {
   return Object.keys(o).every((k) => callFree(o[k]));
 }
 
-function parseShared(source: string, name: string): SharedTree {
-  const root = roots.get(source, () => {
+function parseShared(source: string, name: string): SharedTemplate {
+  return templates.get(source, () => {
     const parsed = parse(source, name, hasFunction);
     // Most values define no templates and call no functions: one shared empty Map/Set instead of two per rule.
     if (parsed.defines.size === 0) parsed.defines = NO_DEFINES;
     if (parsed.functions.size === 0) parsed.functions = NO_FUNCTIONS;
     compactLists(parsed);
     shareActions(parsed.root);
-    treeOf.set(parsed.root, {
-      tree: parsed,
+    return new SharedTemplate(
+      parsed,
       source,
-      mutates: [...parsed.functions].some((f) => MUTATING.has(f)),
-    });
-    return parsed.root;
+      [...parsed.functions].some((f) => MUTATING.has(f)),
+    );
   });
-  return treeOf.get(root) as SharedTree;
 }
 
 /**
@@ -105,7 +122,7 @@ function parseShared(source: string, name: string): SharedTree {
  */
 class TreeTemplate implements CompiledTemplate {
   constructor(
-    private readonly shared: SharedTree,
+    private readonly shared: SharedTemplate,
     private readonly name: string,
     private readonly limits: RenderLimits,
   ) {}
@@ -115,11 +132,16 @@ class TreeTemplate implements CompiledTemplate {
   }
 
   render(data: Record<string, unknown>, budget?: RequestBudget): string {
-    // Sprig's set/unset/merge mutate maps in place; such templates get a private copy so the admitted object
-    // (and the caller's data) never changes underneath the engine.
-    const { tree, mutates } = this.shared;
-    return execute(tree, (mutates ? copyData(data) : data) as GoValue, this.limits, budget, this.name);
+    return this.shared.renderAs(this.name, data, budget, this.limits);
   }
+}
+
+/**
+ * Parses template source once per distinct text and returns the shared template (render with a name per call);
+ * throws TemplateSyntaxError naming `name`.
+ */
+export function compileSharedTemplate(source: string, name = 'template'): SharedTemplate {
+  return parseShared(source, name);
 }
 
 /** Parses Go text/template source with Sprig functions; throws TemplateSyntaxError. */
@@ -140,4 +162,4 @@ export function compileTemplate(
 }
 
 export { TemplateRuntimeError, TemplateSyntaxError, TEMPLATE_FUNCTIONS, DEFAULT_LIMITS };
-export type { RenderLimits };
+export type { RenderLimits, TemplateName };

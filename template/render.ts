@@ -43,15 +43,22 @@ export function execute(
   data: GoValue,
   limits: RenderLimits = DEFAULT_LIMITS,
   budget?: RequestBudget,
-  name: string = tree.name,
+  name: TemplateName = tree.name,
 ): string {
   try {
     return new State(tree, data, limits, budget ?? null, name).run();
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.
-    throw new TemplateRuntimeError(`template: ${name}: ${(e as Error)?.message ?? String(e)}`);
+    throw new TemplateRuntimeError(`template: ${nameText(name)}: ${(e as Error)?.message ?? String(e)}`);
   }
+}
+
+/** A template's name in messages, or a function giving it (computed only when a message needs it). */
+export type TemplateName = string | (() => string);
+
+function nameText(name: TemplateName): string {
+  return typeof name === 'string' ? name : name();
 }
 
 class State implements FuncContext {
@@ -72,11 +79,15 @@ class State implements FuncContext {
     private readonly limits: RenderLimits,
     private readonly budget: RequestBudget | null,
     // The template's name in messages (shared trees are parsed under the first rule's name).
-    private readonly name: string,
+    private readonly templateName: TemplateName,
   ) {
     this.vars = [{ name: '$', value: data }];
     this.maxString = limits.maxOutput;
     this.checkAt = budget ? Math.min(limits.maxSteps, BUDGET_CHECK_STEPS) : limits.maxSteps;
+  }
+
+  private get name(): string {
+    return nameText(this.templateName);
   }
 
   run(): string {

@@ -50,7 +50,7 @@ function labelOf(store: RuleStore, name: string): string | undefined {
     .snapshot()
     .rulesFor('default')
     .find((x) => x.name === name);
-  return r ? String(r.source?.spec.patch?.[0]?.path) : undefined;
+  return r?.patch[0]?.path;
 }
 
 describe('parseManifests', () => {
@@ -115,7 +115,7 @@ describe('LocalRuleSource', () => {
   it('keeps the previous version of a rule that turns invalid, while other changes apply', async () => {
     await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'x'));
     await writeFile(join(dir, 'two.yaml'), ruleYaml('two', 'y'));
-    const store = new RuleStore();
+    const store = new RuleStore({ keepSource: false }); // as serve --local holds rules
     const s = open(store);
     await s.reload();
     await writeFile(join(dir, 'one.yaml'), invalidRuleYaml('one'));
@@ -142,6 +142,74 @@ describe('LocalRuleSource', () => {
     const report = await s.reload();
     expect(ruleNames(store)).toEqual(['default/one']);
     expect(report.errors).toEqual([expect.stringMatching(/one.yaml: /)]);
+  });
+
+  it('a file that stops parsing keeps its rules, Namespaces and Nodes over reloads until it parses again', async () => {
+    const cluster = 'apiVersion: v1\nkind: Namespace\nmetadata: {name: default, labels: {color: blue}}\n';
+    await writeFile(
+      join(dir, 'one.yaml'),
+      `${ruleYaml('one', 'x')}---\n${ruleYaml('two', 'y')}---\n${cluster}`,
+    );
+    await writeFile(join(dir, 'other.yaml'), ruleYaml('three', 'z'));
+    const store = new RuleStore({ keepSource: false });
+    const s = open(store);
+    await s.reload();
+    const before = store.snapshot().rulesFor('default');
+    await writeFile(join(dir, 'one.yaml'), 'kind: [broken');
+    await writeFile(join(dir, 'other.yaml'), ruleYaml('three', 'w'));
+    for (let i = 0; i < 2; i++) {
+      const report = await s.reload();
+      expect(report).toMatchObject({ files: 2, rules: 3, namespaces: 1 });
+      expect(report.errors).toEqual([expect.stringMatching(/one.yaml: /)]);
+      expect(ruleNames(store)).toEqual(['default/one', 'default/three', 'default/two']);
+      // The very rules compiled from the file before it broke; the other file's edit applies.
+      const now = store.snapshot().rulesFor('default');
+      expect(now.find((r) => r.name === 'one')).toBe(before.find((r) => r.name === 'one'));
+      expect(labelOf(store, 'two')).toBe('/metadata/labels/y');
+      expect(labelOf(store, 'three')).toBe('/metadata/labels/w');
+      expect(store.snapshot().namespace('default')).toMatchObject({
+        metadata: { labels: { color: 'blue' } },
+      });
+    }
+    await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'v'));
+    const report = await s.reload();
+    expect(report.errors).toEqual([]);
+    expect(ruleNames(store)).toEqual(['default/one', 'default/three']);
+    expect(labelOf(store, 'one')).toBe('/metadata/labels/v');
+    expect(store.snapshot().namespace('default')).toBeUndefined();
+  });
+
+  it('a rule kept at its previous version stays so when its file then stops parsing', async () => {
+    await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'x'));
+    const store = new RuleStore({ keepSource: false });
+    const s = open(store);
+    await s.reload();
+    await writeFile(join(dir, 'one.yaml'), invalidRuleYaml('one'));
+    expect((await s.reload()).errors).toEqual([expect.stringMatching(/previous version stays in force/)]);
+    await writeFile(join(dir, 'one.yaml'), 'kind: [broken');
+    expect((await s.reload()).errors).toEqual([expect.stringMatching(/one.yaml: /)]);
+    expect(labelOf(store, 'one')).toBe('/metadata/labels/x');
+    // Fixed and then invalid again: the fixed version is now the one kept.
+    await writeFile(join(dir, 'one.yaml'), ruleYaml('one', 'u'));
+    await s.reload();
+    await writeFile(join(dir, 'one.yaml'), invalidRuleYaml('one'));
+    await s.reload();
+    expect(labelOf(store, 'one')).toBe('/metadata/labels/u');
+  });
+
+  it('a new invalid rule is left out; a duplicate definition is reported and the last one wins', async () => {
+    await writeFile(join(dir, 'a.yaml'), ruleYaml('one', 'x'));
+    await writeFile(join(dir, 'b.yaml'), `${ruleYaml('one', 'y')}---\n${invalidRuleYaml('bad')}`);
+    const store = new RuleStore({ keepSource: false });
+    const report = await open(store).reload();
+    expect(report.rules).toBe(1);
+    expect(report.errors).toEqual([
+      expect.stringMatching(/b.yaml: ModRule default\/one is defined more than once; the last one wins/),
+      expect.stringMatching(
+        /b.yaml: ModRule default\/bad is invalid \(not loaded\): spec.match\[0\].matchRegex/,
+      ),
+    ]);
+    expect(labelOf(store, 'one')).toBe('/metadata/labels/y');
   });
 
   it('drops the rules of a deleted file', async () => {

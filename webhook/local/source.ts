@@ -1,12 +1,13 @@
 import { FSWatcher, watch } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../../json/value';
+import { isJsonObject, JsonObject, JsonValue } from '../../json/value';
 import { setOwn } from '../../patch/object';
 import { Logger } from '../../log/logger';
 import { withDefaults } from '../../modrule/defaults';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../../modrule/types';
-import { formatProblems, validateModRule } from '../../modrule/validate';
+import { formatProblems } from '../../modrule/validate';
+import type { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
 import { fingerprintFiles, listManifestFiles, loadManifestFile, ManifestError } from './load';
 
@@ -33,6 +34,31 @@ export interface LoadReport {
   errors: string[];
 }
 
+/**
+ * What is kept of a file until the next reload, for when it stops parsing: the ModRules it had in force, compiled
+ * (the store holds the same objects), and its Namespaces and Nodes. No parsed rule document is kept.
+ */
+interface FileHoldings {
+  readonly rules: CompiledRule[];
+  readonly others: readonly JsonObject[];
+}
+
+/** A ModRule definition of this load: compiled, or what is wrong with it. */
+interface RuleEntry {
+  readonly file: string;
+  readonly compiled?: CompiledRule;
+  readonly problems?: string;
+}
+
+function compile(store: RuleStore, rule: JsonObject): { compiled?: CompiledRule; problems?: string } {
+  try {
+    const { rule: compiled, problems } = store.compileRule(rule);
+    return compiled && problems.length === 0 ? { compiled } : { problems: formatProblems(problems) };
+  } catch (err) {
+    return { problems: `validation failed: ${(err as Error).message}` };
+  }
+}
+
 function ruleKey(rule: JsonObject): string {
   const meta = rule.metadata as JsonObject;
   return `${meta.namespace as string}/${meta.name as string}`;
@@ -53,8 +79,7 @@ function nameOf(doc: JsonObject): string {
  * previous valid version (a new invalid rule is left out); everything else in the same reload applies.
  */
 export class LocalRuleSource {
-  private lastFiles = new Map<string, JsonObject[]>();
-  private lastGoodRules = new Map<string, JsonObject>();
+  private lastFiles = new Map<string, FileHoldings>();
   private watchers: FSWatcher[] = [];
   private timer: NodeJS.Timeout | null = null;
   private debounce: NodeJS.Timeout | null = null;
@@ -153,88 +178,108 @@ export class LocalRuleSource {
   }
 
   private async load(): Promise<LoadReport> {
-    const { logger } = this.options;
+    const { logger, store } = this.options;
+    // Reported in this order: unreadable files, duplicate definitions, invalid rules.
     const errors: string[] = [];
-    const files = new Map<string, JsonObject[]>();
+    const duplicates: string[] = [];
+    // The last definition of each ModRule (in file order), compiled as it is read: no parsed document outlives
+    // its file's turn in this loop.
+    const rules = new Map<string, RuleEntry>();
+    const namespaces = new Map<string, JsonObject>();
+    const nodes = new Map<string, JsonObject>();
+    const others = new Map<string, JsonObject[]>();
+    const define = (key: string, entry: RuleEntry) => {
+      if (rules.has(key))
+        duplicates.push(`${entry.file}: ModRule ${key} is defined more than once; the last one wins`);
+      rules.set(key, entry);
+    };
+    const take = (file: string, docs: readonly JsonObject[]) => {
+      for (const doc of docs) {
+        const kind = kindOf(doc);
+        if (kind === 'Namespace') namespaces.set(nameOf(doc), doc);
+        else nodes.set(nameOf(doc), doc);
+      }
+      others.set(file, docs as JsonObject[]);
+    };
+    // A file that cannot be read or parsed: the rules it had in force stay, compiled as they were.
+    const keep = (file: string) => {
+      const previous = this.lastFiles.get(file);
+      if (!previous) return;
+      for (const rule of previous.rules) define(`${rule.namespace}/${rule.name}`, { compiled: rule, file });
+      take(file, previous.others);
+    };
     // One copy of each string across every file of this load (selects, kinds, apiVersions repeat in every rule).
     const strings = new Map<string, string>();
     try {
       const listed = await listManifestFiles(this.options.paths);
       this.fingerprint = await fingerprintFiles(listed);
       for (const file of listed) {
+        let docs: JsonObject[];
         try {
-          files.set(file, this.holdings(await loadManifestFile(file), file, strings));
+          docs = await loadManifestFile(file);
         } catch (err) {
           errors.push((err as Error).message);
-          const previous = this.lastFiles.get(file);
-          if (previous) files.set(file, previous);
+          keep(file);
+          continue;
         }
+        const kept: JsonObject[] = [];
+        for (const doc of docs) {
+          const kind = kindOf(doc);
+          if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION) {
+            const rule = shareStrings(this.prepareRule(doc), strings);
+            define(ruleKey(rule), { ...compile(store, rule), file });
+          } else if (
+            (kind === 'Namespace' || kind === 'Node') &&
+            (doc.apiVersion ?? 'v1') === 'v1' &&
+            nameOf(doc)
+          ) {
+            kept.push(doc);
+          } else {
+            logger.debug('local manifest ignored', { file, kind, name: nameOf(doc) });
+          }
+        }
+        take(file, kept);
       }
     } catch (err) {
       // A path vanished or cannot be listed: keep everything we had.
       errors.push(err instanceof ManifestError ? err.message : String(err));
       this.fingerprint = 'error';
-      for (const [file, docs] of this.lastFiles) files.set(file, docs);
+      for (const file of this.lastFiles.keys()) keep(file);
     }
 
-    const rules = new Map<string, { rule: JsonObject; file: string }>();
-    const namespaces = new Map<string, JsonObject>();
-    const nodes = new Map<string, JsonObject>();
-    for (const [file, docs] of files) {
-      for (const doc of docs) {
-        const kind = kindOf(doc);
-        if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION) {
-          const rule = doc; // prepared by holdings()
-          const key = ruleKey(rule);
-          if (rules.has(key))
-            errors.push(`${file}: ModRule ${key} is defined more than once; the last one wins`);
-          rules.set(key, { rule, file });
-        } else if (kind === 'Namespace' && (doc.apiVersion ?? 'v1') === 'v1' && nameOf(doc)) {
-          namespaces.set(nameOf(doc), doc);
-        } else if (kind === 'Node' && (doc.apiVersion ?? 'v1') === 'v1' && nameOf(doc)) {
-          nodes.set(nameOf(doc), doc);
-        }
+    errors.push(...duplicates);
+    // An invalid rule keeps the version in force now (the store's), if any.
+    let inForce: Map<string, CompiledRule> | undefined;
+    const accepted: CompiledRule[] = [];
+    const files = new Map<string, FileHoldings>();
+    const holdings = (file: string): FileHoldings => {
+      let h = files.get(file);
+      if (!h) files.set(file, (h = { rules: [], others: others.get(file) ?? [] }));
+      return h;
+    };
+    for (const [key, entry] of rules) {
+      let rule = entry.compiled;
+      if (!rule) {
+        inForce ??= new Map(store.allRules().map((r) => [`${r.namespace}/${r.name}`, r]));
+        rule = inForce.get(key);
+        errors.push(
+          `${entry.file}: ModRule ${key} is invalid (${rule ? 'previous version stays in force' : 'not loaded'}): ${entry.problems}`,
+        );
       }
+      if (!rule) continue;
+      accepted.push(rule);
+      holdings(entry.file).rules.push(rule);
     }
+    for (const file of others.keys()) holdings(file);
 
-    const accepted: JsonObject[] = [];
-    const acceptedKeys = new Map<string, JsonObject>();
-    for (const [key, { rule, file }] of rules) {
-      let problems: string;
-      try {
-        const found = validateModRule(rule);
-        problems = found.length > 0 ? formatProblems(found) : '';
-      } catch (err) {
-        problems = `validation failed: ${(err as Error).message}`;
-      }
-      if (problems === '') {
-        accepted.push(rule);
-        acceptedKeys.set(key, rule);
-        continue;
-      }
-      const previous = this.lastGoodRules.get(key);
-      errors.push(
-        `${file}: ModRule ${key} is invalid (${previous ? 'previous version stays in force' : 'not loaded'}): ${problems}`,
-      );
-      if (previous) {
-        accepted.push(previous);
-        acceptedKeys.set(key, previous);
-      }
-    }
-
-    const rejected = this.options.store.replaceRules(accepted);
-    for (const r of rejected) {
-      acceptedKeys.delete(`${r.namespace}/${r.name}`);
-      errors.push(`ModRule ${r.namespace}/${r.name} was refused by the store: ${formatProblems(r.problems)}`);
-    }
-    this.options.store.replaceNamespaces([...namespaces.values()]);
-    this.options.store.replaceNodes([...nodes.values()]);
+    store.replaceRules([], accepted);
+    store.replaceNamespaces([...namespaces.values()]);
+    store.replaceNodes([...nodes.values()]);
     this.lastFiles = files;
-    this.lastGoodRules = acceptedKeys;
 
     const report: LoadReport = {
       files: files.size,
-      rules: acceptedKeys.size,
+      rules: accepted.length,
       namespaces: namespaces.size,
       nodes: nodes.size,
       errors,
@@ -251,34 +296,17 @@ export class LocalRuleSource {
     return report;
   }
 
-  /**
-   * What is kept of a file until the next reload: its ModRules (prepared, the very objects that stay in force when
-   * a later version is invalid), Namespaces and Nodes. Everything else is let go right after parsing.
-   */
-  private holdings(docs: JsonObject[], file: string, strings: Map<string, string>): JsonObject[] {
-    const out: JsonObject[] = [];
-    for (const doc of docs) {
-      const kind = kindOf(doc);
-      if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION)
-        out.push(shareStrings(this.prepareRule(doc), strings));
-      else if ((kind === 'Namespace' || kind === 'Node') && (doc.apiVersion ?? 'v1') === 'v1' && nameOf(doc))
-        out.push(doc);
-      else this.options.logger.debug('local manifest ignored', { file, kind, name: nameOf(doc) });
-    }
-    return out;
-  }
-
   /** Defaults as the mutating webhook would fill them, and the namespace kubectl would give it. */
   private prepareRule(doc: JsonObject): JsonObject {
-    const copy = cloneJson(doc);
-    const meta = isJsonObject(copy.metadata) ? copy.metadata : (copy.metadata = {});
+    // The parsed document is this load's own and dropped once compiled: its namespace is set in place.
+    const meta = isJsonObject(doc.metadata) ? doc.metadata : (doc.metadata = {});
     if (typeof meta.namespace !== 'string' || meta.namespace === '') {
       meta.namespace = this.options.defaultNamespace ?? 'default';
     }
     try {
-      return withDefaults(copy);
+      return withDefaults(doc);
     } catch {
-      return copy; // validation reports what is wrong with it
+      return doc; // validation reports what is wrong with it
     }
   }
 }
