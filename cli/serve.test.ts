@@ -1,5 +1,6 @@
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { AddressInfo, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { AdmissionReview } from '../admission/types';
 import { JsonObject } from '../json/value';
@@ -86,10 +87,10 @@ describe('serve --local', () => {
     };
   }
 
-  async function until(check: () => Promise<boolean>): Promise<void> {
-    for (let i = 0; i < 100; i++) {
+  async function until(check: () => Promise<boolean>, everyMs = 50): Promise<void> {
+    for (let i = 0; i < 5000 / everyMs; i++) {
       if (await check()) return;
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, everyMs));
     }
     throw new Error('condition not reached in 5 s');
   }
@@ -237,4 +238,62 @@ describe('serve --local', () => {
       check(answer.review);
     }
   });
+
+  it('holds dragnet requests that arrive during the first load until the rules are in', async () => {
+    // Enough extra rules (other namespaces) that the first load takes a while.
+    const extra = Array.from(
+      { length: 3000 },
+      (_, i) =>
+        `apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: r${i}\n  namespace: team-${i % 50}\n` +
+        `spec:\n  type: Patch\n  match:\n    - select: '$.kind'\n      matchValue: Deployment\n` +
+        `  patch:\n    - op: add\n      path: /metadata/labels/r${i}\n      value: x\n`,
+    );
+    await writeFile(join(dir, 'local', 'rules', 'extra.yaml'), extra.join('---\n'));
+    const port = await freePort();
+    const certDir = join(dir, 'c');
+    const starting = startLocalServer(
+      ['--local', join(dir, 'local'), '--port', String(port), '--health-port', '0', '--cert-dir', certDir],
+      captureIO(),
+      { logger: silentLogger() },
+    );
+    let loadDone = false;
+    void starting.then(() => (loadDone = true));
+    await until(() => canConnect(port), 10);
+    const arrivedDuringLoad = !loadDone;
+    const create = await review('deployment-create.json');
+    const answer = await postReview(
+      `https://127.0.0.1:${port}`,
+      WEBHOOK_PATHS.dragnet,
+      create,
+      await readFile(join(certDir, 'ca.crt'), 'utf8'),
+    );
+    server = await starting;
+    // Never an answer from the empty store: the sample Deployment gets its patch.
+    expect(answer.review.response?.patchType).toBe('JSONPatch');
+    expect(server?.firstLoad.rules).toBe(3005);
+    // The case this test is about did happen (the port opens before a load of 3,000 rules is done).
+    expect(arrivedDuringLoad).toBe(true);
+  });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

@@ -220,6 +220,10 @@ export async function startLocalServer(
   });
   const { tls, caFile, caPem } = await tlsFor(options, logger);
   let ready = false;
+  // The port is taken before the (possibly long) first load, so a port in use fails at once; dragnet requests
+  // arriving meanwhile wait for the rules instead of being answered from an empty store.
+  let loaded: () => void = () => undefined;
+  const rulesLoaded = new Promise<void>((resolve) => (loaded = resolve));
   let webhook: RunningWebhook;
   try {
     webhook = await startWebhookServer({
@@ -230,6 +234,7 @@ export async function startLocalServer(
       healthPort: options.healthPort,
       logger,
       isReady: () => ready,
+      rulesLoaded,
       budget: options.budget,
     });
   } catch (err) {
@@ -244,6 +249,7 @@ export async function startLocalServer(
     tls.close();
     throw err;
   }
+  loaded();
   source.watch();
   ready = true;
   let closing: Promise<void> | null = null;
