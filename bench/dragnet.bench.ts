@@ -370,6 +370,9 @@ export async function run(only: readonly string[] = []): Promise<BenchRow[]> {
       const local = await started('local', dirs[dirs.length - 1]);
       const loadSeconds = (Date.now() - t0) / 1000;
       const idle = await local.memory();
+      // The same sequence as the realistic row (c=1, then c=64), so both are measured with the JIT equally warm.
+      const point1 = await load(local.url, body, 1);
+      row('crowded: dragnet c=1 (serve --local)', point1.rps, ms(point1));
       const point = await load(local.url, body, 64);
       const floorAgain = await load(floor.url, body, 64);
       const mem = await local.memory();
