@@ -43,8 +43,13 @@ function readToken(file: string, text: string): string {
   return token;
 }
 
-function explain(file: string, what: string, err: unknown): Error {
-  return new Error(`in-cluster: cannot read the service-account ${what} ${file}: ${(err as Error).message}`);
+// The first read: a missing file is a clear error at startup.
+function readAtStart(file: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`in-cluster: cannot read the service-account ${what} ${file}: ${(err as Error).message}`);
+  }
 }
 
 /**
@@ -71,18 +76,8 @@ export class InClusterAccess implements ClusterAccess {
     this.caFile = join(dir, 'ca.crt');
     this.refreshMs = options.refreshMs ?? TOKEN_REFRESH_MS;
     this.now = options.now ?? Date.now;
-    let token: string;
-    try {
-      token = readFileSync(this.tokenFile, 'utf8');
-    } catch (err) {
-      throw explain(this.tokenFile, 'token', err);
-    }
-    this.token = readToken(this.tokenFile, token);
-    try {
-      this.ca = readFileSync(this.caFile, 'utf8');
-    } catch (err) {
-      throw explain(this.caFile, 'CA', err);
-    }
+    this.token = readToken(this.tokenFile, readAtStart(this.tokenFile, 'token'));
+    this.ca = readAtStart(this.caFile, 'CA');
     this.readAt = this.now();
   }
 

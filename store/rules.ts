@@ -288,13 +288,12 @@ export class RuleStore {
     compiled: readonly CompiledRule[] = [],
   ): Array<{ namespace: string; name: string; problems: ValidationProblem[] }> {
     const rejected: Array<{ namespace: string; name: string; problems: ValidationProblem[] }> = [];
-    const next = new Map<string, CompiledRule[]>();
+    // By name within a namespace: a relist of n rules in one namespace stays O(n), the last definition wins.
+    const byName = new Map<string, Map<string, CompiledRule>>();
     const add = (rule: CompiledRule) => {
-      const list = next.get(rule.namespace) ?? [];
-      const at = list.findIndex((r) => r.name === rule.name);
-      if (at >= 0) list[at] = rule;
-      else list.push(rule);
-      next.set(rule.namespace, list);
+      let names = byName.get(rule.namespace);
+      if (!names) byName.set(rule.namespace, (names = new Map()));
+      names.set(rule.name, rule);
     };
     for (const rule of compiled) add(rule);
     for (const raw of rules) {
@@ -305,9 +304,11 @@ export class RuleStore {
       }
       add(rule);
     }
+    const next = new Map<string, CompiledRule[]>();
     let count = 0;
-    for (const list of next.values()) {
-      list.sort(compareRules);
+    for (const [namespace, names] of byName) {
+      const list = [...names.values()].sort(compareRules);
+      next.set(namespace, list);
       count += list.length;
     }
     this.byNamespace = next;
