@@ -1,6 +1,6 @@
 import { admit, AdmissionInput } from '../engine/admit';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { RuleStore } from '../store/rules';
 import { BenchRow, measure } from './types';
 

@@ -1,5 +1,5 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonObject, JsonValue, cloneJson } from '../json/value';
+import { JsonObject, JsonValue, cloneJson } from '../util/json';
 import { applyKubeModOperation, createPatch, parsePointer } from '../patch';
 import { BenchRow, measure } from './types';
 

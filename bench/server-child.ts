@@ -1,7 +1,7 @@
 import { createServer, Server } from 'node:https';
 import { AddressInfo } from 'node:net';
 import { getHeapSpaceStatistics } from 'node:v8';
-import { createLogger } from '../log/logger';
+import { createLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { startLocalServer } from '../cli/serve';
 import { generateCertificates } from '../webhook/certs';

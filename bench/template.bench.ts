@@ -1,5 +1,5 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { compileTemplate } from '../template';
 import { BenchRow, measure } from './types';
 

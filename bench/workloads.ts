@@ -1,4 +1,4 @@
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { stableStringify } from '../engine/admit';
 
 /** The namespace the realistic Deployment is created in. */

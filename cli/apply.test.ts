@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { applyPatch } from '../patch/rfc6902';
 import { run, ApplyVerdict } from './apply';
 import { CommandIO, UsageError } from './io';

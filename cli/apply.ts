@@ -1,11 +1,11 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ManifestSyntaxError, parseManifestObjects, stringifyManifests } from '../manifest/yaml';
+import { ManifestSyntaxError, parseManifestObjects, stringifyManifests } from '../util/yaml';
 import { admit, AdmissionInput, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
 import { compileModRule } from '../modrule/compile';
-import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, ModRule, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { formatExplanation, palette } from './explain';

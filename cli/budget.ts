@@ -1,4 +1,4 @@
-import { BudgetLimits, DEFAULT_BUDGET } from '../limits/budget';
+import { BudgetLimits, DEFAULT_BUDGET } from '../util/budget';
 import { UsageError } from './io';
 
 /** Help text lines for the budget flags (`serve` and `operator`); `env` adds the environment variable names. */

@@ -1,4 +1,4 @@
-import { isJsonObject, jsonEqual, JsonValue } from '../json/value';
+import { isJsonObject, jsonEqual, JsonValue } from '../util/json';
 import { escapeToken } from '../patch/pointer';
 
 /** Where an expected (partial) object first differs from the actual one. */

@@ -4,7 +4,7 @@ import {
   MatchItemExplanation,
   RuleExplanation,
 } from '../engine/explain';
-import { JsonValue } from '../json/value';
+import { JsonValue } from '../util/json';
 
 /** ANSI colouring, or none (files, pipes, NO_COLOR). */
 export interface Palette {

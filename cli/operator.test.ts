@@ -1,6 +1,6 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
-import { silentLogger } from '../log/logger';
+import { JsonObject } from '../util/json';
+import { silentLogger } from '../util/logger';
 import { createKubeClient } from '../operator/kube';
 import { RunningOperator } from '../operator/start';
 import { eventually } from '../operator/testing/eventually';

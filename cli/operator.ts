@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createLogger, Logger, LogLevel } from '../log/logger';
+import { createLogger, Logger, LogLevel } from '../util/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { loadClusterAccess } from '../operator/credentials';
 import { SERVICE_ACCOUNT_DIR } from '../operator/incluster';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { Document, isMap, isSeq } from 'yaml';
-import { ManifestSyntaxError, parseYamlDocuments } from '../manifest/yaml';
-import { JsonValue } from '../json/value';
+import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
+import { JsonValue } from '../util/json';
 import {
   compileJsonPath,
   CompiledJsonPath,

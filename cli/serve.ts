@@ -3,14 +3,14 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createLogger, Logger, LogLevel } from '../log/logger';
+import { createLogger, Logger, LogLevel } from '../util/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
 import { LoadReport, LocalRuleSource } from '../webhook/local/source';
 import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { FileTlsSource, MemoryTlsSource, TlsSource } from '../webhook/tls';
-import { BudgetLimits } from '../limits/budget';
+import { BudgetLimits } from '../util/budget';
 import { budgetHelp, parseBudget } from './budget';
 import { CommandIO, UsageError } from './io';
 

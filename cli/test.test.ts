@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { CommandIO } from './io';
 import { main } from './main';
 import { CaseReport, run } from './test';

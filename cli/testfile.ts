@@ -1,7 +1,7 @@
 // The `modrule test` file format (kind ModRuleTest), read strictly: an unknown or misspelt field is an error that
 // names the file and the field, so a typo cannot silently turn a check off.
 import { dirname, resolve } from 'node:path';
-import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation } from '../modrule/types';
 
 /** apiVersion and kind of a test file. */

@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { AdmissionRequest } from '../admission/types';
-import { JsonObject } from '../json/value';
+import { AdmissionRequest } from '../webhook/admission';
+import { JsonObject } from '../util/json';
 import { handleValidateModRule } from '../webhook/modrule';
 import { CommandResult, runCommand } from './testing';
 import { Finding, run } from './validate';

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { isJsonObject, JsonObject } from '../json/value';
-import { LocatedDocument, parseLocatedDocuments } from '../manifest/yaml';
+import { isJsonObject, JsonObject } from '../util/json';
+import { LocatedDocument, parseLocatedDocuments } from '../util/yaml';
 import { analyzeModRule, CompiledRule } from '../modrule/compile';
 import { findShadowedRules, lintModRule } from '../modrule/lint';
 import { MODRULE_KIND } from '../modrule/types';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { JsonObject, JsonValue, isJsonObject } from '../json/value';
+import { JsonObject, JsonValue, isJsonObject } from '../util/json';
 import { IGNORE_LABEL } from '../modrule/types';
 import { buildKustomization } from './build';
 

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { JsonObject, JsonValue, isJsonObject } from '../json/value';
+import { JsonObject, JsonValue, isJsonObject } from '../util/json';
 import {
   AdmissionOperation,
   MAX_EXECUTION_TIER,

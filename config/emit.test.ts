@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { JsonValue } from '../json/value';
+import { JsonValue } from '../util/json';
 import { KustomizeError, buildKustomization, rewriteImage } from './build';
 import { EmitError, compareKeys, emitDocument, emitYamlDocuments } from './emit';
 

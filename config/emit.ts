@@ -1,4 +1,4 @@
-import { JsonValue, isJsonObject } from '../json/value';
+import { JsonValue, isJsonObject } from '../util/json';
 
 // Writes YAML the way `kubectl kustomize` does (go-yaml v2's emitter): keys sorted, sequences not
 // indented under their key, YAML 1.1 look-alike strings double-quoted, long scalars folded after column 80.

@@ -4,7 +4,7 @@ import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 
 // `kubectl apply --dry-run=client` needs an API server for discovery and to look up each object, even though it
 // writes nothing. With no cluster here, a stub answers exactly that from the bundle's own kinds: discovery, 404

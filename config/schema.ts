@@ -1,5 +1,5 @@
 import Ajv, { ErrorObject } from 'ajv';
-import { JsonObject, JsonValue, isJsonObject } from '../json/value';
+import { JsonObject, JsonValue, isJsonObject } from '../util/json';
 
 // Validates objects against a CRD's openAPIV3Schema the way the API server does, closely enough for
 // tests: `nullable` becomes a null type, `x-kubernetes-*` hints are dropped, and unknown fields are

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { escapeToken } from '../patch/pointer';
 import { RuleStore } from '../store/rules';

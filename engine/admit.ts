@@ -1,6 +1,6 @@
-import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
-import { BudgetExhaustedError, REJECT_RESERVE, RequestBudget, UNTIMED_BUDGET } from '../limits/budget';
-import { deeperThan, MAX_OBJECT_DEPTH } from '../limits/depth';
+import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
+import { BudgetExhaustedError, REJECT_RESERVE, RequestBudget, UNTIMED_BUDGET } from '../util/budget';
+import { deeperThan, MAX_OBJECT_DEPTH } from '../util/depth';
 import { CompiledRule } from '../modrule/compile';
 import {
   AdmissionOperation,
@@ -13,7 +13,8 @@ import { createPatch } from '../patch/diff';
 import { RuleSnapshot } from '../store/rules';
 import { setOwn } from '../patch/object';
 import { RuleIndex } from '../store/rule-index';
-import { ruleMatches, SelectCache } from './match';
+import { ruleMatches } from './match';
+import { SelectCache } from '../jsonpath/select-cache';
 import {
   applyOperationsShared,
   Budget,

@@ -1,5 +1,5 @@
-import { JsonObject } from '../json/value';
-import { RequestBudget } from '../limits/budget';
+import { JsonObject } from '../util/json';
+import { RequestBudget } from '../util/budget';
 import { admit } from './admit';
 import { storeFromYaml } from './testing';
 

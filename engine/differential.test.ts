@@ -2,7 +2,7 @@
 // one-pass last-applied) against a plain reference evaluation of the same rules: every rule in scope, in order,
 // matched item by item, and a deep copy of the object per rule. Both must give the same outcome.
 import fc from 'fast-check';
-import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
+import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
 import { CompiledRule } from '../modrule/compile';
 import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { applyPatch } from '../patch/rfc6902';

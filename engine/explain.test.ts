@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { compileModRule } from '../modrule/compile';
 import { AdmissionOperation, ModRule } from '../modrule/types';
 import { RuleStore } from '../store/rules';

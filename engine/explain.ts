@@ -2,7 +2,7 @@
 // `modrule test`. It is never on the request path. Verdicts come from the engine's own primitives (itemMatches,
 // ruleMatches, resolveOperations, applyOperations, snapshot.rulesFor) so the explanation cannot disagree with what
 // admit() decides; the rest (select results, compared values) is detail for the reader.
-import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { formatGoValue } from '../jsonpath';
 import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
 import { AdmissionOperation, IGNORE_LABEL } from '../modrule/types';

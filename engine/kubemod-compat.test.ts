@@ -4,7 +4,7 @@
 // core/dragnetwebhook.go). The rules and objects here are our own; the comment on each case names what it mirrors.
 import { parseAllDocuments } from 'yaml';
 import { loadFixture } from '../fixtures/load';
-import { cloneJson, JsonObject, JsonValue } from '../json/value';
+import { cloneJson, JsonObject, JsonValue } from '../util/json';
 import { LAST_APPLIED_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
 import { validateModRule } from '../modrule/validate';
 import { AdmissionOutcome } from './admit';

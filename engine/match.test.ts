@@ -1,6 +1,6 @@
 import { parse } from 'yaml';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject, JsonValue } from '../json/value';
+import { JsonObject, JsonValue } from '../util/json';
 import { compileModRule } from '../modrule/compile';
 import { ModRule } from '../modrule/types';
 import { itemMatches, ruleMatches } from './match';

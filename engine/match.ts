@@ -1,76 +1,8 @@
-import { JsonValue } from '../json/value';
-import { BudgetExhaustedError, RequestBudget } from '../limits/budget';
+import { JsonValue } from '../util/json';
+import { RequestBudget } from '../util/budget';
 import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
-import { CompiledJsonPath, formatGoValue as goString, SelectResult } from '../jsonpath';
-import { SafeRegex } from '../regex/compile';
-
-/**
- * Select results for one version of an object: rules repeat the same selects (`$.kind`, the images), and
- * interned selects are the same object, so each distinct select runs at most once per object version.
- */
-export class SelectCache {
-  private readonly results = new Map<CompiledJsonPath, SelectResult[] | Error>();
-  // Interned regexes are shared too: the rules of a namespace test the same images with the same few patterns.
-  private readonly tests = new Map<SafeRegex, Map<string, boolean>>();
-  private readonly items = new Map<CompiledMatchItem, boolean>();
-
-  /** `budget`: the request's, charged by the selects (BudgetExhaustedError when it runs out). */
-  constructor(
-    readonly root: JsonValue,
-    readonly budget?: RequestBudget,
-  ) {}
-
-  /** The select's results against root, or the error it threw (both remembered). */
-  select(select: CompiledJsonPath): SelectResult[] | Error {
-    let r = this.results.get(select);
-    if (r === undefined) {
-      try {
-        r = select.select(this.root, this.budget);
-      } catch (err) {
-        // The request's budget running out is not this select's failure: never remembered as its result.
-        if (err instanceof BudgetExhaustedError) throw err;
-        r = err instanceof Error ? err : new Error(String(err));
-      }
-      this.results.set(select, r);
-    }
-    return r;
-  }
-
-  /** Whether the criteria item matches root; interned items (the same text in many rules) are matched once. */
-  matches(item: CompiledMatchItem): boolean {
-    let r = this.items.get(item);
-    if (r === undefined) this.items.set(item, (r = itemMatchesIn(item, this)));
-    return r;
-  }
-
-  /** regex.test(value), remembered per regex and value (in this object version, and across requests). */
-  test(regex: SafeRegex, value: string): boolean {
-    let byValue = this.tests.get(regex);
-    if (!byValue) this.tests.set(regex, (byValue = new Map()));
-    let r = byValue.get(value);
-    if (r === undefined) byValue.set(value, (r = testRemembered(regex, value)));
-    return r;
-  }
-}
-
-// Images, names and kinds repeat from request to request: a small bounded memory per (interned) regex saves the
-// call into RE2. Bounded in entries and in value length, so no request can grow it.
-const REMEMBERED_PER_REGEX = 256;
-const MAX_REMEMBERED_LENGTH = 256;
-const remembered = new WeakMap<SafeRegex, Map<string, boolean>>();
-
-function testRemembered(regex: SafeRegex, value: string): boolean {
-  if (value.length > MAX_REMEMBERED_LENGTH) return regex.test(value);
-  let memo = remembered.get(regex);
-  if (!memo) remembered.set(regex, (memo = new Map()));
-  let r = memo.get(value);
-  if (r === undefined) {
-    r = regex.test(value);
-    if (memo.size >= REMEMBERED_PER_REGEX) memo.clear();
-    memo.set(value, r);
-  }
-  return r;
-}
+import { formatGoValue as goString } from '../jsonpath';
+import { SelectCache } from '../jsonpath/select-cache';
 
 /**
  * True when every criteria item of the rule matches the object (KubeMod: all items must match). `cache` holds the
@@ -78,13 +10,19 @@ function testRemembered(regex: SafeRegex, value: string): boolean {
  */
 export function ruleMatches(rule: CompiledRule, root: JsonValue, cache?: SelectCache): boolean {
   const selects = cache && cache.root === root ? cache : new SelectCache(root);
-  for (const item of rule.match) if (!selects.matches(item)) return false;
+  for (const item of rule.match) if (!cachedItemMatches(item, selects)) return false;
   return true;
 }
 
 /** Evaluates one criteria item as KubeMod's isMatch does. */
 export function itemMatches(item: CompiledMatchItem, root: JsonValue, budget?: RequestBudget): boolean {
   return itemMatchesIn(item, new SelectCache(root, budget));
+}
+
+/** Whether the criteria item matches the cache's object; interned items are matched once per object version. */
+export function cachedItemMatches(item: CompiledMatchItem, selects: SelectCache): boolean {
+  const known = selects.verdict(item);
+  return known !== undefined ? known : selects.remember(item, itemMatchesIn(item, selects));
 }
 
 function itemMatchesIn(item: CompiledMatchItem, selects: SelectCache): boolean {

@@ -1,9 +1,9 @@
-import { JsonValue } from '../json/value';
-import { BudgetExhaustedError, RequestBudget } from '../limits/budget';
+import { JsonValue } from '../util/json';
+import { BudgetExhaustedError, RequestBudget } from '../util/budget';
 import { CompiledPatchOperation, CompiledRule, PathToken } from '../modrule/compile';
 import { applyKubeModOperation } from '../patch/kubemod';
 import { formatPointer } from '../patch/pointer';
-import { parseModRuleValue } from './value';
+import { parseModRuleValue } from '../modrule/value';
 import { hasOwn, setOwn } from '../patch/object';
 
 /** A patch operation with its path resolved and its value rendered, ready to apply. */

@@ -1,7 +1,7 @@
 // Test helpers for the engine (excluded from the build): rule stores from YAML and an admit() that checks the
 // invariants every outcome must keep.
 import { parseAllDocuments } from 'yaml';
-import { cloneJson, JsonObject } from '../json/value';
+import { cloneJson, JsonObject } from '../util/json';
 import { AdmissionOperation } from '../modrule/types';
 import { applyPatch } from '../patch/rfc6902';
 import { RuleStore } from '../store/rules';

@@ -1,4 +1,4 @@
-import { JsonValue } from '../json/value';
+import { JsonValue } from '../util/json';
 
 /** A parsed select: a path or an expression built from paths, literals, operators and function calls. */
 export type JsonPathNode = PathNode | LiteralNode | ArrayNode | UnaryNode | BinaryNode | CallNode;

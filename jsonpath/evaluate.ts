@@ -1,6 +1,6 @@
-import { isJsonObject, jsonEqual, JsonValue } from '../json/value';
-import { BUDGET_CHECK_STEPS, RequestBudget } from '../limits/budget';
-import { compileRegex, RegexSyntaxError, SafeRegex } from '../regex/compile';
+import { isJsonObject, jsonEqual, JsonValue } from '../util/json';
+import { BUDGET_CHECK_STEPS, RequestBudget } from '../util/budget';
+import { compileRegex, RegexSyntaxError, SafeRegex } from '../util/regex';
 import { BinaryNode, CallNode, isAmbiguous, JsonPathNode, PathNode, Segment } from './ast';
 import { JsonPathLimitError, JsonPathSyntaxError } from './errors';
 import { compareOrder, ERR, lengthOf, looseEquals, toBool, toFloat, toText, UNDEF, Val } from './values';

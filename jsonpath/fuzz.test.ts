@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { JsonValue } from '../json/value';
+import { JsonValue } from '../util/json';
 import { loadFixture } from '../fixtures/load';
 import { compileJsonPath, JsonPathLimitError, JsonPathSyntaxError } from './index';
 

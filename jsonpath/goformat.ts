@@ -1,4 +1,4 @@
-import { isJsonObject, JsonValue } from '../json/value';
+import { isJsonObject, JsonValue } from '../util/json';
 
 /** Formats a float64 as Go's fmt `%v` does (`1e+06`, `0.5`, `80`, `+Inf`). */
 export function formatGoFloat(f: number): string {

@@ -1,5 +1,5 @@
-import { JsonValue } from '../json/value';
-import { RequestBudget } from '../limits/budget';
+import { JsonValue } from '../util/json';
+import { RequestBudget } from '../util/budget';
 import { JsonPathNode } from './ast';
 import { compileSelect, SelectResult } from './evaluate';
 import { parseJsonPath } from './parser';

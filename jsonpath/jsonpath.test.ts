@@ -1,4 +1,4 @@
-import { JsonObject, JsonValue } from '../json/value';
+import { JsonObject, JsonValue } from '../util/json';
 import { loadFixture } from '../fixtures/load';
 import {
   compileJsonPath,

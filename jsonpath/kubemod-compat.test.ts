@@ -2,7 +2,7 @@
 // jsonpath/placeholder_test.go (what a patch select captures for #N), jsonpath/selector.go (undefined),
 // expressions/kubemod_jsonpath.go (functions and KubeMod's boolean logic) or core/modrulestoreitem_test.go.
 // The data is our own.
-import { JsonValue } from '../json/value';
+import { JsonValue } from '../util/json';
 import { compileJsonPath } from '.';
 
 type Captured = Array<[JsonValue, Array<number | string>]>;

@@ -1,4 +1,4 @@
-import { isJsonObject, jsonEqual, JsonValue } from '../json/value';
+import { isJsonObject, jsonEqual, JsonValue } from '../util/json';
 import { formatGoValue, parseGoFloat } from './goformat';
 
 /** KubeMod's `undefined`: the value of a path through a missing property. */

@@ -7,12 +7,12 @@ import {
   SharedTemplate,
   TemplateSyntaxError,
 } from '../template';
-import type { RequestBudget } from '../limits/budget';
+import type { RequestBudget } from '../util/budget';
 import { escapeToken, parsePointer } from '../patch/pointer';
-import { compileRegex, SafeRegex } from '../regex/compile';
-import { isJsonObject, JsonObject, JsonValue } from '../json/value';
-import { Interner } from '../cache/interner';
-import { parseModRuleValue } from '../engine/value';
+import { compileRegex, SafeRegex } from '../util/regex';
+import { isJsonObject, JsonObject, JsonValue } from '../util/json';
+import { Interner } from '../util/interner';
+import { parseModRuleValue } from './value';
 import {
   AdmissionOperation,
   MatchFor,
@@ -25,7 +25,7 @@ import {
   PatchOperation,
   PatchOperationType,
 } from './types';
-import type { ValidationProblem } from './validate';
+import type { ValidationProblem } from './problems';
 import { CompiledLabelSelector, compileLabelSelector } from './labelselector';
 
 /** One compiled criteria item of spec.match. */

@@ -1,4 +1,4 @@
-import { cloneJson, isJsonObject, JsonObject } from '../json/value';
+import { cloneJson, isJsonObject, JsonObject } from '../util/json';
 
 /**
  * Fills KubeMod's defaults into a ModRule (a copy): spec.executionTier 0 (the CRD default),

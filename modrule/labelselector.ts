@@ -1,4 +1,4 @@
-import { isJsonObject, JsonValue } from '../json/value';
+import { isJsonObject, JsonValue } from '../util/json';
 
 /** A `metav1.LabelSelectorRequirement`. */
 export interface LabelSelectorRequirement {

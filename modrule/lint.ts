@@ -1,6 +1,6 @@
 // Warnings for valid ModRules: legal, accepted by the webhook, but almost certainly not what the author meant.
 // Offline only (`modrule validate`); nothing here runs at admission.
-import { isJsonObject, jsonEqual, JsonValue } from '../json/value';
+import { isJsonObject, jsonEqual, JsonValue } from '../util/json';
 import { JsonPathNode } from '../jsonpath';
 import { CompiledRule, placeholderCapacity } from './compile';
 

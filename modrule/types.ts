@@ -1,4 +1,4 @@
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import type { LabelSelector } from './labelselector';
 
 /** The API group/version and kind KubeMod users already have in their clusters. */

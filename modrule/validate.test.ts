@@ -1,9 +1,10 @@
 import { parse } from 'yaml';
-import { cloneJson, JsonObject } from '../json/value';
+import { cloneJson, JsonObject } from '../util/json';
 import { compileModRule, InvalidModRuleError, placeholderCapacity, preprocessValueTemplate } from './compile';
 import { withDefaults } from './defaults';
 import { ModRule } from './types';
-import { formatProblems, validateModRule } from './validate';
+import { formatProblems } from './problems';
+import { validateModRule } from './validate';
 
 const valid = (): JsonObject =>
   parse(`

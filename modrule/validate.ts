@@ -1,17 +1,7 @@
 import { analyzeModRule } from './compile';
-
-/** One thing wrong with a ModRule, with the field it is about (e.g. 'spec.match[1].matchRegex'). */
-export interface ValidationProblem {
-  field: string;
-  message: string;
-}
+import { ValidationProblem } from './problems';
 
 /** Every problem with a ModRule (empty when it is valid); never throws. */
 export function validateModRule(obj: unknown): ValidationProblem[] {
   return analyzeModRule(obj).problems;
-}
-
-/** One line for logs, statuses and admission responses: "field: message; field: message". */
-export function formatProblems(problems: readonly ValidationProblem[]): string {
-  return problems.map((p) => (p.field ? `${p.field}: ${p.message}` : p.message)).join('; ');
 }

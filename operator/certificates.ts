@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
-import { issueServingCert, newCa, unix } from '../certs/generate';
+import { issueServingCert, newCa, unix } from '../webhook/certs';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

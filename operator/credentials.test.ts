@@ -128,7 +128,7 @@ describe("the operator's module graph", () => {
       ...modules('cli'),
       ...modules('operator'),
       ...modules('webhook'),
-      ...modules('certs'),
+      ...modules('util'),
     ];
     expect(entries).toEqual(expect.arrayContaining(['./cli/operator.ts', './operator/credentials.ts']));
     const sa = temp('modrule-sa-');

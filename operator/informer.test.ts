@@ -1,5 +1,5 @@
-import { JsonObject } from '../json/value';
-import { silentLogger } from '../log/logger';
+import { JsonObject } from '../util/json';
+import { silentLogger } from '../util/logger';
 import { Informer, InformerOptions } from './informer';
 import { createKubeClient, KubeApiError } from './kube';
 import { eventually } from './testing/eventually';

@@ -1,5 +1,5 @@
-import { isJsonObject, JsonObject } from '../json/value';
-import { Logger } from '../log/logger';
+import { isJsonObject, JsonObject } from '../util/json';
+import { Logger } from '../util/logger';
 import { Backoff, BackoffOptions, sleep } from './backoff';
 import { KubeApiError, KubeClient, WatchEvent } from './kube';
 

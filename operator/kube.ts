@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import { isJsonObject, JsonObject } from '../json/value';
+import { isJsonObject, JsonObject } from '../util/json';
 import { ClusterAccess } from './access';
 
 /** An API call that got an error response (or none at all: status 0). */

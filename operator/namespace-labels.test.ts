@@ -1,6 +1,6 @@
 // targetNamespaceSelector through the informer path: Namespace label changes arrive as watch events and must
 // change which cluster-wide rules apply to that namespace, and only to it.
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { RuleStore } from '../store/rules';
 import { ClusterSync } from './sync';
 import { eventually } from './testing/eventually';

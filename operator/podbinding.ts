@@ -1,5 +1,5 @@
-import { isJsonObject, JsonObject } from '../json/value';
-import { Logger } from '../log/logger';
+import { isJsonObject, JsonObject } from '../util/json';
+import { Logger } from '../util/logger';
 import { INJECT_NODE_REF_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
 import { retry } from './backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from './kube';

@@ -1,5 +1,5 @@
-import { JsonObject } from '../json/value';
-import { silentLogger } from '../log/logger';
+import { JsonObject } from '../util/json';
+import { silentLogger } from '../util/logger';
 import { CertTiming, splitPem } from './certificates';
 import { createKubeClient } from './kube';
 import { bundleFromSecret, SelfSignedCertificates } from './self-signed';

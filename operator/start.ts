@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import { Logger } from '../log/logger';
+import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
-import { BudgetLimits } from '../limits/budget';
+import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { Backoff, sleep } from './backoff';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import { isJsonObject, JsonObject } from '../json/value';
-import { Logger } from '../log/logger';
-import { formatProblems, ValidationProblem } from '../modrule/validate';
+import { isJsonObject, JsonObject } from '../util/json';
+import { Logger } from '../util/logger';
+import { formatProblems, ValidationProblem } from '../modrule/problems';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
 import { Backoff, sleep } from './backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from './kube';

@@ -1,6 +1,6 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
-import { silentLogger } from '../log/logger';
+import { JsonObject } from '../util/json';
+import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { createKubeClient } from './kube';
 import { StatusReporter } from './status';

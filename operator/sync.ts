@@ -1,6 +1,6 @@
-import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../json/value';
-import { Logger } from '../log/logger';
-import { formatProblems, ValidationProblem } from '../modrule/validate';
+import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
+import { Logger } from '../util/logger';
+import { formatProblems, ValidationProblem } from '../modrule/problems';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { BackoffOptions } from './backoff';

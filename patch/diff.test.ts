@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject, JsonValue, jsonEqual } from '../json/value';
+import { JsonObject, JsonValue, jsonEqual } from '../util/json';
 import { createPatch } from './diff';
 import { cloneValue, setOwn } from './object';
 import { JsonPatchOperation } from './operation';

@@ -1,4 +1,4 @@
-import { JsonObject, JsonValue } from '../json/value';
+import { JsonObject, JsonValue } from '../util/json';
 import { cloneValue, hasOwn } from './object';
 import { JsonPatchOperation } from './operation';
 import { escapeToken } from './pointer';

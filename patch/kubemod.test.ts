@@ -1,5 +1,5 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonObject, JsonValue } from '../json/value';
+import { JsonObject, JsonValue } from '../util/json';
 import { applyKubeModOperation, MAX_ARRAY_PADDING } from './kubemod';
 import { PatchError } from './operation';
 import { parsePointer } from './pointer';

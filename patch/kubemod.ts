@@ -1,4 +1,4 @@
-import { JsonObject, JsonValue } from '../json/value';
+import { JsonObject, JsonValue } from '../util/json';
 import { cloneValue, getOwn, hasOwn, setOwn } from './object';
 import { PatchError } from './operation';
 import { formatPointer } from './pointer';

@@ -1,4 +1,4 @@
-import { JsonObject, JsonValue } from '../json/value';
+import { JsonObject, JsonValue } from '../util/json';
 
 // Helpers that treat every key, including "__proto__" and "constructor", as a plain own member.
 

@@ -1,4 +1,4 @@
-import { JsonValue } from '../json/value';
+import { JsonValue } from '../util/json';
 
 /** One RFC 6902 JSON Patch operation. */
 export type JsonPatchOperation =

@@ -1,5 +1,5 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonValue } from '../json/value';
+import { JsonValue } from '../util/json';
 import { JsonPatchOperation, PatchError } from './operation';
 import { applyPatch } from './rfc6902';
 

@@ -1,4 +1,4 @@
-import { JsonObject, JsonValue, jsonEqual } from '../json/value';
+import { JsonObject, JsonValue, jsonEqual } from '../util/json';
 import { cloneValue, getOwn, hasOwn, setOwn } from './object';
 import { JsonPatchOperation, PatchError } from './operation';
 import { parsePointer } from './pointer';

@@ -1,6 +1,6 @@
 import { CompiledJsonPath } from '../jsonpath';
 import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
-import { SelectCache } from '../engine/match';
+import { SelectCache } from '../jsonpath/select-cache';
 import { AdmissionOperation } from '../modrule/types';
 
 /** Rules indexed on one fixed path: by each exact value their criterion accepts. */

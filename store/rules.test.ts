@@ -1,5 +1,5 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { RuleStore } from './rules';
 
 function modRule(namespace: string, name: string, spec: JsonObject = {}): JsonObject {

@@ -1,6 +1,6 @@
-import { isJsonObject, JsonObject } from '../json/value';
+import { isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule, CompiledRule, CompileOptions } from '../modrule/compile';
-import { ValidationProblem } from '../modrule/validate';
+import { ValidationProblem } from '../modrule/problems';
 import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { namespaceLabels, targetsClusterScoped, targetsNamespace } from './target';
 

@@ -1,4 +1,4 @@
-import { isJsonObject, JsonObject } from '../json/value';
+import { isJsonObject, JsonObject } from '../util/json';
 import { CompiledRule } from '../modrule/compile';
 
 /** Labels of a Namespace manifest (string values only); undefined when the Namespace is not known. */

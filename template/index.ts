@@ -1,7 +1,7 @@
-import { RequestBudget } from '../limits/budget';
+import { RequestBudget } from '../util/budget';
 import { TemplateRuntimeError, TemplateSyntaxError } from './errors';
 import { FUNCTIONS, TEMPLATE_FUNCTIONS } from './functions';
-import { Interner } from '../cache/interner';
+import { Interner } from '../util/interner';
 import { TemplateTree } from './ast';
 import { parse } from './parser';
 import { DEFAULT_LIMITS, execute, RenderLimits, TemplateName } from './render';

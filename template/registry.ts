@@ -1,4 +1,4 @@
-import { SafeRegex } from '../regex/compile';
+import { SafeRegex } from '../util/regex';
 import { GoValue } from './values';
 
 /** How an argument is converted before a call, mirroring the Go parameter type. */

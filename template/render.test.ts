@@ -1,5 +1,5 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { compileTemplate } from './index';
 
 // Data shaped as KubeMod passes it: the admitted object plus the namespace and the current select item.

@@ -1,5 +1,5 @@
-import { BUDGET_CHECK_STEPS, BudgetExhaustedError, RequestBudget } from '../limits/budget';
-import { compileRegex, RegexSyntaxError, SafeRegex } from '../regex/compile';
+import { BUDGET_CHECK_STEPS, BudgetExhaustedError, RequestBudget } from '../util/budget';
+import { compileRegex, RegexSyntaxError, SafeRegex } from '../util/regex';
 import { ArgNode, BranchNode, CommandNode, Node, PipeNode, Pos, TemplateTree } from './ast';
 import { FunctionError, TemplateRuntimeError } from './errors';
 import { FUNCTIONS } from './functions';

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { runProcess } from './cli';
 
 // Helm runs a post-renderer as `exec.Command(path-from-PATH, args...)` with the rendered chart on stdin, reads the

@@ -1,4 +1,102 @@
-import { issueServingCert, newCa } from '../certs/generate';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import forge from 'node-forge';
+
+// Certificate generation shared by the operator (its Secret-backed CA), `serve --local` and tests (throwaway CAs).
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** A PEM certificate and its PEM private key. */
+export interface KeyPairPem {
+  cert: string;
+  key: string;
+}
+
+// forge writes CRLF line ends; one form keeps string comparisons of PEMs meaningful.
+/** PEM with plain newlines (forge writes CRLF). */
+export function unix(pem: string): string {
+  return pem.replace(/\r\n/g, '\n');
+}
+
+function keyPair(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey } {
+  // Node's native RSA generation is far faster than forge's pure-JS one.
+  const { privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  });
+  const key = forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey;
+  return { privateKey: key, publicKey: forge.pki.setRsaPublicKey(key.n, key.e) };
+}
+
+function serial(): string {
+  const bytes = randomBytes(16);
+  bytes[0] &= 0x7f;
+  return bytes.toString('hex');
+}
+
+/** A new self-signed CA valid from now (minus clock-skew slack) for `days`. */
+export function newCa(
+  now: Date,
+  days: number,
+  commonName = `modrule-webhook-ca-${now.getTime()}`,
+): KeyPairPem {
+  const keys = keyPair();
+  const ca = forge.pki.createCertificate();
+  ca.publicKey = keys.publicKey;
+  ca.serialNumber = serial();
+  ca.validity.notBefore = new Date(now.getTime() - 5 * 60 * 1000);
+  ca.validity.notAfter = new Date(now.getTime() + days * DAY_MS);
+  const subject = [{ name: 'commonName', value: commonName }];
+  ca.setSubject(subject);
+  ca.setIssuer(subject);
+  ca.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  ca.sign(keys.privateKey, forge.md.sha256.create());
+  return {
+    cert: unix(forge.pki.certificateToPem(ca)),
+    key: unix(forge.pki.privateKeyToPem(keys.privateKey)),
+  };
+}
+
+/** A serving certificate for hosts signed by ca; never outlives the CA. */
+export function issueServingCert(
+  ca: KeyPairPem,
+  hosts: readonly string[],
+  now: Date,
+  days: number,
+): KeyPairPem {
+  const caCert = forge.pki.certificateFromPem(ca.cert);
+  const caKey = forge.pki.privateKeyFromPem(ca.key);
+  const keys = keyPair();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = serial();
+  cert.validity.notBefore = new Date(now.getTime() - 5 * 60 * 1000);
+  cert.validity.notAfter = new Date(
+    Math.min(now.getTime() + days * DAY_MS, caCert.validity.notAfter.getTime()),
+  );
+  cert.setSubject([{ name: 'commonName', value: hosts[0] }]);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    {
+      name: 'subjectAltName',
+      altNames: hosts.map((h) => (isIP(h) ? { type: 7, ip: h } : { type: 2, value: h })),
+    },
+    { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return {
+    cert: unix(forge.pki.certificateToPem(cert)),
+    key: unix(forge.pki.privateKeyToPem(keys.privateKey)),
+  };
+}
 
 /** A CA and a serving certificate it signed, all PEM. */
 export interface GeneratedCertificates {

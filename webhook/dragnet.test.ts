@@ -1,6 +1,6 @@
-import { AdmissionRequest } from '../admission/types';
+import { AdmissionRequest } from './admission';
 import { loadFixture } from '../fixtures/load';
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { RuleSnapshot, RuleStore } from '../store/rules';
 import { handleDragnet, rejectionMessage, storeNamespace } from './dragnet';
 import { BadRequestError } from './review';

@@ -1,7 +1,7 @@
-import { AdmissionRequest, AdmissionResponse } from '../admission/types';
+import { AdmissionRequest, AdmissionResponse } from './admission';
 import { admit, AdmissionOutcome, RuleRef } from '../engine/admit';
-import { JsonObject } from '../json/value';
-import { RequestBudget } from '../limits/budget';
+import { JsonObject } from '../util/json';
+import { RequestBudget } from '../util/budget';
 import { RuleSnapshot } from '../store/rules';
 import { BadRequestError, denyResponse, patchResponse } from './review';
 

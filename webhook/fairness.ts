@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { BudgetLimits, DEFAULT_BUDGET, RequestBudget } from '../limits/budget';
+import { BudgetLimits, DEFAULT_BUDGET, RequestBudget } from '../util/budget';
 
 /** How namespaces share the one event loop that evaluates every admission. */
 export interface FairnessOptions {

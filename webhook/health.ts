@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Registry } from 'prom-client';
-import { Logger } from '../log/logger';
+import { Logger } from '../util/logger';
 import { sendText } from './http';
 
 export interface HealthServerOptions {

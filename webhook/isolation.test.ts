@@ -1,7 +1,7 @@
 import { connect, TLSSocket } from 'node:tls';
-import { AdmissionReview } from '../admission/types';
+import { AdmissionReview } from './admission';
 import { benignRule, bigConfigMap, deepObject, hostileRules, smallConfigMap } from '../fixtures/hostile';
-import { silentLogger } from '../log/logger';
+import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates, GeneratedCertificates } from './certs';
 import { NamespaceFairness } from './fairness';

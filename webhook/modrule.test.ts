@@ -1,4 +1,4 @@
-import { AdmissionRequest } from '../admission/types';
+import { AdmissionRequest } from './admission';
 import { handleValidateModRule } from './modrule';
 
 function review(object: AdmissionRequest['object']): AdmissionRequest {

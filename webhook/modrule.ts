@@ -1,7 +1,8 @@
-import { AdmissionRequest, AdmissionResponse, StatusCause } from '../admission/types';
+import { AdmissionRequest, AdmissionResponse, StatusCause } from './admission';
 import { withDefaults } from '../modrule/defaults';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
-import { formatProblems, validateModRule, ValidationProblem } from '../modrule/validate';
+import { formatProblems, ValidationProblem } from '../modrule/problems';
+import { validateModRule } from '../modrule/validate';
 import { createPatch } from '../patch/diff';
 import { AdmissionResult } from './dragnet';
 import { allowResponse, BadRequestError, denyResponse, patchResponse } from './review';

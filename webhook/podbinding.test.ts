@@ -1,5 +1,5 @@
-import { AdmissionRequest } from '../admission/types';
-import { JsonObject } from '../json/value';
+import { AdmissionRequest } from './admission';
+import { JsonObject } from '../util/json';
 import { handlePodBinding, parsePodBinding } from './podbinding';
 
 function bindingRequest(

@@ -1,5 +1,5 @@
-import { AdmissionRequest } from '../admission/types';
-import { isJsonObject, JsonObject } from '../json/value';
+import { AdmissionRequest } from './admission';
+import { isJsonObject, JsonObject } from '../util/json';
 import { EndpointDecision } from './modrule';
 import { allowResponse } from './review';
 

@@ -1,10 +1,5 @@
-import {
-  AdmissionApiVersion,
-  AdmissionRequest,
-  AdmissionResponse,
-  AdmissionReview,
-} from '../admission/types';
-import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse, AdmissionReview } from './admission';
+import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 
 /** A request the server cannot answer with an AdmissionReview: becomes an HTTP error status with a reason. */
 export class BadRequestError extends Error {

@@ -2,11 +2,11 @@ import { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http
 import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
 import { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from '../admission/types';
-import { JsonObject } from '../json/value';
-import { Logger } from '../log/logger';
+import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './admission';
+import { JsonObject } from '../util/json';
+import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
-import { BudgetLimits, DEFAULT_BUDGET } from '../limits/budget';
+import { BudgetLimits, DEFAULT_BUDGET } from '../util/budget';
 import { RuleRef } from '../engine/admit';
 import {
   AdmissionResult,

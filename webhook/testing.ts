@@ -1,8 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { PeerCertificate, TLSSocket } from 'node:tls';
-import { AdmissionApiVersion, AdmissionReview } from '../admission/types';
-import { JsonObject } from '../json/value';
+import { AdmissionApiVersion, AdmissionReview } from './admission';
+import { JsonObject } from '../util/json';
 import { AdmissionOperation } from '../modrule/types';
 
 /** One HTTP exchange as a client saw it. */

@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { mkdtemp, rename, rm, symlink, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../log/logger';
+import { silentLogger } from '../util/logger';
 import { generateCertificates } from './certs';
 import { FileTlsSource, MemoryTlsSource, TlsMaterial } from './tls';
 

@@ -2,7 +2,7 @@ import { FSWatcher, watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { Logger } from '../log/logger';
+import { Logger } from '../util/logger';
 
 /** A serving certificate and its key, PEM encoded. */
 export interface TlsMaterial {

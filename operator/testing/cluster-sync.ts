@@ -1,4 +1,4 @@
-import { silentLogger } from '../../log/logger';
+import { silentLogger } from '../../util/logger';
 import { RuleStore } from '../../store/rules';
 import { createKubeClient } from '../kube';
 import { StatusReporter } from '../status';

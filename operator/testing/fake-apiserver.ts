@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http, { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import { AddressInfo, Socket } from 'node:net';
-import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../../json/value';
+import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../../util/json';
 import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
 import { ClusterAccess, setHeader } from '../access';

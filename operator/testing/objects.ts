@@ -1,4 +1,4 @@
-import { JsonObject } from '../../json/value';
+import { JsonObject } from '../../util/json';
 
 /** A ModRule as `kubectl apply` would create it (tests only). */
 export function modRule(namespace: string, name: string, spec: JsonObject): JsonObject {

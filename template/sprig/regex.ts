@@ -1,4 +1,4 @@
-import { ResultTooLongError } from '../../regex/compile';
+import { ResultTooLongError } from '../../util/regex';
 import { FunctionError } from '../errors';
 import { def, FuncContext, FuncDef } from '../registry';
 import { GoValue } from '../values';
@@ -8,7 +8,7 @@ const s = (v: GoValue): string => v as string;
 const SEP = '\u{F8FF0}';
 
 // Each match costs an exec() through node-re2 (~1.5 µs): charged per match, so a render over a large input stops at
-// its step limit (or the request's budget) as it goes. (Matching is linear: see regex/compile.ts.)
+// its step limit (or the request's budget) as it goes. (Matching is linear: see util/regex.ts.)
 const MATCH_STEPS = 16;
 const matchCost = (ctx: FuncContext) => (): void => ctx.charge(MATCH_STEPS);
 

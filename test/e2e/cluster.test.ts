@@ -1,4 +1,4 @@
-import { JsonObject } from '../../json/value';
+import { JsonObject } from '../../util/json';
 import { createKubeClient } from '../../operator/kube';
 import { FakeApiServer } from '../../operator/testing/fake-apiserver';
 import {

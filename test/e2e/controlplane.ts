@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { issueServingCert, newCa } from '../../certs/generate';
+import { issueServingCert, newCa } from '../../webhook/certs';
 
 /*
  * A throw-away control plane for the e2e suite, the way controller-runtime's envtest does it: etcd and

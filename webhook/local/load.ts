@@ -1,7 +1,7 @@
-import { ManifestSyntaxError, parseManifestObjects } from '../../manifest/yaml';
+import { ManifestSyntaxError, parseManifestObjects } from '../../util/yaml';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { JsonObject } from '../../json/value';
+import { JsonObject } from '../../util/json';
 
 /** Extensions read when walking a folder; a file named explicitly is read whatever its extension. */
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml']);

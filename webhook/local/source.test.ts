@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../../log/logger';
+import { silentLogger } from '../../util/logger';
 import { RuleStore } from '../../store/rules';
 import { listManifestFiles, ManifestError, parseManifests } from './load';
 import { LoadReport, LocalRuleSource } from './source';

@@ -1,12 +1,12 @@
 import { FSWatcher, watch } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { isJsonObject, JsonObject, JsonValue } from '../../json/value';
+import { isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { setOwn } from '../../patch/object';
-import { Logger } from '../../log/logger';
+import { Logger } from '../../util/logger';
 import { withDefaults } from '../../modrule/defaults';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../../modrule/types';
-import { formatProblems } from '../../modrule/validate';
+import { formatProblems } from '../../modrule/problems';
 import type { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
 import { fingerprintFiles, listManifestFiles, loadManifestFile, ManifestError } from './load';

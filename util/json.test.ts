@@ -1,4 +1,4 @@
-import { cloneJson, isJsonObject, jsonEqual, JsonValue } from './value';
+import { cloneJson, isJsonObject, jsonEqual, JsonValue } from './json';
 
 describe('json values', () => {
   const deployment: JsonValue = {

@@ -1,5 +1,5 @@
 import { loadFixture } from '../fixtures/load';
-import { JsonValue } from '../json/value';
+import { JsonValue } from './json';
 import {
   ManifestSyntaxError,
   parseManifestObjects,

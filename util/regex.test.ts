@@ -1,4 +1,4 @@
-import { compileRegex, RegexSyntaxError } from './compile';
+import { compileRegex, RegexSyntaxError } from './regex';
 
 describe('compileRegex (Go RE2 semantics)', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { JsonValue } from '../json/value';
+import { JsonValue } from './json';
 
 /**
  * Deepest object nesting the engine evaluates rules against. The request path (clone, diff, select, render, the

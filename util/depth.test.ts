@@ -1,6 +1,6 @@
 import { admit } from '../engine/admit';
 import { admitChecked, storeFromYaml } from '../engine/testing';
-import { JsonObject } from '../json/value';
+import { JsonObject } from './json';
 import { deeperThan, MAX_OBJECT_DEPTH } from './depth';
 
 // A ConfigMap-like object exactly `depth` levels deep (the object itself is level 1).

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { parseYamlValue } from '../manifest/yaml';
+import { parseYamlValue } from '../util/yaml';
 import { parseModRuleValue, ValueSyntaxError } from './value';
 
 describe('parseModRuleValue (YAML 1.1, as sigs.k8s.io/yaml)', () => {

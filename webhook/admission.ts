@@ -1,4 +1,4 @@
-import { JsonObject } from '../json/value';
+import { JsonObject } from '../util/json';
 import { AdmissionOperation } from '../modrule/types';
 
 /** The AdmissionReview API versions the API server may speak. */

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { issueServingCert, newCa } from './generate';
+import { issueServingCert, newCa } from './certs';
 
 describe('certificate generation', () => {
   const now = new Date('2026-11-23T10:00:00Z');

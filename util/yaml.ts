@@ -1,5 +1,5 @@
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseAllDocuments, stringify, Tags } from 'yaml';
-import { isJsonObject, JsonObject, JsonValue } from '../json/value';
+import { isJsonObject, JsonObject, JsonValue } from './json';
 
 /** Thrown for YAML that does not parse or has no JSON form; says which document. */
 export class ManifestSyntaxError extends Error {}

@@ -1,5 +1,5 @@
-import { JsonValue } from '../json/value';
-import { ManifestSyntaxError, parseYamlValue } from '../manifest/yaml';
+import { JsonValue } from '../util/json';
+import { ManifestSyntaxError, parseYamlValue } from '../util/yaml';
 
 /** Thrown when a patch value (after template rendering) is not a single valid YAML document. */
 export class ValueSyntaxError extends Error {}
