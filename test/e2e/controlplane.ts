@@ -32,7 +32,7 @@ function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
-/** Sends SIGTERM, then SIGKILL after graceMs (kube-apiserver 1.20 may ignore SIGTERM for a while). */
+/** Sends SIGTERM, then SIGKILL after graceMs (kube-apiserver may ignore SIGTERM for a while). */
 async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
   if (exited(child)) return;
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -46,6 +46,7 @@ async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
 export class LocalControlPlane {
   private etcd: ChildProcess | null = null;
   private apiserver: ChildProcess | null = null;
+  private controllerManager: ChildProcess | null = null;
   private etcdPaused = false;
 
   private constructor(
@@ -53,20 +54,32 @@ export class LocalControlPlane {
     private readonly dir: string,
     private readonly etcdDataDir: string,
     readonly server: string,
-    private readonly ports: { etcd: number; peer: number; apiserver: number },
+    private readonly ports: { etcd: number; peer: number; apiserver: number; controllerManager: number },
     private readonly caCert: string,
     private readonly token: string,
   ) {}
 
-  /** Starts etcd and kube-apiserver from the binaries in `assets` (envtest's KUBEBUILDER_ASSETS). */
-  static async start(assets: string): Promise<LocalControlPlane> {
+  /**
+   * Starts etcd and kube-apiserver from the binaries in `assets` (envtest's KUBEBUILDER_ASSETS), and
+   * kube-controller-manager too when asked and the folder has it (garbage collection of owned objects, namespace
+   * deletion).
+   */
+  static async start(
+    assets: string,
+    options: { controllerManager?: boolean } = {},
+  ): Promise<LocalControlPlane> {
     for (const bin of ['etcd', 'kube-apiserver']) {
       if (!existsSync(join(assets, bin))) throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${bin}`);
     }
     const dir = mkdtempSync(join(tmpdir(), 'modrule-e2e-'));
     // etcd fsyncs every write: on tmpfs the 1,000-rule test does not wait on the disk.
     const shm = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/modrule-e2e-etcd-') : join(dir, 'etcd');
-    const ports = { etcd: await freePort(), peer: await freePort(), apiserver: await freePort() };
+    const ports = {
+      etcd: await freePort(),
+      peer: await freePort(),
+      apiserver: await freePort(),
+      controllerManager: await freePort(),
+    };
     const now = new Date();
     const ca = newCa(now, 2, 'modrule-e2e-ca');
     const serving = issueServingCert(ca, ['127.0.0.1', 'localhost'], now, 1);
@@ -93,14 +106,17 @@ export class LocalControlPlane {
       ca.cert,
       token,
     );
+    writeFileSync(join(dir, 'kubeconfig'), cp.kubeConfigYaml(), { mode: 0o600 });
     try {
       await cp.startEtcd();
       await cp.startApiServer();
+      if (options.controllerManager && existsSync(join(assets, 'kube-controller-manager'))) {
+        cp.startControllerManager();
+      }
     } catch (err) {
       await cp.stop();
       throw err;
     }
-    writeFileSync(join(dir, 'kubeconfig'), cp.kubeConfigYaml(), { mode: 0o600 });
     return cp;
   }
 
@@ -143,7 +159,7 @@ export class LocalControlPlane {
   }
 
   /** The last lines a component logged (for failure messages). */
-  logTail(name: 'etcd' | 'apiserver', lines = 30): string {
+  logTail(name: 'etcd' | 'apiserver' | 'controller-manager', lines = 30): string {
     try {
       return readFileSync(join(this.dir, `${name}.log`), 'utf8')
         .split('\n')
@@ -178,7 +194,9 @@ export class LocalControlPlane {
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
       `--secure-port=${this.ports.apiserver}`,
-      '--insecure-port=0',
+      // 1.37 refuses a loopback advertise address for the "kubernetes" Endpoints: no reconciler (no Service here
+      // has endpoints anyway; webhooks are called by URL).
+      '--endpoint-reconciler-type=none',
       `--tls-cert-file=${join(d, 'apiserver.crt')}`,
       `--tls-private-key-file=${join(d, 'apiserver.key')}`,
       `--token-auth-file=${join(d, 'tokens.csv')}`,
@@ -190,8 +208,33 @@ export class LocalControlPlane {
       '--authorization-mode=RBAC',
       '--allow-privileged=true',
       '--profiling=false',
-      '--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
+      '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,ResourceQuota,' +
+        'MutatingAdmissionPolicy,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook',
     ];
+  }
+
+  /** Whether kube-controller-manager runs (garbage collector, namespace controller). */
+  get hasControllerManager(): boolean {
+    return this.controllerManager !== null && !exited(this.controllerManager);
+  }
+
+  private startControllerManager(): void {
+    const d = this.dir;
+    const kubeconfig = join(d, 'kubeconfig');
+    // The controllers a cluster's objects need here: no nodes run, so the node and volume ones stay off.
+    this.controllerManager = this.spawnLogged('controller-manager', 'kube-controller-manager', [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${this.ports.controllerManager}`,
+      '--leader-elect=false',
+      `--service-account-private-key-file=${join(d, 'sa.key')}`,
+      `--root-ca-file=${join(d, 'ca.crt')}`,
+      '--controllers=*,-node-ipam-controller,-node-lifecycle-controller,-persistentvolume-attach-detach-controller,' +
+        '-persistentvolume-binder-controller,-persistentvolume-expander-controller,-ttl-controller,' +
+        '-bootstrap-signer-controller,-token-cleaner-controller',
+    ]);
   }
 
   private async startApiServer(): Promise<void> {
@@ -265,6 +308,7 @@ export class LocalControlPlane {
 
   async stop(): Promise<void> {
     if (this.etcdPaused) this.resumeEtcd();
+    if (this.controllerManager) await terminate(this.controllerManager, 3000);
     if (this.apiserver) await terminate(this.apiserver, 3000);
     if (this.etcd) await terminate(this.etcd, 3000);
     rmSync(this.dir, { recursive: true, force: true });
