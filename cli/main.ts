@@ -14,6 +14,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run ModRule test suites (modrule-test.yaml): expected patches and rejections',
     load: async () => (await import('./test')).run,
   },
+  export: {
+    summary: 'compile ModRules to native admission policies (--native) for kubectl apply',
+    load: async () => (await import('./export')).run,
+  },
   validate: {
     summary: 'check ModRule files offline as the admission webhook does (pre-commit, CI)',
     load: async () => (await import('./validate')).run,

@@ -93,7 +93,7 @@ export function valueGuard(
   absentOk = true,
 ): Guard {
   const opt = celOptional(path);
-  const present = celOf(`${opt}.value()`);
+  const present = celOf(`dyn(${opt}.value())`);
   return {
     cel: absentOk ? `!${opt}.hasValue() || (${present})` : `${opt}.hasValue() && (${present})`,
     holds: (object) => {
@@ -120,7 +120,7 @@ export function pathGuard(
   if (path.root.kind !== 'element') return valueGuard(path, celOf, test, what, absentOk);
   if (!list) throw new Error('internal: an element path without its list');
   const opt = celOptional(path);
-  const present = celOf(`${opt}.value()`);
+  const present = celOf(`dyn(${opt}.value())`);
   return everyElementGuard(
     list,
     path.root.variable,
@@ -148,11 +148,16 @@ export function noLastAppliedGuard(annotation: string): Guard {
   };
 }
 
-/** CEL: the value is a string, a boolean or an integer Go's %v and CEL's string() print alike. */
+/**
+ * CEL: the value is a string, a boolean or an integer that Go's %v and CEL's string() print alike (below 1e6: Go
+ * prints larger float64s with an exponent). Integers may reach CEL as int or as an integral double. (Unstructured
+ * ints have no int() conversion in the API server: int(x) is only ever applied to doubles.)
+ */
 export function celPrintable(v: string): string {
   return (
-    `type(${v}) == string || type(${v}) == bool || ((type(${v}) == int || type(${v}) == double) && ` +
-    `${v} > -1000000 && ${v} < 1000000 && double(int(${v})) == ${v})`
+    `type(${v}) == string || type(${v}) == bool || ` +
+    `(type(${v}) == int && ${v} > -1000000 && ${v} < 1000000) || ` +
+    `(type(${v}) == double && ${v} > -1000000.0 && ${v} < 1000000.0 && double(int(${v})) == ${v})`
   );
 }
 
@@ -167,5 +172,8 @@ export function isPrintable(v: JsonValue): boolean {
 
 /** CEL: a printable value (celPrintable) as Go's %v prints it. */
 export function celPrint(v: string): string {
-  return `(type(${v}) == string ? ${v} : (type(${v}) == bool ? string(${v}) : string(int(${v}))))`;
+  return (
+    `(type(${v}) == string ? ${v} : (type(${v}) == bool || type(${v}) == int ? string(${v}) : ` +
+    `string(int(${v}))))`
+  );
 }

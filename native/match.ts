@@ -98,7 +98,7 @@ function iteratedItem(
       everyElementGuard(
         selection.list,
         ELEMENT,
-        or([`!${suffix}.hasValue()`, celPrintable(`${suffix}.value()`)]),
+        or([`!${suffix}.hasValue()`, celPrintable(`dyn(${suffix}.value())`)]),
         (el) => {
           const v = walk(el, selection.suffix);
           return v === ABSENT || isPrintable(v);
@@ -108,7 +108,7 @@ function iteratedItem(
     );
   }
   const keep = and([selection.filter, `${suffix}.hasValue()`]);
-  const values = `${list}.transformList(i, ${ELEMENT}, ${keep}, ${suffix}.value())`;
+  const values = `${list}.transformList(i, ${ELEMENT}, ${keep}, dyn(${suffix}.value()))`;
   // Bound once: [values].all(r, ...) evaluates the comprehension a single time.
   return `[${values}].all(r, size(r) == 0 ? ${neg} : ${quantified('r', item, compare)})`;
 }

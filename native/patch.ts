@@ -278,8 +278,8 @@ function iteratedOperation(
         `operations ${other.index} and ${index} both write below ${pointer(tail.slice(0, k))}`,
       );
   }
-  if (tail.length > 0)
-    ctx.guards.add(elementShapeGuard(list, tail.slice(0, -1), 'each element has the shape the path needs'));
+  // Every container from the element down to the written member: a null or scalar element would make add insert.
+  ctx.guards.add(elementShapeGuard(list, tail, 'each element has the shape the path needs'));
   const suffix = element(selection.suffix);
   const keep = and([selection.filter, `${celOptional(suffix)}.hasValue()`]);
   const value = valueOf(op, ctx, { selected: suffix, list });

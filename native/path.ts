@@ -44,7 +44,7 @@ export function celOptional(path: FieldPath): string {
 
 /** The CEL list at the path, or an empty list (dyn-typed, so comprehension variables are dyn). */
 export function celListAt(path: FieldPath): string {
-  return `${celOptional(path)}.orValue(dyn([]))`;
+  return `dyn(${celOptional(path)}.orValue(dyn([])))`;
 }
 
 /** The CEL value at the path, or null (dyn-typed). */
@@ -86,7 +86,7 @@ export function celShape(path: FieldPath): string {
     const want = typeof path.tokens[i] === 'number' ? 'list' : 'map';
     if (i === 0 && path.root.kind === 'object') continue; // the object itself is a map
     const opt = celOptional(prefix);
-    parts.push(or([`!${opt}.hasValue()`, `type(${opt}.value()) == ${want}`]));
+    parts.push(or([`!${opt}.hasValue()`, `type(dyn(${opt}.value())) == ${want}`]));
   }
   return and(parts);
 }

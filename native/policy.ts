@@ -86,8 +86,10 @@ export function mutatingPolicy(rule: CompiledRule, parts: PolicyParts, scope: Dr
     kind: 'MutatingAdmissionPolicy',
     metadata: metadata(rule),
     spec: {
-      // KubeMod fails open on Patch rules (the dragnet webhook's failurePolicy is Ignore).
-      failurePolicy: 'Ignore',
+      // Fail: a patch the API server cannot apply (a boolean label, a string where a number belongs) refuses the
+      // request, as KubeMod's patch does when the patched object is invalid; Ignore would store it unpatched. The
+      // guards keep CEL from failing on anything else (see docs/native.md for the cost limit).
+      failurePolicy: 'Fail',
       // As the dragnet webhook: when a later webhook changes the object, the rule runs again.
       reinvocationPolicy: 'IfNeeded',
       matchConstraints: constraints(scope, operations),

@@ -310,7 +310,7 @@ function binaryPredicate(
     const opt = celOptional(left.path);
     printableGuard(left, ctx, scope);
     // An undefined left side is false for both =~ and !~.
-    const test = `${celPrint(`${opt}.value()`)}.matches(${celRegex(rightNode.value)})`;
+    const test = `${celPrint(`dyn(${opt}.value())`)}.matches(${celRegex(rightNode.value)})`;
     const t = and([`${opt}.hasValue()`, op === '=~' ? test : not(test)]);
     return { t, f: not(t) };
   }
@@ -318,7 +318,7 @@ function binaryPredicate(
   if (op === '==' || op === '!=') {
     const [path, lit] = pathAndLiteral(left, right, op);
     const opt = celOptional(path.path);
-    const eq = celLooseEquals(`${opt}.value()`, lit.value);
+    const eq = celLooseEquals(`dyn(${opt}.value())`, lit.value);
     if (eq.excludeStrings) notStringGuard(path, ctx, scope);
     // Undefined on either side is false for == and != alike.
     const t = and([`${opt}.hasValue()`, op === '==' ? eq.cel : not(eq.cel)]);
@@ -331,7 +331,7 @@ function binaryPredicate(
     if (items.some((x) => x !== null && typeof x === 'object'))
       throw new NoCelForm('in with lists or maps in the list');
     const opt = celOptional(left.path);
-    const t = and([`${opt}.hasValue()`, or(items.map((x) => `${opt}.value() == ${literalCel(x)}`))]);
+    const t = and([`${opt}.hasValue()`, or(items.map((x) => `dyn(${opt}.value()) == ${literalCel(x)}`))]);
     return { t, f: not(t) };
   }
   if (op === '<' || op === '<=' || op === '>' || op === '>=') {
@@ -347,7 +347,7 @@ function binaryPredicate(
     if (left.kind !== 'path') throw new NoCelForm(`${op} between literals`);
     numberGuard(left, ctx, scope);
     const opt = celOptional(left.path);
-    const t = and([`${opt}.hasValue()`, `${opt}.value() ${op} ${n}`]);
+    const t = and([`${opt}.hasValue()`, `dyn(${opt}.value()) ${op} ${n}`]);
     return { t, f: not(t) };
   }
   throw new NoCelForm(`operator ${op}`);

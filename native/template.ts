@@ -2,7 +2,7 @@ import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import type { ArgNode, CommandNode, Node } from '../template/ast';
 import { formatGoFloat } from '../jsonpath';
 import { celString, or } from './cel';
-import { celPrintable, isPrintable, pathGuard } from './guard';
+import { celPrint, celPrintable, isPrintable, pathGuard } from './guard';
 import { ABSENT, celOptional, celValueOrNull, FieldPath, Found, rootValue, walk } from './path';
 import { NoCelForm } from './values';
 import { SelectContext } from './select';
@@ -233,13 +233,13 @@ function printableGuard(path: FieldPath, scope: TemplateScope): void {
 function printCel(p: Extract<Part, { kind: 'value' }>): string {
   const opt = celOptional(p.path);
   if (p.replaces.length > 0) {
-    let out = `${opt}.value()`;
+    let out = `dyn(${opt}.value())`;
     for (const [a, b] of p.replaces) out = `${out}.replace(${celString(a)}, ${celString(b)})`;
     return `string(${out})`;
   }
   const v = 'p';
-  const one = `(type(${v}) == string ? ${v} : (type(${v}) == bool ? string(${v}) : string(int(${v}))))`;
-  const listText = `"[" + ${v}.map(y, (type(y) == string ? y : (type(y) == bool ? string(y) : string(int(y))))).join(" ") + "]"`;
+  const one = celPrint(v);
+  const listText = `"[" + ${v}.map(y, ${celPrint('y')}).join(" ") + "]"`;
   return `[${celValueOrNull(p.path)}].map(${v}, ${v} == null ? "<no value>" : (type(${v}) == list ? ${listText} : ${one}))[0]`;
 }
 

@@ -19,6 +19,8 @@ export function celGoTextEquals(v: string, text: string): string {
       `${JSON.stringify(text)} looks like a Go-printed list or map; CEL has no printing to compare with`,
     );
   }
+  // dyn(): CEL infers a comprehension variable's type from its first comparison; the value may be of any type.
+  v = `dyn(${v})`;
   const parts = [`${v} == ${celString(text)}`];
   const n = Number(text);
   if (text.trim() !== '' && Number.isFinite(n) && formatGoFloat(n) === text) {
@@ -49,6 +51,7 @@ export function goTextEquals(value: JsonValue, text: string): boolean {
  * be excluded by a guard (a number literal against a string: Go's ParseFloat has no exact CEL twin).
  */
 export function celLooseEquals(v: string, literal: JsonValue): { cel: string; excludeStrings: boolean } {
+  v = `dyn(${v})`;
   if (literal === null) return { cel: `${v} == null`, excludeStrings: false };
   if (typeof literal === 'boolean') {
     const words = literal ? `${v} == "true" || ${v} == "TRUE"` : `${v} == "false" || ${v} == "FALSE"`;
@@ -80,7 +83,7 @@ export function celLooseEquals(v: string, literal: JsonValue): { cel: string; ex
 
 /** CEL: KubeMod's length() of an optional value is defined (null, absent, string, list or map). */
 export function celLengthDefined(opt: string): string {
-  const v = `${opt}.value()`;
+  const v = `dyn(${opt}.value())`;
   return or([
     `!${opt}.hasValue()`,
     `${v} == null`,
@@ -92,6 +95,6 @@ export function celLengthDefined(opt: string): string {
 
 /** CEL: KubeMod's length() (UTF-8 bytes for strings, 0 for null or absent); only where celLengthDefined holds. */
 export function celLength(opt: string): string {
-  const v = `${opt}.value()`;
+  const v = `dyn(${opt}.value())`;
   return `(!${opt}.hasValue() || ${v} == null ? 0 : (type(${v}) == string ? size(bytes(${v})) : size(${v})))`;
 }

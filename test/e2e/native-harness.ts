@@ -18,6 +18,7 @@ import {
   policyPath,
   residualRule,
 } from '../../native';
+import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
 import { bundleObjects, waitFor } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
 
@@ -175,42 +176,40 @@ export class DifferentialHarness {
     });
     this.webhooks.native.store.replaceRules([], residuals);
     const inputs = c.objects.flatMap((o) => [o, withLastApplied(o)]);
-    const web: Outcome[][] = [];
+    const web: Outcome[][][] = [];
     for (const o of inputs) web.push(await this.send(c.id, 'web', o));
+    // Per target namespace (or the one cluster-scoped target) and step (create, update): an object the rule changes
+    // or rejects there, to see the policy of that namespace in force before the native side runs.
     let affected = 0;
-    let probe: { input: JsonObject; want: Outcome } | undefined;
+    const probes = new Map<string, Probe>();
     for (let i = 0; i < inputs.length; i++) {
-      const control = await this.send(c.id, 'none', inputs[i], true);
-      if (!sameOutcome(control[0], 'none', web[i][0], 'web', c.id)) {
-        if (process.env.NATIVE_DIFF_DEBUG)
-          process.stderr.write(
-            `${describeObject(inputs[i])}: ${jsonDiff(normalize(control[0], c.id, 'none'), normalize(web[i][0], c.id, 'web')).join('; ')}\n`,
-          );
-        affected++;
-        probe ??= { input: inputs[i], want: web[i][0] };
-      }
+      const control = await this.send(c.id, 'none', inputs[i]);
+      let changed = false;
+      control.forEach((target, t) =>
+        target.forEach((outcome, step) => {
+          const want = web[i][t][step];
+          if (!want || sameOutcome(outcome, 'none', want, 'web', c.id)) return;
+          changed = true;
+          const key = `${isClusterScoped(inputs[i])}/${t}/${step}`;
+          if (!probes.has(key)) probes.set(key, { input: inputs[i], want, target: t, step });
+        }),
+      );
+      if (changed) affected++;
     }
     const started = Date.now();
-    if (probe) {
-      const p = probe;
+    for (const p of probes.values()) {
       await waitFor(
         'the native policy to take effect',
-        async () =>
-          sameOutcome((await this.send(c.id, 'native', p.input, true))[0], 'native', p.want, 'web', c.id),
+        async () => sameOutcome(await this.probe(c.id, p), 'native', p.want, 'web', c.id),
         15_000,
         100,
-      ).catch(async () => {
-        if (!process.env.NATIVE_DIFF_DEBUG) return;
-        const got = (await this.send(c.id, 'native', p.input, true))[0];
-        const diff = jsonDiff(normalize(p.want, c.id, 'web'), normalize(got, c.id, 'native'));
-        process.stderr.write(`probe ${describeObject(p.input)} never matched: ${diff.join('; ')}\n`);
-      });
+      ).catch(() => undefined);
     }
     const propagationMs = Date.now() - started;
     const comparisons: Comparison[] = [];
     for (let i = 0; i < inputs.length; i++) {
       const native = await this.send(c.id, 'native', inputs[i]);
-      comparisons.push({ object: describeObject(inputs[i]), web: web[i], native });
+      comparisons.push({ object: describeObject(inputs[i]), web: web[i].flat(), native: native.flat() });
     }
     for (const x of compiledAll) {
       if (!x.fits) continue;
@@ -257,11 +256,41 @@ export class DifferentialHarness {
     }));
   }
 
-  /** Creates the object on one side (in each of its namespaces when namespaced), then updates it. */
-  private async send(id: number, side: Side, input: JsonObject, dryRun = false): Promise<Outcome[]> {
-    const out: Outcome[] = [];
+  /** What the native side does now with a probe's object, without keeping it (dry run, or created and deleted). */
+  private async probe(id: number, p: Probe): Promise<Outcome> {
+    if (p.step === 0) return (await this.send(id, 'native', p.input, true))[p.target][0];
+    const targets = isClusterScoped(p.input) ? [undefined] : this.namespaces(id, 'native');
+    const obj = instantiate(p.input, id, 'native', targets[p.target]);
+    let created: JsonObject;
+    try {
+      created = await this.client.request('POST', collectionOf(obj), { body: obj });
+    } catch (err) {
+      return { rejected: rejection(err) };
+    }
+    try {
+      return {
+        stored: await this.client.request('PUT', pathOf(created), {
+          body: touched(created),
+          query: { dryRun: 'All' },
+        }),
+      };
+    } catch (err) {
+      return { rejected: rejection(err) };
+    } finally {
+      await this.client.request('DELETE', pathOf(created)).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Creates the object on one side, in each of its namespaces (or once, cluster-scoped), then updates it (not in a
+   * dry run): per target, the create's outcome and the update's.
+   */
+  private async send(id: number, side: Side, input: JsonObject, dryRun = false): Promise<Outcome[][]> {
+    const all: Outcome[][] = [];
     const targets = isClusterScoped(input) ? [undefined] : this.namespaces(id, side);
     for (const ns of targets) {
+      const out: Outcome[] = [];
+      all.push(out);
       const obj = instantiate(input, id, side, ns);
       let created: JsonObject;
       try {
@@ -290,7 +319,7 @@ export class DifferentialHarness {
         out.push({ rejected: rejection(err) });
       }
     }
-    return out;
+    return all;
   }
 }
 
@@ -305,7 +334,39 @@ const COLLECTIONS: Record<string, string> = {
   Deployment: '/apis/apps/v1/namespaces/{ns}/deployments',
   StatefulSet: '/apis/apps/v1/namespaces/{ns}/statefulsets',
   DaemonSet: '/apis/apps/v1/namespaces/{ns}/daemonsets',
+  [FUZZ_KIND]: `/apis/${FUZZ_API_VERSION}/namespaces/{ns}/configmaps`,
 };
+
+/**
+ * The generator's kind: a custom resource whose spec keeps any JSON, so CEL meets numbers, nulls, lists and maps
+ * where rules read strings. Its plural is `configmaps`, a resource the dragnet webhook (apiGroups *) matches.
+ */
+export function fuzzCrd(): JsonObject {
+  const [group, version] = FUZZ_API_VERSION.split('/');
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `configmaps.${group}` },
+    spec: {
+      group,
+      names: { kind: FUZZ_KIND, listKind: `${FUZZ_KIND}List`, plural: 'configmaps', singular: 'fuzzmap' },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: version,
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
 
 /** The collection a corpus object is created in. */
 export function collectionOf(obj: JsonObject): string {
@@ -333,6 +394,26 @@ function startServer(serving: { cert: string; key: string }, store: RuleStore): 
   );
 }
 
+/** An object the rule changes or rejects on the webhook side, at one target and step (0 create, 1 update). */
+interface Probe {
+  readonly input: JsonObject;
+  readonly want: Outcome;
+  readonly target: number;
+  readonly step: number;
+}
+
+/** The update the harness sends: the stored object with one more annotation. */
+function touched(created: JsonObject): JsonObject {
+  const meta = created.metadata as JsonObject;
+  return {
+    ...created,
+    metadata: {
+      ...meta,
+      annotations: { ...((meta.annotations as JsonObject) ?? {}), 'modrule-diff/updated': 'yes' },
+    },
+  };
+}
+
 function withLabel(selector: JsonObject, key: string, value: string): JsonObject {
   const labels = isJsonObject(selector.matchLabels) ? selector.matchLabels : {};
   return { ...selector, matchLabels: { ...labels, [key]: value } };
@@ -341,7 +422,8 @@ function withLabel(selector: JsonObject, key: string, value: string): JsonObject
 function rejection(err: unknown): string {
   if (!(err instanceof KubeApiError)) throw err;
   const m = /operation rejected by the following ModRule\(s\): .*$/s.exec(err.message);
-  return m ? m[0] : `${err.status}: ${err.message}`;
+  // Anything else (an invalid patched object, say): the write is refused, in words that differ by path.
+  return m ? m[0] : `refused by the API server (${err.status >= 500 ? 'server error' : 'client error'})`;
 }
 
 const SERVER_FIELDS = [
