@@ -147,7 +147,37 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
       onDelete ? 'request.operation == "DELETE" ? oldObject : object' : undefined,
     );
   }
+  const tooLong = expressions(policy).find((e) => [...e].length > MAX_EXPRESSION);
+  if (tooLong !== undefined)
+    return {
+      fits: false,
+      rule,
+      reasons: [
+        {
+          field: 'spec',
+          message:
+            `a CEL expression of ${[...tooLong].length} code points, over the API server's limit of ` +
+            `${MAX_EXPRESSION} (long matchValues or messages)`,
+        },
+      ],
+    };
   return { fits: true, rule, policy, binding: policyBinding(policy), guards, reads: ctx.reads, effects };
+}
+
+/** The API server's limit on one CEL expression (code points). */
+const MAX_EXPRESSION = 100_000;
+
+function expressions(policy: JsonObject): string[] {
+  const spec = policy.spec as JsonObject;
+  const out: string[] = [];
+  for (const list of [spec.matchConditions, spec.validations, spec.variables, spec.mutations])
+    for (const item of (list ?? []) as JsonObject[]) {
+      if (typeof item.expression === 'string') out.push(item.expression);
+      if (typeof item.messageExpression === 'string') out.push(item.messageExpression);
+      const patch = item.jsonPatch as JsonObject | undefined;
+      if (patch && typeof patch.expression === 'string') out.push(patch.expression);
+    }
+  return out;
 }
 
 function fieldOf(message: string, fallback: string): string {

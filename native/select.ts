@@ -11,6 +11,7 @@ import {
   isPrintable,
   pathGuard,
   shapeGuard,
+  valueGuard,
 } from './guard';
 import { celOptional, celShape, celValueOrNull, FieldPath, shapeHolds, Token } from './path';
 import { celLength, celLengthDefined, celLooseEquals, NoCelForm } from './values';
@@ -151,6 +152,14 @@ function iterated(ast: PathNode, at: number, ctx: SelectContext): Selection {
     reads.push({ root: 'object', tokens: [...list.tokens, '*', ...tokens] });
   if (suffix.length > 0) elementRead(suffix);
   ctx.guards.add(shapeGuard({ root: list.root, tokens: [...list.tokens, 0] }, 'the list is a list'));
+  ctx.guards.add(
+    valueGuard(
+      list,
+      (v) => `type(${v}) != list || size(${v}) <= ${MAX_ITERATED}`,
+      (v) => !Array.isArray(v) || v.length <= MAX_ITERATED,
+      `at most ${MAX_ITERATED} elements to iterate`,
+    ),
+  );
   const filterReads: Token[][] = [];
   let filter = 'true';
   if (seg.type === 'filter') {
@@ -166,6 +175,12 @@ function iterated(ast: PathNode, at: number, ctx: SelectContext): Selection {
   }
   return { kind: 'iterated', list, filter, suffix, filterReads };
 }
+
+/**
+ * Longest list a policy iterates. CEL's runtime cost grows with the list (the API server stops an expression at
+ * 1,000,000 units: a 40,000-element list already does, see docs/native.md); longer lists go to the webhook.
+ */
+export const MAX_ITERATED = 5000;
 
 /** The CEL variable list elements are bound to in generated comprehensions (one level of iteration only). */
 export const ELEMENT = 'el';
