@@ -16,6 +16,7 @@ import {
   PolicyParts,
   validatingPolicy,
 } from './policy';
+import { withProbe } from './probe';
 import { scopeCondition } from './scope';
 import { Read, SelectContext } from './select';
 import { compileTemplateBody } from './template';
@@ -147,7 +148,8 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
       onDelete ? 'request.operation == "DELETE" ? oldObject : object' : undefined,
     );
   }
-  const tooLong = expressions(policy).find((e) => [...e].length > MAX_EXPRESSION);
+  // Measured with the probe the operator adds (native/probe.ts): the policy must fit either way.
+  const tooLong = expressions(withProbe(policy)).find((e) => [...e].length > MAX_EXPRESSION);
   if (tooLong !== undefined)
     return {
       fits: false,

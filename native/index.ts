@@ -9,9 +9,13 @@ export {
   policyPath,
   POLICY_API_VERSION,
   RULE_ANNOTATION,
+  SERVE_ANNOTATION,
 } from './policy';
+export { effectsOf, interferenceProblem } from './interference';
+export type { OtherRule, RuleEffects } from './interference';
 export { originalOf, residualRule } from './residual';
 export { overlaps, writeAffects } from './effects';
 export type { Guards } from './guard';
 export type { Read } from './select';
 export type { OperationEffect, Pattern } from './patch';
+export { PROBE_ANNOTATION, PROBED_ANNOTATION, probeAnswered, probeEvent, tokenOf, withProbe } from './probe';

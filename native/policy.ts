@@ -4,6 +4,11 @@ import { DragnetScope } from './dragnet';
 
 /** The API version of MutatingAdmissionPolicy and ValidatingAdmissionPolicy (GA; what Kubernetes 1.37 serves). */
 export const POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
+/**
+ * Annotation on a ModRule asking for the native path: "true" (or, with the operator's --native-policies=all, anything
+ * but "false"). An annotation, not a spec field: the ModRule spec stays KubeMod's.
+ */
+export const SERVE_ANNOTATION = 'native.modrule.io/serve';
 /** Annotation on a generated policy naming the ModRule it was compiled from (namespace/name). */
 export const RULE_ANNOTATION = 'native.modrule.io/rule';
 
