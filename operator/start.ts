@@ -11,6 +11,7 @@ import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
 import { SelfSignedCertificates } from './self-signed';
+import { NativeController, NativeMode } from './native';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 
@@ -35,6 +36,10 @@ export interface OperatorConfig {
   extraHosts?: string[];
   /** Write Ready conditions and events to ModRules; default true. */
   writeStatus?: boolean;
+  /** ModRules served by the API server as admission policies where they fit (issue 19); default 'opt-in'. */
+  nativePolicies?: NativeMode;
+  /** How long an accepted policy runs alongside the webhook before the webhook leaves the rule to it. */
+  nativeSettleMs?: number;
   /**
    * On stop, how long to keep serving while reporting unready, so the API server stops routing to this replica
    * before it closes (endpoint removal is asynchronous); default 0.
@@ -45,6 +50,8 @@ export interface OperatorConfig {
 /** A running operator. */
 export interface RunningOperator {
   readonly store: RuleStore;
+  /** The native policy controller, unless nativePolicies is 'off'. */
+  readonly native: NativeController | null;
   readonly webhook: RunningWebhook;
   /** The served certificates' CA bundle (self mode), for clients that must trust the webhook. */
   caBundle(): string | null;
@@ -98,9 +105,26 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     config.writeStatus === false
       ? null
       : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
-  const rules = new ClusterSync({ client, store, logger, status });
+  const mode = config.nativePolicies ?? 'opt-in';
+  const native =
+    mode === 'off'
+      ? null
+      : new NativeController({
+          client,
+          store,
+          status,
+          logger,
+          mode,
+          clusterNamespace: config.clusterNamespace,
+          podNamespace: config.podNamespace,
+          settleMs: config.nativeSettleMs,
+        });
+  const rules = new ClusterSync({ client, store, logger, status, observer: native ?? undefined });
   let draining = false;
   rules.start();
+  void native
+    ?.start()
+    .catch((err: Error) => logger.error('native policies failed to start', { error: err.message }));
   void rules.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
 
   let certs: SelfSignedCertificates | null = null;
@@ -129,7 +153,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+    await Promise.all([rules.stop(), native?.stop(), status?.stop(), certs?.stop()]);
     throw err;
   }
   tls = served;
@@ -154,7 +178,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
     });
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+    await Promise.all([rules.stop(), native?.stop(), status?.stop(), certs?.stop()]);
     served.close();
     throw err;
   }
@@ -167,6 +191,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   let stopping: Promise<void> | null = null;
   return {
     store,
+    native,
     webhook,
     caBundle: () => certs?.current()?.caCert ?? null,
     isReady: () => !draining && rules.isReady(),
@@ -175,7 +200,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+        await Promise.all([rules.stop(), native?.stop(), status?.stop(), certs?.stop()]);
         served.close();
         logger.info('operator stopped');
       })();
