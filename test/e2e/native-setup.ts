@@ -118,7 +118,10 @@ export async function setUp(
       nativePolicies: mode,
       nativeSettleMs: 300,
     },
-    { client: await serviceAccountClient(admin, kc), logger: process.env.E2E_LOG ? createLogger('debug') : silentLogger() },
+    {
+      client: await serviceAccountClient(admin, kc),
+      logger: process.env.E2E_LOG ? createLogger('debug') : silentLogger(),
+    },
   );
   await waitFor('the operator to be ready', async () => operator.isReady());
   await waitFor('the webhook to admit ModRules', async () => {
