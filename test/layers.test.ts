@@ -14,6 +14,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['store'],
   ['engine'],
   ['webhook'],
+  ['audit'],
   ['operator'],
   ['cli'],
   ['bench', 'test'],

@@ -1,0 +1,207 @@
+import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
+import { ObjectAudit, ObjectRef, RuleResult } from './types';
+
+/** The report APIs modrule writes: OpenReports (the default) or the wg-policy PolicyReport Kyverno writes. */
+export type ReportFormat = 'openreports' | 'wgpolicyk8s';
+export const REPORT_FORMATS: readonly ReportFormat[] = ['openreports', 'wgpolicyk8s'];
+
+/** Group, version, and the namespaced and cluster kinds of each report API. */
+export const REPORT_APIS: Record<
+  ReportFormat,
+  {
+    group: string;
+    version: string;
+    namespaced: { kind: string; resource: string };
+    cluster: { kind: string; resource: string };
+  }
+> = {
+  openreports: {
+    group: 'openreports.io',
+    version: 'v1alpha1',
+    namespaced: { kind: 'Report', resource: 'reports' },
+    cluster: { kind: 'ClusterReport', resource: 'clusterreports' },
+  },
+  wgpolicyk8s: {
+    group: 'wgpolicyk8s.io',
+    version: 'v1alpha2',
+    namespaced: { kind: 'PolicyReport', resource: 'policyreports' },
+    cluster: { kind: 'ClusterPolicyReport', resource: 'clusterpolicyreports' },
+  },
+};
+
+/** Every report modrule writes has this name (one per namespace, one cluster report) and these labels. */
+export const REPORT_NAME = 'modrule-audit';
+export const REPORT_SOURCE = 'modrule';
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'modrule' } as const;
+/** How many results a report leaves out to stay under MAX_REPORT_BYTES (passes first). */
+export const OMITTED_ANNOTATION = 'modrule.io/omitted-results';
+/** Set when the scan behind a report did not finish (budget, a list it could not make): why. */
+export const PARTIAL_ANNOTATION = 'modrule.io/partial';
+
+/** etcd refuses objects over 1.5 MiB; a report stays well below, with its metadata. */
+export const MAX_REPORT_BYTES = 1024 * 1024;
+
+/** What the report says for each rule verdict. */
+const RESULT_OF: Record<RuleResult['verdict'], 'fail' | 'pass' | 'error'> = {
+  patch: 'fail',
+  reject: 'fail',
+  error: 'error',
+  pass: 'pass',
+};
+const ORDER = { fail: 0, error: 1, pass: 2 };
+const MAX_MESSAGE_CHARS = 400;
+const MAX_LISTED_OPERATIONS = 5;
+
+interface Entry {
+  ref: ObjectRef;
+  policy: string;
+  rule: string;
+  category: string;
+  result: 'fail' | 'pass' | 'error';
+  message: string;
+}
+
+function truncate(s: string): string {
+  return s.length > MAX_MESSAGE_CHARS ? `${s.slice(0, MAX_MESSAGE_CHARS - 3)}...` : s;
+}
+
+/** The message of one rule's result: what the webhook would do, in a line. */
+export function resultMessage(audit: ObjectAudit, result: RuleResult): string {
+  switch (result.verdict) {
+    case 'patch': {
+      const ops = audit.patch.slice(0, MAX_LISTED_OPERATIONS).map((o) => `${o.op} ${o.path}`);
+      if (audit.patch.length > MAX_LISTED_OPERATIONS) ops.push(`${audit.patch.length - ops.length} more`);
+      return truncate(
+        `would be patched${ops.length ? `: ${ops.join(', ')}` : ' (rejected by another rule)'}`,
+      );
+    }
+    case 'reject':
+      return truncate(`would be rejected${result.message ? `: ${result.message}` : ''}`);
+    case 'error':
+      return truncate(`failed: ${result.message ?? 'unknown error'}`);
+    default:
+      return 'in line with the rule';
+  }
+}
+
+const compareEntries = (a: Entry, b: Entry): number =>
+  ORDER[a.result] - ORDER[b.result] ||
+  (a.ref.kind < b.ref.kind ? -1 : a.ref.kind > b.ref.kind ? 1 : 0) ||
+  (a.ref.name < b.ref.name ? -1 : a.ref.name > b.ref.name ? 1 : 0) ||
+  (a.policy < b.policy ? -1 : a.policy > b.policy ? 1 : 0);
+
+/**
+ * Collects the results of an audit by namespace ('' for cluster-scoped objects) and turns them into one report per
+ * namespace plus a cluster report. Keeps only what the reports hold (no objects, no patches).
+ */
+export class ReportBuilder {
+  private readonly byNamespace = new Map<string, Entry[]>();
+
+  /** Adds one object's results. */
+  add(audit: ObjectAudit): void {
+    const ns = audit.ref.namespace;
+    let list = this.byNamespace.get(ns);
+    if (!list) this.byNamespace.set(ns, (list = []));
+    for (const r of audit.rules) {
+      list.push({
+        ref: audit.ref,
+        policy: `${r.rule.namespace}/${r.rule.name}`,
+        rule: r.rule.name,
+        category: `ModRule ${r.type}`,
+        result: RESULT_OF[r.verdict],
+        message: resultMessage(audit, r),
+      });
+    }
+  }
+
+  /** Namespaces with results ('' = cluster-scoped objects). */
+  namespaces(): string[] {
+    return [...this.byNamespace.keys()].sort();
+  }
+
+  /**
+   * The report for one namespace ('' = the cluster report), or undefined without results. `previous` (the report
+   * in the cluster) lends its timestamps to results that did not change, so an unchanged scan writes nothing new.
+   */
+  report(format: ReportFormat, namespace: string, now: Date, previous?: JsonObject): JsonObject | undefined {
+    const entries = this.byNamespace.get(namespace);
+    if (!entries || entries.length === 0) return undefined;
+    entries.sort(compareEntries);
+    const api = REPORT_APIS[format];
+    const known = previousTimestamps(previous);
+    const seconds = Math.floor(now.getTime() / 1000);
+    const summary = { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 };
+    const results: JsonObject[] = [];
+    let bytes = 0;
+    let omitted = 0;
+    for (const e of entries) {
+      summary[e.result]++;
+      const result = toResult(e, { seconds, nanos: 0 });
+      const same = known.get(identity(result));
+      if (same) result.timestamp = same;
+      const size = JSON.stringify(result).length;
+      if (bytes + size > MAX_REPORT_BYTES) {
+        omitted++;
+        continue;
+      }
+      bytes += size;
+      results.push(result);
+    }
+    const metadata: JsonObject = { name: REPORT_NAME, labels: { ...MANAGED_BY } };
+    if (namespace) metadata.namespace = namespace;
+    if (omitted > 0) metadata.annotations = { [OMITTED_ANNOTATION]: String(omitted) };
+    const kind = namespace ? api.namespaced.kind : api.cluster.kind;
+    const report: JsonObject = { apiVersion: `${api.group}/${api.version}`, kind, metadata };
+    // OpenReports names the producer once per report; PolicyReport v1alpha2 only per result.
+    if (format === 'openreports') report.source = REPORT_SOURCE;
+    report.summary = summary;
+    report.results = results;
+    return report;
+  }
+}
+
+function toResult(e: Entry, timestamp: JsonObject): JsonObject {
+  const resource: JsonObject = { apiVersion: e.ref.apiVersion, kind: e.ref.kind, name: e.ref.name };
+  if (e.ref.namespace) resource.namespace = e.ref.namespace;
+  if (e.ref.uid) resource.uid = e.ref.uid;
+  return {
+    source: REPORT_SOURCE,
+    policy: e.policy,
+    rule: e.rule,
+    category: e.category,
+    result: e.result,
+    scored: true,
+    message: e.message,
+    resources: [resource],
+    timestamp,
+  };
+}
+
+function identity(result: JsonObject): string {
+  const resource = (result.resources as JsonObject[])[0];
+  return JSON.stringify([result.policy, result.result, result.message, resource.uid ?? resource.name]);
+}
+
+function previousTimestamps(previous: JsonObject | undefined): Map<string, JsonValue> {
+  const out = new Map<string, JsonValue>();
+  const results = previous && Array.isArray(previous.results) ? previous.results : [];
+  for (const r of results) {
+    if (!isJsonObject(r) || !Array.isArray(r.resources) || !isJsonObject(r.resources[0])) continue;
+    if (r.timestamp !== undefined) out.set(identity(r), r.timestamp);
+  }
+  return out;
+}
+
+/** Whether a built report says the same as the one in the cluster (results, summary, our annotations). */
+export function sameReport(built: JsonObject, existing: JsonObject): boolean {
+  const ours = (r: JsonObject) => {
+    const annotations =
+      isJsonObject(r.metadata) && isJsonObject(r.metadata.annotations) ? r.metadata.annotations : {};
+    return [OMITTED_ANNOTATION, PARTIAL_ANNOTATION].map((a) => annotations[a] ?? null);
+  };
+  return (
+    jsonEqual(built.summary ?? null, existing.summary ?? null) &&
+    jsonEqual(built.results ?? [], existing.results ?? []) &&
+    jsonEqual(ours(built), ours(existing))
+  );
+}
