@@ -8,6 +8,8 @@ import { loadClusterAccess } from '../operator/credentials';
 import { SERVICE_ACCOUNT_DIR } from '../operator/incluster';
 import { createKubeClient, KubeClient } from '../operator/kube';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
+import { REPORT_FORMATS, ReportFormat } from '../audit/report';
+import { BackgroundAuditConfig } from '../operator/audit/background';
 import { budgetHelp, parseBudget } from './budget';
 import { CommandIO, UsageError } from './io';
 
@@ -28,6 +30,10 @@ options (environment variable in brackets):
   --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
                            (default /tmp/k8s-webhook-server/serving-certs)
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
+  --reports FORMAT         off, openreports or wgpolicyk8s: audit existing objects in the background (after rule
+                           changes and every --reports-interval) and keep one report per namespace [MODRULE_REPORTS]
+                           (default off; needs the report CRDs and RBAC of config/reports, see docs/audit.md)
+  --reports-interval S     seconds between full background audits [MODRULE_REPORTS_INTERVAL] (default 3600)
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace.
@@ -81,6 +87,22 @@ function serviceAccountNamespace(): string | undefined {
   }
 }
 
+/** --reports and --reports-interval: undefined when off. */
+function reportsConfig(
+  format: string,
+  where: string,
+  interval: string,
+  intervalWhere: string,
+): BackgroundAuditConfig | undefined {
+  if (format === 'off') return undefined;
+  if (!(REPORT_FORMATS as readonly string[]).includes(format))
+    throw new UsageError(`${where} must be off, ${REPORT_FORMATS.join(' or ')}, got "${format}"`);
+  const seconds = Number(interval);
+  if (!/^\d+$/.test(interval) || seconds < 1)
+    throw new UsageError(`${intervalWhere} must be a whole number of seconds, got "${interval}"`);
+  return { format: format as ReportFormat, intervalSeconds: seconds };
+}
+
 /** Parses flags, falling back to the environment, then defaults; throws UsageError. */
 export function parseOperatorArgs(
   args: string[],
@@ -103,6 +125,8 @@ export function parseOperatorArgs(
         'log-level': { type: 'string' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
+        reports: { type: 'string' },
+        'reports-interval': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -143,6 +167,12 @@ export function parseOperatorArgs(
     { value: budgetMs || undefined, where: budgetMsWhere },
     { value: budgetSteps || undefined, where: budgetStepsWhere },
   );
+  const [reports, reportsWhere] = pick('reports', 'MODRULE_REPORTS', 'off');
+  const [reportsInterval, reportsIntervalWhere] = pick(
+    'reports-interval',
+    'MODRULE_REPORTS_INTERVAL',
+    '3600',
+  );
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
   return {
@@ -155,6 +185,7 @@ export function parseOperatorArgs(
     extraHosts,
     logLevel: logLevel as LogLevel,
     budget,
+    reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
   };
 }
 

@@ -5,6 +5,7 @@ import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
+import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
 import { KubeClient } from './kube';
@@ -40,6 +41,8 @@ export interface OperatorConfig {
    * before it closes (endpoint removal is asynchronous); default 0.
    */
   shutdownDelayMs?: number;
+  /** Background audit reports (--reports); off when absent. */
+  reports?: BackgroundAuditConfig;
 }
 
 /** A running operator. */
@@ -158,6 +161,11 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     served.close();
     throw err;
   }
+  // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
+  const audit = config.reports
+    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced })
+    : null;
+  audit?.start();
   logger.info('webhook listening', {
     url: webhook.url,
     health: webhook.healthUrl,
@@ -175,7 +183,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+        await Promise.all([rules.stop(), status?.stop(), certs?.stop(), audit?.stop()]);
         served.close();
         logger.info('operator stopped');
       })();
