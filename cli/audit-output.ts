@@ -86,7 +86,7 @@ function plural(n: number, one: string, many = `${one}s`): string {
 export function summaryText(s: AuditSummary): string {
   const v = s.scan.verdicts;
   const lines = [
-    `audited ${plural(s.scan.evaluated, 'object')} (${plural(s.scan.listed, 'listed', 'listed')} from ${plural(s.resources, 'list')}) ` +
+    `audited ${plural(s.scan.evaluated, 'object')} of ${plural(s.resources, 'resource')} (${s.scan.listed.toLocaleString('en-US')} listed) ` +
       `in ${(s.scan.elapsedMs / 1000).toFixed(1)} s: ${v.patch} would be patched, ${v.reject} would be rejected, ` +
       `${v.error} failed, ${v.pass} in line`,
   ];

@@ -5,6 +5,7 @@ import { RuleStore } from '../store/rules';
 import { auditObject } from '../audit/evaluate';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { resourceName } from '../audit/types';
+import { ClusterAccess } from '../operator/access';
 import { loadClusterAccess } from '../operator/credentials';
 import { createKubeClient, KubeApiError, KubeClient } from '../operator/kube';
 import { MODRULES_PATH, NODES_PATH } from '../operator/sync';
@@ -45,9 +46,10 @@ Exit status: 0 nothing would change (with --apply: everything is in line now), 2
 rejected (with --apply: something is still not in line), 1 bad usage, an unreachable cluster or a partial result.
 `;
 
-/** Test and embedding hooks. */
+/** Test and embedding hooks: a client, or where the API server is, instead of the kubeconfig. */
 export interface AuditHooks {
   client?: KubeClient;
+  access?: ClusterAccess;
   env?: Record<string, string | undefined>;
 }
 
@@ -215,7 +217,7 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
   let server = '';
   if (!client) {
     try {
-      const access = await loadClusterAccess(hooks.env ?? process.env);
+      const access = hooks.access ?? (await loadClusterAccess(hooks.env ?? process.env));
       server = access.server;
       client = createKubeClient(access);
     } catch (err) {
