@@ -1,5 +1,6 @@
 import { isJsonObject, jsonEqual, JsonObject } from '../util/json';
-import { admit, AdmissionInput, AdmissionOutcome, RuleRef, scopeOf } from '../engine/admit';
+import { admit, AdmissionInput, AdmissionOutcome, prepare, RuleRef, scopeOf } from '../engine/admit';
+import { applyOperationsShared, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from '../engine/patch';
 import { CompiledRule } from '../modrule/compile';
 import { RuleSnapshot } from '../store/rules';
 import { rejectionMessage } from '../webhook/dragnet';
@@ -33,6 +34,7 @@ export function objectRef(object: JsonObject, resource: ServedResource): ObjectR
 }
 
 const key = (r: RuleRef) => `${r.namespace}/${r.name}`;
+const SYNTHETIC_REFS = 'syntheticRefs';
 
 /**
  * What the webhook would do to an existing object if it were updated unchanged: admit() with the object as both old
@@ -71,15 +73,18 @@ export function auditObject(
   const outcome = admit(request, snapshot);
   if (outcome.ignored) return undefined;
   const changing = changingRules(request, snapshot, outcome);
-  const rejected = new Map(outcome.rejections.map((r) => [key(r.rule), r.message]));
-  const failed = new Map(outcome.failures.map((f) => [key(f.rule), f.message]));
-  const results: RuleResult[] = rules.map((rule): RuleResult => {
-    const k = key(rule);
-    const base = { rule: { namespace: rule.namespace, name: rule.name }, type: rule.type };
-    if (rejected.has(k)) return { ...base, verdict: 'reject', message: rejected.get(k) };
-    if (failed.has(k)) return { ...base, verdict: 'error', message: failed.get(k) };
-    if (changing.has(k)) return { ...base, verdict: 'patch' };
-    return { ...base, verdict: 'pass' };
+  const rejected = outcome.rejections.length
+    ? new Map(outcome.rejections.map((r) => [key(r.rule), r.message]))
+    : null;
+  const failed = outcome.failures.length
+    ? new Map(outcome.failures.map((f) => [key(f.rule), f.message]))
+    : null;
+  const results = rules.map((rule): RuleResult => {
+    const k = rule.key;
+    if (rejected?.has(k)) return resultOf(rule, 'reject', rejected.get(k));
+    if (failed?.has(k)) return resultOf(rule, 'error', failed.get(k));
+    if (changing.has(k)) return resultOf(rule, 'patch');
+    return passOf(rule);
   });
   if (!outcome.allowed)
     return {
@@ -95,16 +100,55 @@ export function auditObject(
   return { ref, verdict, patch: [], message: '', rules: results };
 }
 
+function resultOf(rule: CompiledRule, verdict: RuleResult['verdict'], message?: string): RuleResult {
+  const r: RuleResult = { rule: { namespace: rule.namespace, name: rule.name }, type: rule.type, verdict };
+  if (message !== undefined) r.message = message;
+  return r;
+}
+
+// Most results are passes: one shared, never-changed result per rule instead of one per object and rule.
+const passes = new WeakMap<CompiledRule, RuleResult>();
+function passOf(rule: CompiledRule): RuleResult {
+  let r = passes.get(rule);
+  if (!r) {
+    r = Object.freeze({
+      rule: { namespace: rule.namespace, name: rule.name },
+      type: rule.type,
+      verdict: 'pass',
+    });
+    passes.set(rule, r);
+  }
+  return r;
+}
+
 function mib(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
+const byKeys = new WeakMap<readonly CompiledRule[], Map<string, CompiledRule>>();
+function rulesByKey(rules: readonly CompiledRule[]): Map<string, CompiledRule> {
+  let map = byKeys.get(rules);
+  if (!map) byKeys.set(rules, (map = new Map(rules.map((r) => [r.key, r]))));
+  return map;
+}
+
+/** Equal apart from syntheticRefs (a rule may write there; the webhook drops it from the result). */
+function sameObject(a: JsonObject, b: JsonObject): boolean {
+  if (a === b) return true;
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  keys.delete(SYNTHETIC_REFS);
+  for (const k of keys) if (!(k in a) || !(k in b) || !jsonEqual(a[k], b[k])) return false;
+  return true;
+}
+
 /**
- * The Patch rules whose changes end up in the patch. A rule can match and apply without changing anything (the
- * object already has its label), so "applied" is not "would patch". Each rule's effect is found by running the
- * rules in order up to and including it (a prefix of the evaluation order is evaluated exactly as in the full run:
- * later rules never influence earlier ones) and comparing with the prefix before it. Only for objects that would
- * be changed by more than one rule.
+ * The Patch rules whose changes end up in the object. A rule can match and apply without changing anything (the
+ * object already has its label), so "applied" is not "would patch". The engine applies the matching rules one after
+ * the other, each to the object as the rules before it left it (within a tier and across tiers), and drops failed
+ * rules whole; so replaying the applied rules in that order on the same prepared object gives the same states,
+ * and a rule changes the object exactly when its step does. Only for objects that more than one rule patched.
+ * A rule whose only effect is on kubectl's last-applied-configuration (the object has the value already, the
+ * annotation does not) changes no step: when no step changes anything, every applied rule is credited.
  */
 function changingRules(
   request: AdmissionInput,
@@ -117,29 +161,27 @@ function changingRules(
     ? outcome.patch.length > 0
     : outcome.object !== null && !jsonEqual(outcome.object, request.object as JsonObject);
   if (!changed) return new Set();
-  if (outcome.patched.length === 1) return new Set([key(outcome.patched[0])]);
-  const all = snapshot.rulesFor(request.namespace).filter((r) => r.type === 'Patch');
-  const wanted = new Set(outcome.patched.map(key));
+  const all = outcome.patched.map(key);
+  if (all.length === 1) return new Set(all);
+  const byKey = rulesByKey(snapshot.rulesFor(request.namespace));
+  const namespace = request.namespace ?? '';
+  const budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
+  let current = prepare(request.object as JsonObject, request.namespace, snapshot).object;
   const out = new Set<string>();
-  let before = request.object as JsonObject;
-  for (let i = 0; i < all.length; i++) {
-    if (!wanted.has(all[i].key)) continue;
-    const after = admit(request, withRules(snapshot, all.slice(0, i + 1))).object ?? before;
-    if (!jsonEqual(after, before)) out.add(all[i].key);
-    before = after;
+  for (const k of all) {
+    const rule = byKey.get(k);
+    if (!rule) continue;
+    let next: JsonObject;
+    try {
+      next = applyOperationsShared(
+        current,
+        resolveOperations(rule, current, namespace, budget),
+      ) as JsonObject;
+    } catch {
+      continue; // cannot happen for a rule that applied in the real run; credit it below if nothing else
+    }
+    if (!sameObject(next, current)) out.add(k);
+    current = next;
   }
-  return out;
-}
-
-/** The snapshot with only these rules in scope (for every namespace); manifests unchanged. */
-function withRules(snapshot: RuleSnapshot, rules: readonly CompiledRule[]): RuleSnapshot {
-  return {
-    clusterNamespace: snapshot.clusterNamespace,
-    rulesFor: () => rules,
-    namespace: (name) => snapshot.namespace(name),
-    node: (name) => snapshot.node(name),
-    ruleCount: rules.length,
-    namespaceCount: snapshot.namespaceCount,
-    nodeCount: snapshot.nodeCount,
-  };
+  return out.size > 0 ? out : new Set(all);
 }

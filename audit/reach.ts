@@ -36,13 +36,24 @@ export function ruleReaches(rule: CompiledRule, kind: string, apiVersion: string
   return reaches;
 }
 
-/** The rules of a list that take part in an UPDATE of an object of this resource. */
+// rulesFor() lists are memoized per snapshot and namespace: so is the part of them that reaches a resource.
+const reaching = new WeakMap<readonly CompiledRule[], Map<string, CompiledRule[]>>();
+
+/** The rules of a list that take part in an UPDATE of an object of this resource (memoized per list). */
 export function rulesReaching(
   rules: readonly CompiledRule[],
   resource: Pick<ServedResource, 'group' | 'version' | 'kind'>,
 ): CompiledRule[] {
   const apiVersion = apiVersionOf(resource);
-  return rules.filter((r) => r.operations.has('UPDATE') && ruleReaches(r, resource.kind, apiVersion));
+  let byResource = reaching.get(rules);
+  if (!byResource) reaching.set(rules, (byResource = new Map()));
+  const key = `${apiVersion}\n${resource.kind}`;
+  let list = byResource.get(key);
+  if (!list) {
+    list = rules.filter((r) => r.operations.has('UPDATE') && ruleReaches(r, resource.kind, apiVersion));
+    byResource.set(key, list);
+  }
+  return list;
 }
 
 /** The kinds a rule names exactly (`$.kind` with matchValue/matchValues, not negated); empty when it names none. */

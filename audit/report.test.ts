@@ -165,6 +165,19 @@ describe('ReportBuilder', () => {
     expect(omitted).toBeGreaterThan(0);
   });
 
+  it('keeps a bounded number of results in memory, failures first, and counts all of them', () => {
+    const small = new ReportBuilder(10);
+    for (let i = 0; i < 20; i++) small.add(audit(`p-${i}`, 'shop', [{ name: 'team' }]));
+    for (let i = 0; i < 5; i++) small.add(audit(`f-${i}`, 'shop', [{ name: 'team', verdict: 'patch' }]));
+    for (let i = 0; i < 10; i++) small.add(audit(`g-${i}`, 'shop', [{ name: 'team', verdict: 'patch' }]));
+    const report = small.report('openreports', 'shop', NOW)!;
+    const results = report.results as JsonObject[];
+    expect(results).toHaveLength(10);
+    expect(results.every((r) => r.result === 'fail')).toBe(true);
+    expect(report.summary).toMatchObject({ pass: 20, fail: 15 });
+    expect(((report.metadata as JsonObject).annotations as JsonObject)[OMITTED_ANNOTATION]).toBe('25');
+  });
+
   it('says what the webhook would do in one line', () => {
     const a = audit('web', 'shop', [{ name: 'team', verdict: 'patch' }]);
     a.patch = Array.from({ length: 7 }, (_, i) => ({

@@ -90,27 +90,60 @@ const compareEntries = (a: Entry, b: Entry): number =>
   (a.ref.name < b.ref.name ? -1 : a.ref.name > b.ref.name ? 1 : 0) ||
   (a.policy < b.policy ? -1 : a.policy > b.policy ? 1 : 0);
 
+/** Results kept in memory per namespace: more than a report can hold (MAX_REPORT_BYTES), far fewer than 10,000 objects
+ * times 150 rules. Beyond it passes are only counted, and a failure takes the place of a pass. */
+export const MAX_RESULTS_PER_NAMESPACE = 5000;
+
+interface Collected {
+  entries: Entry[];
+  /** Indices of pass entries (a failure may take their place once the list is full). */
+  passes: number[];
+  summary: { pass: number; fail: number; warn: number; error: number; skip: number };
+  /** Results counted but not kept. */
+  dropped: number;
+}
+
 /**
  * Collects the results of an audit by namespace ('' for cluster-scoped objects) and turns them into one report per
- * namespace plus a cluster report. Keeps only what the reports hold (no objects, no patches).
+ * namespace plus a cluster report. Keeps only what the reports hold (no objects, no patches), and at most
+ * `maxPerNamespace` results per namespace (failures first): memory stays bounded however big the scan.
  */
 export class ReportBuilder {
-  private readonly byNamespace = new Map<string, Entry[]>();
+  private readonly byNamespace = new Map<string, Collected>();
+
+  constructor(private readonly maxPerNamespace = MAX_RESULTS_PER_NAMESPACE) {}
 
   /** Adds one object's results. */
   add(audit: ObjectAudit): void {
     const ns = audit.ref.namespace;
-    let list = this.byNamespace.get(ns);
-    if (!list) this.byNamespace.set(ns, (list = []));
+    let c = this.byNamespace.get(ns);
+    if (!c) {
+      c = { entries: [], passes: [], summary: { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 }, dropped: 0 };
+      this.byNamespace.set(ns, c);
+    }
     for (const r of audit.rules) {
-      list.push({
+      const result = RESULT_OF[r.verdict];
+      c.summary[result]++;
+      const full = c.entries.length >= this.maxPerNamespace;
+      if (full && (result === 'pass' || c.passes.length === 0)) {
+        c.dropped++;
+        continue;
+      }
+      const entry: Entry = {
         ref: audit.ref,
         policy: `${r.rule.namespace}/${r.rule.name}`,
         rule: r.rule.name,
         category: `ModRule ${r.type}`,
-        result: RESULT_OF[r.verdict],
+        result,
         message: resultMessage(audit, r),
-      });
+      };
+      if (full) {
+        c.entries[c.passes.pop() as number] = entry;
+        c.dropped++;
+      } else {
+        if (result === 'pass') c.passes.push(c.entries.length);
+        c.entries.push(entry);
+      }
     }
   }
 
@@ -124,18 +157,16 @@ export class ReportBuilder {
    * in the cluster) lends its timestamps to results that did not change, so an unchanged scan writes nothing new.
    */
   report(format: ReportFormat, namespace: string, now: Date, previous?: JsonObject): JsonObject | undefined {
-    const entries = this.byNamespace.get(namespace);
-    if (!entries || entries.length === 0) return undefined;
-    entries.sort(compareEntries);
+    const c = this.byNamespace.get(namespace);
+    if (!c || c.entries.length === 0) return undefined;
+    const entries = [...c.entries].sort(compareEntries);
     const api = REPORT_APIS[format];
     const known = previousTimestamps(previous);
     const seconds = Math.floor(now.getTime() / 1000);
-    const summary = { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 };
     const results: JsonObject[] = [];
     let bytes = 0;
-    let omitted = 0;
+    let omitted = c.dropped;
     for (const e of entries) {
-      summary[e.result]++;
       const result = toResult(e, { seconds, nanos: 0 });
       const same = known.get(identity(result));
       if (same) result.timestamp = same;
@@ -154,7 +185,7 @@ export class ReportBuilder {
     const report: JsonObject = { apiVersion: `${api.group}/${api.version}`, kind, metadata };
     // OpenReports names the producer once per report; PolicyReport v1alpha2 only per result.
     if (format === 'openreports') report.source = REPORT_SOURCE;
-    report.summary = summary;
+    report.summary = { ...c.summary };
     report.results = results;
     return report;
   }

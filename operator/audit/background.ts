@@ -20,8 +20,10 @@ export interface BackgroundAuditConfig {
   maxObjects?: number;
   /** Budget of one scan: duration; default 10 min. */
   maxScanSeconds?: number;
-  /** Objects per list page; default 100 (a page is parsed in one go on the webhook's event loop). */
+  /** Objects per list page; default 50 (a page is parsed in one go on the webhook's event loop). */
   pageSize?: number;
+  /** Share of the process's time a scan may take; default 0.5 (the webhook always keeps half). */
+  share?: number;
   /** Requests per second to the API server; default 20. */
   qps?: number;
 }
@@ -59,8 +61,8 @@ function fingerprint(rules: readonly CompiledRule[]): string {
 /**
  * Audits the cluster in the background and keeps the reports: after the first sync, after rules change (debounced),
  * and every interval. One scan at a time (a trigger during a scan asks for one more after it), each within its
- * budget (objects, time), listing page by page at a limited rate, and yielding the event loop every few
- * milliseconds so admissions are never held up behind it.
+ * budget (objects, time), listing page by page at a limited rate, giving the event loop back every 2 ms and
+ * taking at most half of the process's time, so admissions are never held up behind it.
  */
 export class BackgroundAudit {
   private readonly controller = new AbortController();
@@ -155,12 +157,13 @@ export class BackgroundAudit {
           snapshot,
           plan: prepared.plan,
           scope: prepared.scope,
-          pageSize: this.config.pageSize ?? 100,
+          pageSize: this.config.pageSize ?? 50,
           limiter,
           maxObjects: this.config.maxObjects ?? 100_000,
           deadline: started + (this.config.maxScanSeconds ?? 600) * 1000,
           signal,
           sliceMs: 2,
+          share: this.config.share ?? 0.5,
         },
         (audit) => builder.add(audit),
       );

@@ -170,6 +170,28 @@ spec:
     expect(ticks).toBeGreaterThan(3);
   });
 
+  it('takes only its share of the event loop`s time when asked to (the background audit takes half)', async () => {
+    const c = cluster(1000);
+    const snapshot = storeFromYaml([rule('team', 'shop', 'ConfigMap')], {
+      cluster: c.all('Namespace'),
+    }).snapshot();
+    const { plan, scope } = await prepareScan(c, snapshot, {});
+    // 0.5 ms of work per object: 500 ms in all, whatever the machine.
+    const work = () => {
+      const end = performance.now() + 0.5;
+      while (performance.now() < end);
+    };
+    const timed = async (share: number) => {
+      const t0 = performance.now();
+      await scanCluster({ client: c, snapshot, plan, scope, pageSize: 1000, sliceMs: 2, share }, work);
+      return performance.now() - t0;
+    };
+    const whole = await timed(1);
+    const quarter = await timed(0.25);
+    // With a quarter share, three times the working time goes to pauses: about 1,500 ms more.
+    expect(quarter - whole).toBeGreaterThan(1000);
+  });
+
   it('keeps to the request rate', async () => {
     const t0 = Date.now();
     const { result } = await scan(cluster(400), { pageSize: 50, limiter: new RateLimiter(100, 1) });

@@ -5,7 +5,7 @@ import { DragnetScope } from '../../audit/dragnet';
 import { auditObject } from '../../audit/evaluate';
 import { objectLabels, ScanPlan, ScanTarget } from '../../audit/plan';
 import { ObjectAudit, ObjectVerdict, resourceName, ServedResource } from '../../audit/types';
-import { retry } from '../backoff';
+import { retry, sleep } from '../backoff';
 import { isTransient, KubeApiError, KubeClient } from '../kube';
 import { collectionPath } from './discovery';
 import { RateLimiter } from './rate';
@@ -31,6 +31,11 @@ export interface ScanOptions {
    * loop with the webhook: a scan must not hold admissions up.
    */
   sliceMs?: number;
+  /**
+   * Share of the event loop's time the scan may take, (0, 1]; default 1. Below 1, each slice of evaluation is
+   * followed by a pause in proportion, so a busy webhook keeps (1 - share) of the process for itself.
+   */
+  share?: number;
   maxBodyBytes?: number;
   onProgress?: (progress: ScanProgress) => void;
   /** How often onProgress is called; default 2 s. */
@@ -117,6 +122,7 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
   const { client, snapshot, scope, signal } = options;
   const started = Date.now();
   const sliceMs = options.sliceMs ?? 5;
+  const share = Math.min(1, Math.max(0.01, options.share ?? 1));
   const progressEvery = options.progressEveryMs ?? 2000;
   const lists = options.plan.targets.flatMap((t) => listsOf(t).map((l) => ({ ...l, resource: t.resource })));
   const result: ScanResult = {
@@ -182,8 +188,10 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
               result.verdicts[audit.verdict]++;
               await onObject(audit, list.resource);
             }
-            if (performance.now() - sliceStart > sliceMs) {
-              await yieldToEventLoop();
+            const spent = performance.now() - sliceStart;
+            if (spent > sliceMs) {
+              if (share < 1) await sleep((spent * (1 - share)) / share, signal);
+              else await yieldToEventLoop();
               sliceStart = performance.now();
             }
           }

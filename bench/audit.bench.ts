@@ -1,0 +1,247 @@
+import { ChildProcess, fork } from 'node:child_process';
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { JsonObject } from '../util/json';
+import autocannon from 'autocannon';
+import { load, Point } from './load';
+import { BenchRow } from './types';
+import { APP_NAMESPACE, realisticDeployment, realisticReview } from './workloads';
+
+/** Workloads of this suite: `npm run bench -- --only audit`. */
+export const workloads = ['audit'];
+
+const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 5);
+const MiB = 1024 * 1024;
+const TARGETS = { p99Factor: 2, p99SlackMs: 5, scanRssMiB: 200 };
+
+/**
+ * Just enough of an API server for a background audit: discovery, Namespaces, `count` copies of the realistic
+ * Deployment in the app namespace (paginated, generated page by page), and report writes (kept, not checked).
+ */
+function startListServer(count: number): Promise<{ url: string; close(): void }> {
+  const template = realisticDeployment(APP_NAMESPACE);
+  delete template.apiVersion;
+  delete template.kind;
+  const meta = template.metadata as JsonObject;
+  meta.name = 'web-@N@';
+  meta.uid = 'uid-@N@';
+  meta.resourceVersion = '1';
+  const parts = JSON.stringify(template).split('@N@');
+  const item = (i: number) => parts.join(String(i));
+  const list = (items: string[], next?: string) =>
+    `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"${next ? `,"continue":"${next}"` : ''}},"items":[${items.join(',')}]}`;
+  const discovery: Record<string, unknown> = {
+    '/api/v1': { resources: [{ name: 'namespaces', kind: 'Namespace', namespaced: false, verbs: ['list'] }] },
+    '/apis': {
+      groups: [
+        { name: 'apps', preferredVersion: { version: 'v1' } },
+        { name: 'openreports.io', preferredVersion: { version: 'v1alpha1' } },
+      ],
+    },
+    '/apis/apps/v1': {
+      resources: [{ name: 'deployments', kind: 'Deployment', namespaced: true, verbs: ['list'] }],
+    },
+    '/apis/openreports.io/v1alpha1': {
+      resources: [
+        { name: 'reports', kind: 'Report', namespaced: true, verbs: ['list', 'create'] },
+        { name: 'clusterreports', kind: 'ClusterReport', namespaced: false, verbs: ['list', 'create'] },
+      ],
+    },
+    '/api/v1/namespaces': {
+      items: [
+        { metadata: { name: APP_NAMESPACE } },
+        { metadata: { name: 'kubemod-system', labels: { 'admission.kubemod.io/ignore': 'true' } } },
+      ],
+    },
+    '/apis/openreports.io/v1alpha1/reports': { items: [] },
+  };
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const send = (status: number, body: string) => {
+      res.writeHead(status, { 'Content-Type': 'application/json' });
+      res.end(body);
+    };
+    req.resume();
+    if (req.method !== 'GET') return req.on('end', () => send(201, '{}'));
+    if (url.pathname === `/apis/apps/v1/namespaces/${APP_NAMESPACE}/deployments`) {
+      const limit = Number(url.searchParams.get('limit') ?? count);
+      const start = Number(url.searchParams.get('continue') ?? 0);
+      const end = Math.min(count, start + limit);
+      const items = Array.from({ length: end - start }, (_, k) => item(start + k));
+      return send(200, list(items, end < count ? String(end) : undefined));
+    }
+    const body = discovery[url.pathname];
+    if (body) return send(200, JSON.stringify(body));
+    send(404, '{"kind":"Status","code":404,"reason":"NotFound","message":"not found"}');
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        close: () => server.close(),
+      }),
+    ),
+  );
+}
+
+interface Round {
+  ms: number;
+  listed: number;
+  partial?: string;
+}
+interface Memory {
+  rss: number;
+  heapUsed: number;
+  after: NodeJS.MemoryUsage;
+}
+
+/** The webhook and the background audit in their own process (bench/audit-child). */
+function startChild(apiServer: string): Promise<{
+  url: string;
+  scan(): Promise<Round>;
+  memory(): Promise<Memory>;
+  stop(): Promise<void>;
+}> {
+  const child: ChildProcess = fork(join(__dirname, 'audit-child.js'), [], {
+    env: { ...process.env, API_SERVER: apiServer },
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const next = <T>(key: string) =>
+    new Promise<T>((resolve) => {
+      const on = (m: Record<string, unknown>) => {
+        if (key in m) {
+          child.off('message', on);
+          resolve(m[key] as T);
+        }
+      };
+      child.on('message', on);
+    });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`audit child exited with ${code}`)));
+    child.once('message', (m: { url?: string; error?: string }) => {
+      if (!m.url) return reject(new Error(`audit child failed: ${m.error}`));
+      resolve({
+        url: m.url,
+        scan: () => {
+          const done = next<Round>('round');
+          child.send('scan');
+          return done;
+        },
+        memory: () => {
+          const done = next<Memory>('memory');
+          child.send('memory');
+          return done;
+        },
+        stop: () =>
+          new Promise((done) => {
+            child.removeAllListeners('exit');
+            child.once('exit', () => done());
+            child.send('stop');
+          }),
+      });
+    });
+  });
+}
+
+/** An open loop: `rate` requests per second over `connections`, as a cluster's API servers send them. */
+async function loadAtRate(url: string, body: string, rate: number, seconds: number): Promise<Point> {
+  const r = await autocannon({
+    url,
+    method: 'POST',
+    body,
+    headers: { 'Content-Type': 'application/json' },
+    connections: 8,
+    overallRate: rate,
+    duration: seconds,
+  });
+  return {
+    requests: r.requests.total,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    mean: r.latency.mean,
+    bad: r.non2xx + r.errors + r.timeouts,
+  };
+}
+
+const ms = (p: Point) => `p50 ${p.p50} ms, p99 ${p.p99} ms, max ${p.max} ms, ${p.bad} bad`;
+const mib = (n: number) => `${(n / MiB).toFixed(0)} MiB`;
+
+/** Dragnet latency while a background scan of 10,000 Deployments runs in the same process; memory at 100,000. */
+export async function run(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const row = (c: string, opsPerSec: number | null, notes: string, target?: string, pass?: boolean) =>
+    rows.push({ suite: 'audit', case: c, opsPerSec, notes, target, pass });
+  const body = realisticReview();
+  for (const count of [10_000, 100_000]) {
+    const api = await startListServer(count);
+    const child = await startChild(api.url);
+    try {
+      if (count === 10_000) {
+        await child.scan(); // warm-up: the JIT, and the API server's page cache in a real cluster
+        const scan = await child.scan();
+        row(
+          `scan of ${count.toLocaleString('en-US')} Deployments (150 rules in scope, 15 match)`,
+          (scan.listed / scan.ms) * 1000,
+          `${scan.ms} ms for ${scan.listed} objects, pages of 100${scan.partial ? `; partial: ${scan.partial}` : ''}`,
+        );
+        // The webhook's capacity here, then a steady 40% of it: a webhook is not run saturated.
+        const saturated = await load(child.url, body, 8, SECONDS);
+        const rate = Math.max(10, Math.round(saturated.rps * 0.4));
+        const idle = await loadAtRate(child.url, body, rate, SECONDS);
+        // Scans back to back for as long as the load runs.
+        const during = async (measure: () => Promise<Point>) => {
+          let scanning = true;
+          let scans = 0;
+          const loop = (async () => {
+            while (scanning) {
+              await child.scan();
+              scans++;
+            }
+          })();
+          const point = await measure();
+          scanning = false;
+          await loop;
+          return { point, scans };
+        };
+        const busy = await during(() => loadAtRate(child.url, body, rate, SECONDS));
+        const full = await during(() => load(child.url, body, 8, SECONDS));
+        const limit = Math.max(idle.p99 * TARGETS.p99Factor, idle.p99 + TARGETS.p99SlackMs);
+        row(`dragnet at ${rate}/s (40% of capacity), no scan`, idle.rps, ms(idle));
+        row(
+          `dragnet at ${rate}/s during scans`,
+          busy.point.rps,
+          `${ms(busy.point)}; ${busy.scans} scan(s) of ${count.toLocaleString('en-US')} objects meanwhile`,
+          `p99 <= max(${TARGETS.p99Factor}x, +${TARGETS.p99SlackMs} ms)`,
+          busy.point.p99 <= limit,
+        );
+        row('dragnet saturated (c=8), no scan', saturated.rps, ms(saturated));
+        row(
+          'dragnet saturated (c=8) during scans',
+          full.point.rps,
+          `${ms(full.point)}; ${(full.point.rps / saturated.rps).toFixed(2)}x the throughput without ` +
+            '(the scan takes at most half of the process)',
+        );
+      } else {
+        const before = await child.memory();
+        const scan = await child.scan();
+        const mem = await child.memory();
+        row(
+          `scan of ${count.toLocaleString('en-US')} Deployments: memory`,
+          (scan.listed / scan.ms) * 1000,
+          `peak RSS ${mib(mem.rss)} (${mib(before.after.rss)} before), peak heap ${mib(mem.heapUsed)}; ` +
+            `${scan.ms} ms${scan.partial ? `; partial: ${scan.partial}` : ''}`,
+          `peak RSS < ${TARGETS.scanRssMiB} MiB`,
+          mem.rss < TARGETS.scanRssMiB * MiB,
+        );
+      }
+    } finally {
+      await child.stop();
+      api.close();
+    }
+  }
+  return rows;
+}
