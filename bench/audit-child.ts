@@ -41,7 +41,14 @@ async function main(): Promise<void> {
   const started = new Promise<void>((r) => (begin = r));
   let first = true;
   const audit = new BackgroundAudit(
-    { format: 'openreports', intervalSeconds: 1e6, debounceMs: 0, qps: 10_000, maxObjects: 1e6 },
+    {
+      format: 'openreports',
+      intervalSeconds: 1e6,
+      debounceMs: 0,
+      qps: 10_000,
+      maxObjects: 1e6,
+      share: Number(process.env.AUDIT_SHARE ?? 0.5),
+    },
     {
       client,
       store,

@@ -8,6 +8,7 @@ import { KubeApiError } from '../operator/kube';
 import { InClusterAccess } from '../operator/incluster';
 import { AuditHooks, runAudit } from './audit';
 import { main } from './main';
+import { runCommand } from './testing';
 import { CommandIO } from './io';
 
 const RULES = `apiVersion: api.kubemod.io/v1beta1
@@ -51,17 +52,7 @@ function cluster(): FakeCluster {
   return c;
 }
 
-async function audit(args: string[], hooks: AuditHooks) {
-  let stdout = '';
-  let stderr = '';
-  const io: CommandIO = {
-    stdout: (t) => (stdout += t),
-    stderr: (t) => (stderr += t),
-    readStdin: async () => '',
-  };
-  const code = await runAudit(args, io, hooks);
-  return { code, stdout, stderr };
-}
+const audit = (args: string[], hooks: AuditHooks) => runCommand((a, io) => runAudit(a, io, hooks), args);
 
 describe('modrule audit', () => {
   it('prints what would change, one line per object, then totals; exit 2 when something would', async () => {

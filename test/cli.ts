@@ -30,10 +30,11 @@ export function modruleBinDir(): string {
 export function runProcess(
   command: string,
   args: readonly string[],
-  options: { stdin?: string; cwd?: string } = {},
+  options: { stdin?: string; cwd?: string; env?: Record<string, string> } = {},
 ): Promise<ProcessResult> {
   const env = {
     ...process.env,
+    ...options.env,
     PATH: `${modruleBinDir()}${delimiter}${process.env.PATH ?? ''}`,
     NO_COLOR: '1',
   };

@@ -13,7 +13,7 @@ import { RunningOperator, startOperator } from '../../operator/start';
 import { run as applyCommand } from '../../cli/apply';
 import { runAudit } from '../../cli/audit';
 import { runCommand } from '../../cli/testing';
-import { CommandIO } from '../../cli/io';
+import { runProcess } from '../cli';
 import { auditRules, blockerRule, configMap, COUNT, deployment } from './audit-fixtures';
 import { bundleObjects, ClusterLedger, e2eSettings, remove, waitFor, webhookManifests } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
@@ -47,20 +47,8 @@ function yamlFile(relative: string): JsonObject[] {
 }
 
 /** What `modrule audit` printed and returned, run in this process with a given client. */
-async function audit(
-  client: KubeClient,
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CommandIO = {
-    stdout: (t) => (stdout += t),
-    stderr: (t) => (stderr += t),
-    readStdin: async () => '',
-  };
-  const code = await runAudit(args, io, { client });
-  return { code, stdout, stderr };
-}
+const audit = (client: KubeClient, args: string[]) =>
+  runCommand((a, io) => runAudit(a, io, { client }), args);
 
 interface AuditJson {
   objects: Array<{ kind: string; namespace: string | null; name: string; verdict: string; patch: unknown[] }>;
@@ -309,6 +297,54 @@ describeLocal(`modrule audit and background reports against a real API server (n
     );
     const after = await listItems(admin, DEPLOYMENTS, 'apps/v1', 'Deployment');
     expect(after.map((d) => meta(d).resourceVersion)).toEqual(before.map((d) => meta(d).resourceVersion));
+  });
+
+  it('runs as a command with a kubeconfig, and reports a list RBAC forbids as partial', async () => {
+    // A user who may list Deployments in the namespace, and nothing else.
+    const sa = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'auditor', namespace: NS } };
+    await ledger.apply(sa);
+    await ledger.apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'auditor', namespace: NS },
+      rules: [{ apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list'] }],
+    });
+    await ledger.apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'auditor', namespace: NS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'auditor' },
+      subjects: [{ kind: 'ServiceAccount', name: 'auditor', namespace: NS }],
+    });
+    const token = await admin.request('POST', `/api/v1/namespaces/${NS}/serviceaccounts/auditor/token`, {
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 600 },
+      },
+    });
+    const kubeconfig = join(dir, 'auditor.kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      readFileSync(cp.kubeConfigPath, 'utf8').replace(
+        /token: '?[^'\n}]+'?/,
+        `token: '${String((token.status as JsonObject).token)}'`,
+      ),
+    );
+    const out = await runProcess('modrule', ['audit', '--rules', rulesFile, '-n', NS, '-o', 'json'], {
+      env: { KUBECONFIG: kubeconfig },
+    });
+    expect(out.code).toBe(1);
+    const result = JSON.parse(out.stdout) as AuditJson & { summary: { problems: string[] } };
+    expect(result.summary.complete).toBe(false);
+    expect(result.summary.problems).toEqual([
+      expect.stringMatching(
+        new RegExp(`^forbidden: cannot list configmaps in namespace ${NS}: 403 Forbidden`),
+      ),
+    ]);
+    // What it could list is there: the Deployments.
+    expect(result.summary.verdicts.patch).toBe(86 + 4);
+    expect(out.stderr).toContain(`cannot read Namespace ${NS}`);
   });
 
   it('is read-only with the operator`s ServiceAccount, which may list but not patch', async () => {
