@@ -223,6 +223,20 @@ describe('auditObject', () => {
     expect(audit.patch).toEqual([]);
     expect(audit.message).toMatch(/about 1\.1 MiB, over the webhook's 1\.0 MiB body limit/);
     expect(audit.rules).toEqual([expect.objectContaining({ verdict: 'error', message: audit.message })]);
+    expect(audit.rules[0].rule).toEqual({ namespace: 'shop', name: 'team' });
+    // Ignored namespaces stay out, big objects or not.
+    const ignored = storeFromYaml([LABEL_TEAM], {
+      cluster: [
+        {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name: 'shop', labels: { 'admission.kubemod.io/ignore': 'true' } },
+        },
+      ],
+    });
+    expect(
+      auditObject(big, DEPLOYMENTS, { snapshot: ignored.snapshot(), maxBodyBytes: 1024 * 1024 }),
+    ).toBeUndefined();
     // The default limit (8 MiB) takes it.
     expect(auditObject(big, DEPLOYMENTS, { snapshot: store.snapshot() })!.verdict).toBe('patch');
   });

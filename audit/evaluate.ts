@@ -1,5 +1,13 @@
 import { isJsonObject, jsonEqual, JsonObject } from '../util/json';
-import { admit, AdmissionInput, AdmissionOutcome, prepare, RuleRef, scopeOf } from '../engine/admit';
+import {
+  admit,
+  AdmissionInput,
+  AdmissionOutcome,
+  isIgnored,
+  prepare,
+  RuleRef,
+  scopeOf,
+} from '../engine/admit';
 import { applyOperationsShared, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from '../engine/patch';
 import { CompiledRule } from '../modrule/compile';
 import { RuleSnapshot } from '../store/rules';
@@ -54,6 +62,7 @@ export function auditObject(
   const rules = rulesReaching(snapshot.rulesFor(namespace), resource);
   if (rules.length === 0) return undefined;
   const request: AdmissionInput = { operation: 'UPDATE', object, oldObject: object, namespace };
+  if (isIgnored(namespace, object, snapshot)) return undefined;
 
   const limit = context.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const reviewBytes = 2 * Buffer.byteLength(JSON.stringify(object)) + REVIEW_OVERHEAD_BYTES;
@@ -66,7 +75,7 @@ export function auditObject(
       verdict: 'error',
       patch: [],
       message,
-      rules: rules.map((r) => ({ rule: r, type: r.type, verdict: 'error', message })),
+      rules: rules.map((r) => resultOf(r, 'error', message)),
     };
   }
 

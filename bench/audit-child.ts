@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
@@ -36,6 +37,8 @@ async function main(): Promise<void> {
     peak = { rss: Math.max(peak.rss, m.rss), heapUsed: Math.max(peak.heapUsed, m.heapUsed) };
   };
   setInterval(sample, 50).unref();
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   // The first 'scan' lets the audit start (its first round), later ones trigger a round each.
   let begin: () => void = () => undefined;
   const started = new Promise<void>((r) => (begin = r));
@@ -54,10 +57,16 @@ async function main(): Promise<void> {
       store,
       logger,
       rulesLoaded: started,
-      onRound: (round) =>
+      onRound: (round) => {
+        const delay = {
+          p50: loopDelay.percentile(50) / 1e6,
+          p99: loopDelay.percentile(99) / 1e6,
+          max: loopDelay.max / 1e6,
+        };
         process.send?.({
-          round: { ms: round.scan.elapsedMs, listed: round.scan.listed, partial: round.partial },
-        }),
+          round: { ms: round.scan.elapsedMs, listed: round.scan.listed, partial: round.partial, delay },
+        });
+      },
     },
   );
   audit.start();
@@ -67,6 +76,8 @@ async function main(): Promise<void> {
       first = false;
       begin();
     } else if (m === 'scan') audit.trigger();
+    // The event loop's delay is measured per scan: what an admission arriving meanwhile waits for.
+    if (m === 'scan') loopDelay.reset();
     else if (m === 'memory') {
       sample();
       (globalThis as { gc?: () => void }).gc?.();

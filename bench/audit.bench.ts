@@ -12,7 +12,7 @@ export const workloads = ['audit'];
 
 const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 5);
 const MiB = 1024 * 1024;
-const TARGETS = { p99Factor: 2, p99SlackMs: 5, scanRssMiB: 200 };
+const TARGETS = { p99Factor: 2, p99SlackMs: 5, scanRssMiB: 200, loopDelayP99Ms: 10 };
 
 /**
  * Just enough of an API server for a background audit: discovery, Namespaces, `count` copies of the realistic
@@ -89,6 +89,8 @@ interface Round {
   ms: number;
   listed: number;
   partial?: string;
+  /** Event-loop delay while the scan ran (ms): how long an admission arriving meanwhile could wait. */
+  delay: { p50: number; p99: number; max: number };
 }
 interface Memory {
   rss: number;
@@ -171,10 +173,17 @@ export async function run(): Promise<BenchRow[]> {
           `${scan.ms} ms for ${scan.listed} objects: pages of 50, half of the process at most` +
             (scan.partial ? `; partial: ${scan.partial}` : ''),
         );
+        const d = scan.delay;
+        row(
+          'event-loop delay during that scan (no load)',
+          null,
+          `p50 ${d.p50.toFixed(1)} ms, p99 ${d.p99.toFixed(1)} ms, max ${d.max.toFixed(1)} ms: the longest an admission waits behind the scan`,
+          `p99 <= ${TARGETS.loopDelayP99Ms} ms`,
+          d.p99 <= TARGETS.loopDelayP99Ms,
+        );
         // The webhook's capacity here, then a steady 40% of it: a webhook is not run saturated.
         const saturated = await load(child.url, body, 8, SECONDS);
         const rate = Math.max(10, Math.round(saturated.rps * 0.4));
-        const idle = await load(child.url, body, 8, SECONDS, undefined, rate);
         // Scans back to back for as long as the load runs.
         const during = async (measure: () => Promise<Point>) => {
           let scanning = true;
@@ -190,14 +199,28 @@ export async function run(): Promise<BenchRow[]> {
           await loop;
           return { point, scans };
         };
-        const busy = await during(() => load(child.url, body, 8, SECONDS, undefined, rate));
+        // Interleaved twice (the machine is shared): the better of each is compared.
+        const steady = () => load(child.url, body, 8, SECONDS, undefined, rate);
+        const idles: Point[] = [];
+        const busies: Array<{ point: Point; scans: number }> = [];
+        for (let k = 0; k < 2; k++) {
+          idles.push(await steady());
+          busies.push(await during(steady));
+        }
+        const idle = idles.reduce((a, b) => (b.p99 < a.p99 ? b : a));
+        const busy = busies.reduce((a, b) => (b.point.p99 < a.point.p99 ? b : a));
         const full = await during(() => load(child.url, body, 8, SECONDS));
         const limit = Math.max(idle.p99 * TARGETS.p99Factor, idle.p99 + TARGETS.p99SlackMs);
-        row(`dragnet at ${rate}/s (40% of capacity), no scan`, idle.rps, ms(idle));
+        row(
+          `dragnet at ${rate}/s (40% of capacity), no scan`,
+          idle.rps,
+          `${ms(idle)} (p99 of both runs: ${idles.map((p) => p.p99).join(', ')} ms)`,
+        );
         row(
           `dragnet at ${rate}/s during scans`,
           busy.point.rps,
-          `${ms(busy.point)}; ${busy.scans} scan(s) of ${count.toLocaleString('en-US')} objects meanwhile`,
+          `${ms(busy.point)} (p99 of both runs: ${busies.map((b) => b.point.p99).join(', ')} ms); ` +
+            `${busy.scans} scan(s) of ${count.toLocaleString('en-US')} objects meanwhile`,
           `p99 <= max(${TARGETS.p99Factor}x, +${TARGETS.p99SlackMs} ms)`,
           busy.point.p99 <= limit,
         );

@@ -73,8 +73,6 @@ export class BackgroundAudit {
   private requested = false;
   private unsubscribe: (() => void) | null = null;
   private scanned = '';
-  /** Finished scans (tests, metrics). */
-  rounds = 0;
 
   constructor(
     private readonly config: BackgroundAuditConfig,
@@ -184,7 +182,6 @@ export class BackgroundAudit {
         limiter,
         signal,
       }).write(builder, partial);
-      this.rounds++;
       logger.info('background audit done', {
         ms: Date.now() - started,
         listed: scan.listed,
