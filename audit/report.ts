@@ -38,8 +38,11 @@ export const OMITTED_ANNOTATION = 'modrule.io/omitted-results';
 /** Set when the scan behind a report did not finish (budget, a list it could not make): why. */
 export const PARTIAL_ANNOTATION = 'modrule.io/partial';
 
-/** etcd refuses objects over 1.5 MiB; a report stays well below, with its metadata. */
-export const MAX_REPORT_BYTES = 1024 * 1024;
+/**
+ * etcd refuses objects over 1.5 MiB; a report stays well below. Smaller still because the operator builds, sends and
+ * reads reports on the webhook's event loop: half a MiB is parsed or serialised in a few milliseconds.
+ */
+export const MAX_REPORT_BYTES = 512 * 1024;
 
 /** What the report says for each rule verdict. */
 const RESULT_OF: Record<RuleResult['verdict'], 'fail' | 'pass' | 'error'> = {
@@ -90,9 +93,11 @@ const compareEntries = (a: Entry, b: Entry): number =>
   (a.ref.name < b.ref.name ? -1 : a.ref.name > b.ref.name ? 1 : 0) ||
   (a.policy < b.policy ? -1 : a.policy > b.policy ? 1 : 0);
 
-/** Results kept in memory per namespace: more than a report can hold (MAX_REPORT_BYTES), far fewer than 10,000 objects
- * times 150 rules. Beyond it passes are only counted, and a failure takes the place of a pass. */
-export const MAX_RESULTS_PER_NAMESPACE = 5000;
+/**
+ * Results kept in memory per namespace: about what a report can hold (MAX_REPORT_BYTES), far fewer than 10,000
+ * objects times 150 rules. Beyond it passes are only counted, and a failure takes the place of a pass.
+ */
+export const MAX_RESULTS_PER_NAMESPACE = 2500;
 
 interface Collected {
   entries: Entry[];
@@ -170,7 +175,7 @@ export class ReportBuilder {
       const result = toResult(e, { seconds, nanos: 0 });
       const same = known.get(identity(result));
       if (same) result.timestamp = same;
-      const size = JSON.stringify(result).length;
+      const size = sizeOf(e);
       if (bytes + size > MAX_REPORT_BYTES) {
         omitted++;
         continue;
@@ -208,9 +213,28 @@ function toResult(e: Entry, timestamp: JsonObject): JsonObject {
   };
 }
 
+// What a serialised result takes beyond its strings: field names, punctuation, timestamp (measured: about 230).
+const RESULT_OVERHEAD_BYTES = 260;
+
+/** A result's size in JSON, from its strings (serialising thousands of them just to measure would block). */
+function sizeOf(e: Entry): number {
+  const r = e.ref;
+  return (
+    RESULT_OVERHEAD_BYTES +
+    2 * e.policy.length +
+    e.category.length +
+    e.message.length +
+    r.apiVersion.length +
+    r.kind.length +
+    r.namespace.length +
+    r.name.length +
+    r.uid.length
+  );
+}
+
 function identity(result: JsonObject): string {
   const resource = (result.resources as JsonObject[])[0];
-  return JSON.stringify([result.policy, result.result, result.message, resource.uid ?? resource.name]);
+  return `${String(result.policy)}\n${String(result.result)}\n${String(result.message)}\n${String(resource.uid ?? resource.name)}`;
 }
 
 function previousTimestamps(previous: JsonObject | undefined): Map<string, JsonValue> {

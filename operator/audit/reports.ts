@@ -10,7 +10,6 @@ import {
   sameReport,
 } from '../../audit/report';
 import { KubeApiError, KubeClient } from '../kube';
-import { listAll } from './prepare';
 import { RateLimiter } from './rate';
 
 /** What one round of report writing did. */
@@ -20,6 +19,9 @@ export interface WriteSummary {
   deleted: number;
   failed: number;
 }
+
+// Our reports listed per page (names are all that is kept): a page is parsed in one go on the webhook's event loop.
+const REPORTS_PER_PAGE = 5;
 
 const statusOf = (err: unknown) => (err instanceof KubeApiError ? err.status : 0);
 const nsOf = (r: JsonObject) =>
@@ -53,29 +55,44 @@ export class ReportWriter {
       : `/apis/${group}/${version}/${cluster.resource}`;
   }
 
-  /** Our reports in the cluster, by namespace ('' = the cluster report). */
-  private async existing(): Promise<Map<string, JsonObject>> {
+  /**
+   * The namespaces that have one of our reports ('' = the cluster report exists). Listed a few at a time and kept as
+   * names only: a report can be half a MiB, and a thousand of them must not be held, or parsed at once.
+   */
+  private async existingNamespaces(): Promise<Set<string>> {
     const { client, limiter, signal } = this.options;
-    const { group, version, namespaced } = this.api;
-    const out = new Map<string, JsonObject>();
-    const selector = Object.entries(MANAGED_BY)
+    const { group, version, namespaced, cluster } = this.api;
+    const out = new Set<string>();
+    const labelSelector = Object.entries(MANAGED_BY)
       .map(([k, v]) => `${k}=${v}`)
       .join(',');
-    const list = await listAll(
-      client,
-      `/apis/${group}/${version}/${namespaced.resource}`,
-      { apiVersion: `${group}/${version}`, kind: namespaced.kind },
-      { limiter, signal, labelSelector: selector },
-    );
-    for (const r of list)
-      if (isJsonObject(r.metadata) && r.metadata.name === REPORT_NAME) out.set(nsOf(r), r);
-    try {
-      await limiter?.take(signal);
-      out.set('', await client.request('GET', `${this.collection('')}/${REPORT_NAME}`));
-    } catch (err) {
-      if (statusOf(err) !== 404) throw err;
+    for (const resource of [namespaced.resource, cluster.resource]) {
+      let token: string | undefined;
+      do {
+        await limiter?.take(signal);
+        const page = await client.request('GET', `/apis/${group}/${version}/${resource}`, {
+          query: { limit: REPORTS_PER_PAGE, continue: token, labelSelector },
+        });
+        const meta = isJsonObject(page.metadata) ? page.metadata : {};
+        token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
+        for (const r of Array.isArray(page.items) ? page.items : [])
+          if (isJsonObject(r) && isJsonObject(r.metadata) && r.metadata.name === REPORT_NAME)
+            out.add(nsOf(r));
+      } while (token && !signal?.aborted);
     }
     return out;
+  }
+
+  /** Our report in one namespace ('' = the cluster report), or undefined. */
+  private async get(namespace: string): Promise<JsonObject | undefined> {
+    const { client, limiter, signal } = this.options;
+    await limiter?.take(signal);
+    try {
+      return await client.request('GET', `${this.collection(namespace)}/${REPORT_NAME}`);
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
   }
 
   /**
@@ -85,11 +102,11 @@ export class ReportWriter {
   async write(builder: ReportBuilder, partial?: string): Promise<WriteSummary> {
     const { client, logger, limiter, signal, format } = this.options;
     const summary: WriteSummary = { written: 0, unchanged: 0, deleted: 0, failed: 0 };
-    const existing = await this.existing();
+    const existing = await this.existingNamespaces();
     const now = new Date();
     for (const ns of builder.namespaces()) {
       if (signal?.aborted) break;
-      let previous = existing.get(ns);
+      let previous = existing.has(ns) ? await this.get(ns) : undefined;
       const built = builder.report(format, ns, now, previous);
       if (!built) continue;
       if (partial)
@@ -135,7 +152,7 @@ export class ReportWriter {
     }
     if (partial) return summary;
     const keep = new Set(builder.namespaces());
-    for (const ns of existing.keys()) {
+    for (const ns of existing) {
       if (keep.has(ns) || signal?.aborted) continue;
       try {
         await limiter?.take(signal);
