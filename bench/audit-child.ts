@@ -39,6 +39,11 @@ async function main(): Promise<void> {
   setInterval(sample, 50).unref();
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
+  const delayOf = () => ({
+    p50: loopDelay.percentile(50) / 1e6,
+    p99: loopDelay.percentile(99) / 1e6,
+    max: loopDelay.max / 1e6,
+  });
   // The first 'scan' lets the audit start (its first round), later ones trigger a round each.
   let begin: () => void = () => undefined;
   const started = new Promise<void>((r) => (begin = r));
@@ -78,7 +83,11 @@ async function main(): Promise<void> {
     } else if (m === 'scan') audit.trigger();
     // The event loop's delay is measured per scan: what an admission arriving meanwhile waits for.
     if (m === 'scan') loopDelay.reset();
-    else if (m === 'memory') {
+    else if (typeof m === 'object' && m !== null && 'idleMs' in m) {
+      // The same measure with nothing running: the machine's own share of the delay.
+      loopDelay.reset();
+      setTimeout(() => process.send?.({ idle: delayOf() }), Number((m as { idleMs: number }).idleMs));
+    } else if (m === 'memory') {
       sample();
       (globalThis as { gc?: () => void }).gc?.();
       process.send?.({ memory: { ...peak, after: process.memoryUsage() } });

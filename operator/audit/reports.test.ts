@@ -2,7 +2,7 @@ import { JsonObject } from '../../util/json';
 import { silentLogger } from '../../util/logger';
 import { storeFromYaml } from '../../engine/testing';
 import { PARTIAL_ANNOTATION, ReportBuilder } from '../../audit/report';
-import { FakeCluster } from '../testing/fake-cluster';
+import { CORE_RESOURCES, FakeCluster } from '../testing/fake-cluster';
 import { eventually } from '../testing/eventually';
 import { KubeApiError } from '../kube';
 import { BackgroundAudit, ScanRound } from './background';
@@ -80,6 +80,14 @@ describe('ReportWriter', () => {
       `DELETE ${REPORTS}/bank/reports/modrule-audit`,
     ]);
     expect(c.get('Report', 'bank', 'modrule-audit')).toBeUndefined();
+  });
+
+  it('says what to install when the report CRDs are missing', async () => {
+    const c = new FakeCluster(CORE_RESOURCES.filter((r) => r.group !== 'openreports.io'));
+    await expect(writer(c).write(builderFor({ shop: ['a'] }))).rejects.toThrow(
+      'reports.openreports.io is not served: install the report CRDs (config/reports/openreports, docs/audit.md) ' +
+        'or run the operator without --reports',
+    );
   });
 
   it('reads again after a conflict with another replica, and goes on past a report it cannot write', async () => {

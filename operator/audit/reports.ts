@@ -70,9 +70,17 @@ export class ReportWriter {
       let token: string | undefined;
       do {
         await limiter?.take(signal);
-        const page = await client.request('GET', `/apis/${group}/${version}/${resource}`, {
-          query: { limit: REPORTS_PER_PAGE, continue: token, labelSelector },
-        });
+        const page = await client
+          .request('GET', `/apis/${group}/${version}/${resource}`, {
+            query: { limit: REPORTS_PER_PAGE, continue: token, labelSelector },
+          })
+          .catch((err: unknown) => {
+            if (statusOf(err) !== 404) throw err;
+            throw new Error(
+              `${resource}.${group} is not served: install the report CRDs (config/reports/${this.options.format}, ` +
+                `docs/audit.md) or run the operator without --reports`,
+            );
+          });
         const meta = isJsonObject(page.metadata) ? page.metadata : {};
         token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
         for (const r of Array.isArray(page.items) ? page.items : [])
