@@ -177,6 +177,9 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
           const meta = isJsonObject(page.metadata) ? page.metadata : {};
           token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
           const items = Array.isArray(page.items) ? page.items : [];
+          // Parsing the page held the event loop already: let waiting work run before evaluating it.
+          await yieldToEventLoop();
+          sliceStart = performance.now();
           for (const item of items) {
             if (!isJsonObject(item)) continue;
             checkBudget();
