@@ -1,13 +1,9 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { createLogger, silentLogger } from '../../util/logger';
-import { ClusterAccess } from '../../operator/access';
-import { InClusterAccess } from '../../operator/incluster';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess, loadKubeConfig } from '../../operator/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
@@ -23,6 +19,7 @@ import {
   webhookManifests,
 } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
+import { serviceAccountClient } from './credentials';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL.
@@ -174,49 +171,11 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     );
   }
 
-  /**
-   * Credentials of the bundle's ServiceAccount (TokenRequest), so the bundle's RBAC is what is tested. Laid out as a
-   * pod's service-account folder (token, ca.crt) and read by the in-cluster loader, so the operator runs on the
-   * credentials path it has in a pod; a kubeconfig without a CA (insecure) keeps the kubeconfig path.
-   */
-  async function serviceAccountClient(base: KubeConfig): Promise<KubeClient> {
-    const path = `/api/v1/namespaces/${settings.clusterNamespace}/serviceaccounts/${OPERATOR_SA}/token`;
-    const answer = await waitFor('a token for the operator ServiceAccount', () =>
-      admin.request('POST', path, {
-        body: {
-          apiVersion: 'authentication.k8s.io/v1',
-          kind: 'TokenRequest',
-          spec: { expirationSeconds: 3600 },
-        },
-      }),
-    );
-    const token = String((answer.status as JsonObject).token);
-    const cluster = base.getCurrentCluster()!;
-    const ca = cluster.caData
-      ? Buffer.from(cluster.caData, 'base64').toString('utf8')
-      : cluster.caFile
-        ? readFileSync(cluster.caFile, 'utf8')
-        : null;
-    let access: ClusterAccess;
-    if (ca) {
-      serviceAccountDir = mkdtempSync(join(tmpdir(), 'modrule-e2e-sa-'));
-      writeFileSync(join(serviceAccountDir, 'token'), token, { mode: 0o600 });
-      writeFileSync(join(serviceAccountDir, 'ca.crt'), ca);
-      access = new InClusterAccess(cluster.server, { dir: serviceAccountDir });
-      measured['operator credentials'] = 'in-cluster loader (service-account token + ca.crt)';
-    } else {
-      const { KubeConfig } = await import('@kubernetes/client-node');
-      const kc = new KubeConfig();
-      kc.loadFromOptions({
-        clusters: [cluster],
-        users: [{ name: OPERATOR_SA, token }],
-        contexts: [{ name: 'sa', cluster: cluster.name, user: OPERATOR_SA }],
-        currentContext: 'sa',
-      });
-      access = kubeConfigAccess(kc);
-      measured['operator credentials'] = 'kubeconfig (the cluster has no CA)';
-    }
-    return createKubeClient(access);
+  async function operatorServiceAccountClient(base: KubeConfig): Promise<KubeClient> {
+    const sa = await serviceAccountClient(admin, base, settings.clusterNamespace, OPERATOR_SA);
+    serviceAccountDir = sa.dir;
+    measured['operator credentials'] = sa.how;
+    return sa.client;
   }
 
   beforeAll(async () => {
@@ -283,7 +242,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     await ledger.apply(validating);
     ledger.track(`/api/v1/namespaces/${settings.clusterNamespace}/secrets/kubemod-webhook-server-cert`);
 
-    operatorClient = settings.clusterNamespace === 'kubemod-system' ? await serviceAccountClient(kc) : admin;
+    operatorClient =
+      settings.clusterNamespace === 'kubemod-system' ? await operatorServiceAccountClient(kc) : admin;
     operator = await startUnderTest(operatorClient);
     await waitFor('the operator to be ready', async () => operator?.isReady());
     // caBundle is set by the operator at start-up; wait until the API server can call us.
