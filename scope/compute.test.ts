@@ -1,6 +1,6 @@
 import { ResourceCatalog } from './catalog';
 import { and, renderCel } from './condition';
-import { computeScope, DEFAULT_LIMITS, NAME_LABEL } from './compute';
+import { computeScope, DEFAULT_LIMITS, NAME_LABEL, SELECTOR_MARK } from './compute';
 import { defaultConfigured } from './defaults';
 import { registrationHash } from './registration';
 import { kindRule, request, rule, scopeOf, sends, WIDGET_CRD } from './testing';
@@ -34,7 +34,7 @@ describe('computeScope', () => {
     // One namespace: the selector names it (kept after the bundle's exclusions), no condition needed.
     expect(result.registration.namespaceSelector.matchExpressions).toEqual([
       ...defaultConfigured().namespaceSelector.matchExpressions!,
-      { key: NAME_LABEL, operator: 'In', values: ['team-a'] },
+      { key: NAME_LABEL, operator: 'In', values: ['team-a', SELECTOR_MARK] },
     ]);
     expect(result.registration.matchConditions).toEqual([]);
     expect(sends(result, request('CREATE', 'Deployment', 'team-a'))).toBe(true);

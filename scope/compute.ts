@@ -46,6 +46,25 @@ export const DEFAULT_LIMITS: ScopeLimits = {
 export const CONDITION_PREFIX = 'modrule.kubemod.io/scope-';
 /** Namespace label the API server sets on every Namespace (1.21+). */
 export const NAME_LABEL = 'kubernetes.io/metadata.name';
+/**
+ * A value no namespace can have ('.' and '_' are not allowed in namespace names), added to the namespace names the
+ * operator puts in the selector: it marks the requirement as the operator's, so one left behind by a `kubectl apply`
+ * of the bundle (which does not remove fields it never set) is not taken for part of the configured net.
+ */
+export const SELECTOR_MARK = 'modrule.kubemod.io_scope';
+
+/** The registration without what the operator adds (its conditions, its namespace requirement). */
+export function withoutScope(reg: Registration): Registration {
+  const expressions = (reg.namespaceSelector.matchExpressions ?? []).filter(
+    (e) => !(e.key === NAME_LABEL && e.operator === 'In' && e.values?.includes(SELECTOR_MARK)),
+  );
+  const { matchExpressions: _old, ...selector } = reg.namespaceSelector;
+  return {
+    rules: reg.rules,
+    namespaceSelector: expressions.length > 0 ? { ...selector, matchExpressions: expressions } : selector,
+    matchConditions: reg.matchConditions.filter((c) => !c.name.startsWith(CONDITION_PREFIX)),
+  };
+}
 
 /** What the scope is computed from. */
 export interface ScopeInput {
@@ -257,7 +276,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
   }
   reports.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
   const rules = mergeProducts(shares.flatMap((s) => s.products));
-  const own = configured.matchConditions.filter((c) => !c.name.startsWith(CONDITION_PREFIX));
+  const own = withoutScope(configured).matchConditions;
   const coarsened: string[] = [];
   const none: Coupled = { clauses: [], expressions: [], selectorNames: [], regexes: 0 };
   let coupled = none;
@@ -301,7 +320,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
           ...selector,
           matchExpressions: [
             ...(selector.matchExpressions ?? []),
-            { key: NAME_LABEL, operator: 'In' as const, values: coupled.selectorNames },
+            { key: NAME_LABEL, operator: 'In' as const, values: [...coupled.selectorNames, SELECTOR_MARK] },
           ],
         };
   return {

@@ -3,6 +3,7 @@ import { JsonObject } from '../util/json';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { CONDITION_PREFIX, NAME_LABEL, SELECTOR_MARK } from './compute';
 import { defaultConfigured } from './defaults';
 import {
   compareVersions,
@@ -72,6 +73,30 @@ describe('ownership of the live registration', () => {
     expect(edited.ours).toBe(false);
     expect(edited.configured).toEqual(narrow('pods'));
     expect(edited.stamp).toEqual(stamp);
+  });
+
+  test('what a kubectl apply of the bundle leaves of an earlier scope is not taken for the configured net', () => {
+    // kubectl apply replaces the rules but keeps selector requirements and conditions its manifest never had.
+    const leftover: Registration = {
+      ...defaultConfigured(),
+      namespaceSelector: {
+        matchExpressions: [
+          ...defaultConfigured().namespaceSelector.matchExpressions!,
+          { key: NAME_LABEL, operator: 'In', values: ['shop', SELECTOR_MARK] },
+        ],
+      },
+      matchConditions: [
+        { name: 'mine', expression: 'true' },
+        { name: `${CONDITION_PREFIX}0`, expression: 'false' },
+      ],
+    };
+    const stamp: ScopeStamp = { hash: 'other', rulesVersion: '10', writer: '1-a', mode: 'rules' };
+    const l = live(config(leftover, stamp));
+    expect(l.ours).toBe(false);
+    expect(l.configured).toEqual({
+      ...defaultConfigured(),
+      matchConditions: [{ name: 'mine', expression: 'true' }],
+    });
   });
 
   test('an unreadable stamp or configured annotation means someone else wrote it', () => {

@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject } from '../util/json';
-import { CONDITION_PREFIX } from './compute';
+import { withoutScope } from './compute';
 import { parseRegistration, registrationHash, registrationJson, registrationOf } from './registration';
 import { Registration } from './types';
 
@@ -61,12 +61,9 @@ export function readLive(config: JsonObject, webhook: JsonObject): LiveScope {
   const stamp = parseStamp(annotations[SCOPE_ANNOTATION]);
   const ours = stamp !== null && stamp.hash === registrationHash(current);
   const stored = ours ? parseRegistration(annotations[CONFIGURED_ANNOTATION] ?? '') : null;
-  // Someone else's registration (a fresh install, a re-applied bundle, an edit) is the configured net from now on;
-  // conditions named like ours came from a copy of an earlier scope and are not part of it.
-  const configured = stored ?? {
-    ...current,
-    matchConditions: current.matchConditions.filter((c) => !c.name.startsWith(CONDITION_PREFIX)),
-  };
+  // Someone else's registration (a fresh install, a re-applied bundle, an edit) is the configured net from now on,
+  // without what an earlier scope left in it (kubectl apply keeps fields its manifest never had).
+  const configured = stored ?? withoutScope(current);
   return { current, configured, stamp, ours };
 }
 
