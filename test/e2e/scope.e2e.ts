@@ -16,9 +16,10 @@ import { ResourceCatalog } from '../../scope/catalog';
 import { sendsRequest } from '../../scope/sends';
 import { kindRule } from '../../scope/testing';
 import { issueServingCert, newCa } from '../../webhook/certs';
-import { apply, bundleObjects, remove, waitFor, webhookManifests } from './cluster';
+import { apply, remove, waitFor, webhookManifests } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
 import { serviceAccountClient } from './credentials';
+import { installBundle } from './install';
 import { percentile, scrape, webhookCalls, writeConfigMaps } from './metrics';
 
 /*
@@ -170,21 +171,7 @@ describeLocal('the dragnet scope on a real API server', () => {
     webhookPort = await freePort();
     url = `https://127.0.0.1:${webhookPort}`;
     // The bundle as a user applies it; the webhook configurations call this process by URL.
-    for (const obj of bundleObjects()) {
-      if (obj.kind === 'MutatingWebhookConfiguration' || obj.kind === 'ValidatingWebhookConfiguration')
-        continue;
-      if (obj.kind === 'Namespace' && (obj.metadata as JsonObject).name !== CLUSTER_NS) continue;
-      await apply(admin, collectionPath(obj), obj);
-    }
-    await waitFor('the ModRule CRD to be established', async () => {
-      const crd = await admin.request(
-        'GET',
-        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/modrules.api.kubemod.io',
-      );
-      return ((crd.status as JsonObject)?.conditions as JsonObject[] | undefined)?.some(
-        (c) => c.type === 'Established' && c.status === 'True',
-      );
-    });
+    await installBundle(admin, CLUSTER_NS);
     for (const ns of [SHOP, TENANT])
       await admin.request('POST', '/api/v1/namespaces', {
         body: {
@@ -535,26 +522,6 @@ describeLocal('the dragnet scope on a real API server', () => {
     }
   });
 });
-
-/** The collection path of a bundle object (the bundle's kinds only). */
-function collectionPath(obj: JsonObject): string {
-  const ns = String((obj.metadata as JsonObject).namespace ?? '');
-  const paths: Record<string, string> = {
-    Namespace: '/api/v1/namespaces',
-    ServiceAccount: `/api/v1/namespaces/${ns}/serviceaccounts`,
-    Service: `/api/v1/namespaces/${ns}/services`,
-    Deployment: `/apis/apps/v1/namespaces/${ns}/deployments`,
-    PodDisruptionBudget: `/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`,
-    CustomResourceDefinition: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-    ClusterRole: '/apis/rbac.authorization.k8s.io/v1/clusterroles',
-    ClusterRoleBinding: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
-    Role: `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`,
-    RoleBinding: `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
-  };
-  const path = paths[String(obj.kind)];
-  if (!path) throw new Error(`e2e scope: no path for ${String(obj.kind)}`);
-  return path;
-}
 
 /** A TCP listener that accepts connections and never answers: a hung webhook pod. */
 function blackHole(port: number): Promise<{ close(): Promise<void> }> {
