@@ -326,7 +326,19 @@ export class DragnetScope {
       this.observeLive();
       const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
       if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
-        await this.giveUp(stored, live.configured);
+        // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
+        const at = result ? PRECISIONS.indexOf(result.precision) : PRECISIONS.length - 1;
+        if (at < PRECISIONS.length - 1) {
+          this.options.logger.error(
+            'the API server stored another dragnet registration; trying a coarser one',
+            {
+              precision: PRECISIONS[at],
+              next: PRECISIONS[at + 1],
+            },
+          );
+          this.refused.set(full, PRECISIONS[at + 1]);
+          this.again = true;
+        } else await this.giveUp(stored, live.configured);
         return;
       }
       this.options.logger.info('dragnet registration updated', {

@@ -78,8 +78,9 @@ export function stampAnnotations(stamp: ScopeStamp, configured: Registration): R
 const WELL_FORMED = /^[1-9][0-9]*$/;
 
 /**
- * Orders two resourceVersions of the same resource (Kubernetes 1.35+ documents them as comparable integers, and etcd
- * revisions always were); 0 when either is not a well-formed one.
+ * Orders two resourceVersions of the same resource, as k8s.io/apimachinery's resourceversion.CompareResourceVersion
+ * does (etcd-backed API servers give integers, and recent Kubernetes documents them as comparable); 0 when either
+ * is not a well-formed one.
  */
 export function compareVersions(a: string, b: string): number {
   if (!WELL_FORMED.test(a) || !WELL_FORMED.test(b)) return 0;
