@@ -12,7 +12,7 @@ import {
   testCondition,
 } from './coupling';
 import { mergeProducts, Product, productsOf } from './products';
-import { ruleReach, RuleReach } from './reach';
+import { NamespaceSet, ruleReach, RuleReach } from './reach';
 import { MatchCondition, Registration } from './types';
 
 /**
@@ -119,18 +119,62 @@ function describeNamespaces(reach: RuleReach): string {
   return parts.length === 0 ? '-' : parts.join(',');
 }
 
-function report(reach: RuleReach, products: readonly Product[], notes: string[]): RuleScopeReport {
-  const resources = new Set<string>();
-  for (const p of products)
-    for (const g of p.groups) for (const r of p.resources) resources.add(`${g === '' ? 'core' : g}/${r}`);
+function report(reach: RuleReach, resources: string[], notes: readonly string[]): RuleScopeReport {
   return {
     rule: reach.rule,
     operations: [...reach.operations],
-    resources: [...resources].sort(),
+    resources,
     namespaces: describeNamespaces(reach),
     cluster: reach.cluster,
-    notes: [...reach.notes, ...notes],
+    notes: notes.length === 0 ? (reach.notes as string[]) : [...reach.notes, ...notes],
   };
+}
+
+function resourcesOf(products: readonly Product[]): string[] {
+  const resources = new Set<string>();
+  for (const p of products)
+    for (const g of p.groups) for (const r of p.resources) resources.add(`${g === '' ? 'core' : g}/${r}`);
+  return [...resources].sort();
+}
+
+/** The rules of one shape: their share of the net (resolved once) and the union of their namespaces. */
+interface ShapeGroup {
+  products: Product[];
+  notes: string[];
+  resources: string[];
+  any: boolean;
+  names: Set<string>;
+  patterns: Map<string, NamespaceSet['patterns'][number]>;
+  cluster: boolean;
+}
+
+function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
+  const byShape = new Map<string, ShapeGroup>();
+  const reports: RuleScopeReport[] = [];
+  for (const rule of input.rules) {
+    const reach = reachOf(rule, input.clusterNamespace);
+    let g = byShape.get(reach.shape);
+    if (!g) {
+      const { products, notes } = productsOf(reach, input.configured.rules, input.catalog);
+      g = {
+        products,
+        notes,
+        resources: resourcesOf(products),
+        any: false,
+        names: new Set(),
+        patterns: new Map(),
+        cluster: false,
+      };
+      byShape.set(reach.shape, g);
+    }
+    const ns = reach.namespaces;
+    g.any ||= ns.any;
+    for (const n of ns.names) g.names.add(n);
+    for (const p of ns.patterns) g.patterns.set(p.map((r) => r.source).join('\u0000'), p);
+    g.cluster ||= reach.cluster;
+    reports.push(report(reach, g.resources, g.notes));
+  }
+  return { groups: [...byShape.values()], reports };
 }
 
 /** Clauses for a key group, sharded by namespace name ranges when one would not fit in an expression. */
@@ -266,14 +310,14 @@ export function computeScope(input: ScopeInput): ScopeResult {
   const limits = input.limits ?? DEFAULT_LIMITS;
   const precision = input.precision ?? 'full';
   const { configured } = input;
-  const shares: Share[] = [];
-  const reports: RuleScopeReport[] = [];
-  for (const rule of input.rules) {
-    const reach = reachOf(rule, input.clusterNamespace);
-    const { products, notes } = productsOf(reach, configured.rules, input.catalog);
-    reports.push(report(reach, products, notes));
-    if (products.length > 0) shares.push({ products, namespaces: reach.namespaces, cluster: reach.cluster });
-  }
+  const { groups, reports } = groupByShape(input);
+  const shares: Share[] = groups
+    .filter((g) => g.products.length > 0)
+    .map((g) => ({
+      products: g.products,
+      namespaces: { any: g.any, names: g.names, patterns: [...g.patterns.values()] },
+      cluster: g.cluster,
+    }));
   reports.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
   const rules = mergeProducts(shares.flatMap((s) => s.products));
   const own = withoutScope(configured).matchConditions;

@@ -30,6 +30,11 @@ export interface RuleReach {
   readonly cluster: boolean;
   /** Why it reaches wider than one might expect (for `modrule scope` and the operator's log). */
   readonly notes: readonly string[];
+  /**
+   * Everything but the namespaces, as text: rules with the same shape get the same share of the net (so thousands
+   * of rules generated from one template are resolved once).
+   */
+  readonly shape: string;
 }
 
 export const NO_NAMESPACES: NamespaceSet = { any: false, names: new Set(), patterns: [] };
@@ -112,5 +117,13 @@ export function ruleReach(rule: CompiledRule, clusterNamespace: string): RuleRea
   );
   // Cluster-scoped objects have no metadata.namespace: a namespace criterion never matches them.
   const cluster = rule.namespace === clusterNamespace && targetsClusterScoped(rule) && !pinned;
-  return { rule: rule.key, operations, kinds, groups, namespaces, cluster, notes };
+  const sorted = (set: ReadonlySet<string> | null) => (set ? [...set].sort() : null);
+  const shape = JSON.stringify([
+    [...operations],
+    sorted(kinds),
+    sorted(groups),
+    !isEmptyNamespaceSet(namespaces),
+    cluster,
+  ]);
+  return { rule: rule.key, operations, kinds, groups, namespaces, cluster, notes, shape };
 }
