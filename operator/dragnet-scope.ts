@@ -24,6 +24,14 @@ import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
 
 const CONFIGURATIONS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
 
+/** Rules whose notes mention `text`, for the log: how many, and the first ten by name. */
+function noted(result: ScopeResult | null, text: string, field: string): Record<string, unknown> {
+  const rules = result
+    ? result.rules.filter((r) => r.notes.some((n) => n.includes(text))).map((r) => r.rule)
+    : [];
+  return rules.length === 0 ? {} : { [field]: rules.length, [`${field}Rules`]: rules.slice(0, 10) };
+}
+
 /** Discovery as the scope reads it: the current catalog (null until loaded) and its changes. */
 export interface CatalogSource {
   catalog(): ResourceCatalog | null;
@@ -100,7 +108,6 @@ export class DragnetScope {
   private refused = new Map<string, Precision>();
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
-  private lastResult: ScopeResult | null = null;
   private readonly metrics: { writes: Counter<'result'>; conditions: Gauge; webhookRules: Gauge } | null;
 
   constructor(private readonly options: DragnetScopeOptions) {
@@ -153,11 +160,6 @@ export class DragnetScope {
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);
-  }
-
-  /** The last computation (rules, notes, coarsening), for logs and tests. */
-  lastScope(): ScopeResult | null {
-    return this.lastResult;
   }
 
   /**
@@ -303,7 +305,6 @@ export class DragnetScope {
     if (!config || !webhook) return;
     const live = readLive(config, webhook);
     const { registration, result, full } = this.desired(live);
-    this.lastResult = result ?? this.lastResult;
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
     this.notify();
@@ -351,9 +352,8 @@ export class DragnetScope {
         selectorNames: result?.stats.selectorNames ?? 0,
         precision: result?.precision ?? 'configured',
         coarsened: result?.coarsened ?? [],
-        failingWide: result
-          ? result.rules.filter((r) => r.notes.some((n) => n.includes('not served'))).length
-          : 0,
+        ...noted(result, 'not served', 'unknownKinds'),
+        ...noted(result, 'outside the configured net', 'outsideNet'),
       });
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) {
