@@ -3,21 +3,8 @@ import { and, renderCel } from './condition';
 import { computeScope, DEFAULT_LIMITS, NAME_LABEL, SELECTOR_MARK } from './compute';
 import { defaultConfigured } from './defaults';
 import { registrationHash } from './registration';
-import { kindRule, request, rule, scopeOf, sends, WIDGET_CRD } from './testing';
+import { kindRule, request, rule, scopeOf, sends, WIDGET_CRD, WILDCARD_NET } from './testing';
 import { Registration } from './types';
-
-const wildcard: Registration = {
-  ...defaultConfigured(),
-  rules: [
-    {
-      apiGroups: ['*'],
-      apiVersions: ['*'],
-      resources: ['*'],
-      operations: ['CREATE', 'UPDATE', 'DELETE'],
-      scope: '*',
-    },
-  ],
-};
 
 describe('computeScope', () => {
   test('Deployment-only rules: only Deployments of their namespace, ConfigMaps never', () => {
@@ -161,18 +148,18 @@ describe('computeScope', () => {
     expect(sends(blind, request('CREATE', 'ConfigMap', 'team-b'))).toBe(true);
   });
 
-  test('a wildcard net leaves high-churn resources out unless a rule names them', () => {
+  test('a WILDCARD_NET net leaves high-churn resources out unless a rule names them', () => {
     const byLabel = rule('team-a', 'by-label', {
       type: 'Patch',
       match: [{ select: '$.metadata.labels.app', matchValue: 'web' }],
       patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
     });
-    let result = scopeOf([byLabel], { configured: wildcard });
+    let result = scopeOf([byLabel], { configured: WILDCARD_NET });
     expect(sends(result, request('CREATE', 'Widget', 'team-a'))).toBe(true);
     expect(sends(result, request('CREATE', 'ConfigMap', 'team-a'))).toBe(true);
     expect(sends(result, request('CREATE', 'Event', 'team-a'))).toBe(false);
     expect(sends(result, request('UPDATE', 'Lease', 'team-a'))).toBe(false);
-    result = scopeOf([byLabel, kindRule('team-b', 'events', 'Event')], { configured: wildcard });
+    result = scopeOf([byLabel, kindRule('team-b', 'events', 'Event')], { configured: WILDCARD_NET });
     expect(sends(result, request('CREATE', 'Event', 'team-b'))).toBe(true);
     expect(sends(result, request('CREATE', 'Event', 'team-a'))).toBe(false);
     expect(sends(result, request('CREATE', 'ConfigMap', 'team-b'))).toBe(false);

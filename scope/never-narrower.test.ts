@@ -8,8 +8,8 @@ import { computeScope, DEFAULT_LIMITS, Precision } from './compute';
 import { defaultConfigured } from './defaults';
 import { ruleReach } from './reach';
 import { sendsRequest } from './sends';
-import { apiVersionOf, isClusterKind, request, TEST_KINDS, WIDGET_CRD } from './testing';
-import { Registration, ScopeOperation } from './types';
+import { apiVersionOf, isClusterKind, request, TEST_KINDS, WIDGET_CRD, WILDCARD_NET } from './testing';
+import { ScopeOperation } from './types';
 
 /*
  * The scope's one promise, checked against the engine itself on random rules and objects: a request the API server
@@ -66,19 +66,6 @@ function modRule(spec: RuleSpec, i: number): JsonObject {
   };
 }
 
-const WILDCARD: Registration = {
-  ...defaultConfigured(),
-  rules: [
-    {
-      apiGroups: ['*'],
-      apiVersions: ['*'],
-      resources: ['*'],
-      operations: ['CREATE', 'UPDATE', 'DELETE'],
-      scope: '*',
-    },
-  ],
-};
-
 const world = fc.record({
   rules: fc.array(ruleSpec, { minLength: 1, maxLength: 5 }),
   gold: fc.subarray(NAMESPACES),
@@ -119,7 +106,7 @@ test('the computed scope never skips a request the engine would act on, nor send
         if (problems.length > 0) throw new Error(JSON.stringify(problems));
       });
       for (const ns of [...NAMESPACES, 'other']) store.upsertNamespace(namespaceObject(ns, labelsOf(ns)));
-      const configured = w.wildcard ? WILDCARD : defaultConfigured();
+      const configured = w.wildcard ? WILDCARD_NET : defaultConfigured();
       const result = computeScope({
         rules: store.allRules(),
         clusterNamespace: 'kubemod-system',

@@ -40,6 +40,11 @@ function config(reg: Registration, stamp?: ScopeStamp, configured = defaultConfi
   };
 }
 
+/** The stamp of a write of `reg` at a rules version by a writer. */
+function stampOf(reg: Registration, rulesVersion: string, writer: string): ScopeStamp {
+  return { hash: registrationHash(reg), rulesVersion, writer, mode: 'rules' };
+}
+
 function live(c: JsonObject) {
   return readLive(c, dragnetOf(c)!.webhook);
 }
@@ -59,12 +64,7 @@ describe('ownership of the live registration', () => {
     expect(fresh.ours).toBe(false);
     expect(fresh.configured).toEqual(defaultConfigured());
     const reg = narrow('deployments');
-    const stamp: ScopeStamp = {
-      hash: registrationHash(reg),
-      rulesVersion: '10',
-      writer: '1-a',
-      mode: 'rules',
-    };
+    const stamp = stampOf(reg, '10', '1-a');
     const mine = live(config(reg, stamp));
     expect(mine.ours).toBe(true);
     expect(mine.configured).toEqual(defaultConfigured());
@@ -119,12 +119,7 @@ describe('ownership of the live registration', () => {
 
   test('writes forward only: newer rules, else a later writer; never behind the stamp', () => {
     const reg = narrow('deployments');
-    const stamp: ScopeStamp = {
-      hash: registrationHash(reg),
-      rulesVersion: '10',
-      writer: '200-b',
-      mode: 'rules',
-    };
+    const stamp = stampOf(reg, '10', '200-b');
     const l = live(config(reg, stamp));
     const me = (rulesVersion: string, writer: string): Replica => ({ rulesVersion, writer, mode: 'rules' });
     expect(decide(l, reg, me('11', '100-a'))).toEqual({ write: false, reason: 'current' });
@@ -141,12 +136,7 @@ describe('ownership of the live registration', () => {
 
   test("covers a rule once the stamp has reached its version; someone else's registration is the wide net", () => {
     const reg = narrow('deployments');
-    const stamp: ScopeStamp = {
-      hash: registrationHash(reg),
-      rulesVersion: '10',
-      writer: '1-a',
-      mode: 'rules',
-    };
+    const stamp = stampOf(reg, '10', '1-a');
     expect(liveCovers(live(config(reg, stamp)), '10')).toBe(true);
     expect(liveCovers(live(config(reg, stamp)), '11')).toBe(false);
     expect(liveCovers(live(config(narrow('pods'), stamp)), '11')).toBe(true);

@@ -6,7 +6,7 @@ import { ResourceCatalog } from './catalog';
 import { computeScope, ScopeInput, ScopeResult } from './compute';
 import { defaultConfigured } from './defaults';
 import { sendsRequest } from './sends';
-import { ScopeOperation, ScopeRequest } from './types';
+import { Registration, ScopeOperation, ScopeRequest } from './types';
 
 /** A compiled ModRule of `namespace` with this spec (throws on an invalid one). */
 export function rule(namespace: string, name: string, spec: JsonObject): CompiledRule {
@@ -98,6 +98,20 @@ export function request(
     namespaceLabels: ns ? { 'kubernetes.io/metadata.name': ns, ...labels } : { ...labels },
   };
 }
+
+/** A wildcard net (`resources: ['*']`, every operation the dragnet sees) with the bundle's exclusions. */
+export const WILDCARD_NET: Registration = {
+  ...defaultConfigured(),
+  rules: [
+    {
+      apiGroups: ['*'],
+      apiVersions: ['*'],
+      resources: ['*'],
+      operations: ['CREATE', 'UPDATE', 'DELETE'],
+      scope: '*',
+    },
+  ],
+};
 
 /** computeScope with the bundle's net and Kubernetes' built-in kinds (plus Widget) unless given. */
 export function scopeOf(rules: CompiledRule[], input: Partial<ScopeInput> = {}): ScopeResult {

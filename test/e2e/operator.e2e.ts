@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -20,6 +19,7 @@ import {
 } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
 import { serviceAccountClient } from './credentials';
+import { kubectl } from './kubectl';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL.
@@ -119,25 +119,6 @@ function slowFirstList(client: KubeClient, path: string, delayMs: number): KubeC
     },
     watch: (p, query, onEvent) => client.watch(p, query, onEvent),
   };
-}
-
-/** kubectl with the given kubeconfig; resolves with its exit code and output. */
-function kubectl(
-  bin: string,
-  kubeconfig: string,
-  args: string[],
-  stdin: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      bin,
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig } },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-    child.stdin?.end(stdin);
-  });
 }
 
 describeCluster(`operator against a real API server (namespace ${NS})`, () => {

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer, Server } from 'node:https';
@@ -20,6 +19,7 @@ import { apply, remove, waitFor, webhookManifests } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
 import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
+import { kubectl } from './kubectl';
 import { percentile, scrape, webhookCalls, writeConfigMaps } from './metrics';
 
 /*
@@ -79,24 +79,6 @@ function deployment(name: string): JsonObject {
       },
     },
   };
-}
-
-function kubectl(
-  bin: string,
-  kubeconfig: string,
-  args: string[],
-  stdin: string,
-): Promise<{ code: number; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      bin,
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig } },
-      (err, _out, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stderr }),
-    );
-    child.stdin?.end(stdin);
-  });
 }
 
 describeLocal('the dragnet scope on a real API server', () => {
