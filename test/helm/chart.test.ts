@@ -64,7 +64,11 @@ function changes(from: JsonObject[], to: JsonObject[]): Record<string, JsonValue
 }
 
 function kubectl(): string | null {
-  const assets = join(process.env.KUBEBUILDER_ASSETS || '/tmp/modrule-envtest-1.37/bin', 'kubectl');
+  // envtest's kubectl (.ci/run unpacks it before npm test), else one on PATH.
+  const assets = join(
+    process.env.KUBEBUILDER_ASSETS || process.env.MODRULE_ENVTEST_BIN || '/tmp/modrule-envtest-1.37/bin',
+    'kubectl',
+  );
   if (existsSync(assets)) return assets;
   return spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0 ? 'kubectl' : null;
 }
