@@ -1,27 +1,15 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { JsonObject } from '../util/json';
 import { splitYamlStream } from '../util/yaml-stream';
 import { UsageError } from './io';
 import { HELM_FILENAME_ANNOTATION, run } from './post-render';
-import { runCommand } from './testing';
+import { runCommand, writeRule } from './testing';
 
 const ROOT = join(__dirname, '..');
 // What Helm 3 hands a post-renderer: `# Source:` comments, an empty template, a List, a test hook.
 const HELM3 = readFileSync(join(ROOT, 'fixtures', 'helm-template.yaml'), 'utf8');
 const RULES = join(ROOT, 'examples', 'helm', 'rules');
-
-const tmp = mkdtempSync(join(tmpdir(), 'modrule-post-render-'));
-function rule(name: string, spec: JsonObject): string {
-  const file = join(tmp, `${name}.yaml`);
-  writeFileSync(
-    file,
-    stringify({ apiVersion: 'api.kubemod.io/v1beta1', kind: 'ModRule', metadata: { name }, spec }),
-  );
-  return file;
-}
 
 const postRender = (args: string[], stdin: string) => runCommand(run, args, { stdin });
 const values = (text: string) => splitYamlStream(text).map((d) => d.value);
@@ -44,13 +32,13 @@ describe('modrule post-render', () => {
   });
 
   it('writes the input back unchanged when no rule matches', async () => {
-    const r = await postRender(['--rules', rule('nothing', labelSpec('StatefulSet'))], HELM3);
+    const r = await postRender(['--rules', writeRule('nothing', labelSpec('StatefulSet'))], HELM3);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(HELM3);
   });
 
   it('admits List items one by one and keeps the List', async () => {
-    const r = await postRender(['--rules', rule('cm', labelSpec('ConfigMap'))], HELM3);
+    const r = await postRender(['--rules', writeRule('cm', labelSpec('ConfigMap'))], HELM3);
     const list = values(r.stdout)[2] as JsonObject;
     expect(list.kind).toBe('List');
     expect((list.items as JsonObject[]).map((i) => (i.metadata as JsonObject).labels)).toEqual([
@@ -62,7 +50,7 @@ describe('modrule post-render', () => {
   it("hides Helm 4's filename annotation from the rules and gives it back", async () => {
     // Helm 4 annotates every document; the API server never sees the annotation, so rules must not either.
     const helm4 = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    ${HELM_FILENAME_ANNOTATION}: 'web/templates/a.yaml'\n`;
-    const unannotated = rule('unannotated', {
+    const unannotated = writeRule('unannotated', {
       type: 'Patch',
       match: [{ select: '$.metadata.annotations', negate: true }],
       patch: [{ op: 'add', path: '/metadata/annotations/owner', value: 'shop' }],
@@ -73,7 +61,7 @@ describe('modrule post-render', () => {
       [HELM_FILENAME_ANNOTATION]: 'web/templates/a.yaml',
       owner: 'shop',
     });
-    const same = await postRender(['--rules', rule('nothing', labelSpec('Secret'))], helm4);
+    const same = await postRender(['--rules', writeRule('nothing', labelSpec('Secret'))], helm4);
     expect(same.stdout).toBe(helm4);
   });
 
@@ -98,7 +86,7 @@ describe('modrule post-render', () => {
   });
 
   it('fails when a rule fails at run time, instead of letting the object through unpatched', async () => {
-    const broken = rule('broken', {
+    const broken = writeRule('broken', {
       type: 'Patch',
       match: [{ select: '$.kind', matchValue: 'Deployment' }],
       patch: [{ op: 'replace', path: '/spec/template/spec/missing/field', value: '1' }],

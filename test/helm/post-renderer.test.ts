@@ -5,6 +5,7 @@ import { join, relative } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { splitYamlStream } from '../../util/yaml-stream';
+import { writeRule } from '../../cli/testing';
 import {
   FIXTURE_CHARTS,
   Helm,
@@ -35,15 +36,6 @@ const ODDITIES = join(FIXTURE_CHARTS, 'oddities');
 const RULES = join(ROOT, 'examples', 'helm', 'rules');
 const tmp = mkdtempSync(join(tmpdir(), 'modrule-helm-rules-'));
 
-function ruleFile(name: string, spec: JsonObject): string {
-  const file = join(tmp, `${name}.yaml`);
-  writeFileSync(
-    file,
-    stringify({ apiVersion: 'api.kubemod.io/v1beta1', kind: 'ModRule', metadata: { name }, spec }),
-  );
-  return file;
-}
-
 // Labels every object it is shown: the output then says exactly which objects Helm passed to the post-renderer.
 // Two rules: one for namespaced objects, and one in kubemod-system for cluster-scoped ones (ModRule scoping).
 const SEEN = 'modrule.example.com/seen';
@@ -59,7 +51,7 @@ const labelAll = (namespace: string): JsonObject => ({
 });
 const LABEL_ALL = join(tmp, 'label-all.yaml');
 writeFileSync(LABEL_ALL, `${stringify(labelAll('default'))}---\n${stringify(labelAll('kubemod-system'))}`);
-const MATCH_NOTHING = ruleFile('match-nothing', {
+const MATCH_NOTHING = writeRule('match-nothing', {
   type: 'Patch',
   match: [{ select: '$.kind', matchValue: 'DaemonSet' }],
   patch: [{ op: 'add', path: '/metadata/labels/never', value: '"set"' }],
@@ -195,7 +187,7 @@ describeHelm.each([3, 4] as const)('Helm %i with modrule as the post-renderer', 
   });
 
   it('fails when a rule fails at run time, naming it', async () => {
-    const broken = ruleFile('broken', {
+    const broken = writeRule('broken', {
       type: 'Patch',
       match: [{ select: '$.kind', matchValue: 'Service' }],
       patch: [{ op: 'replace', path: '/spec/loadBalancerIP', value: '10.0.0.1' }],
