@@ -112,6 +112,9 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
   });
 
   const D = 'Deployment/kubemod-system/kubemod-operator';
+  // As config/default/kustomization.yaml names it (make bundle IMAGE=... changes it).
+  const operatorPod = (o: JsonObject) => ((o.spec as JsonObject).template as JsonObject).spec as JsonObject;
+  const bundleImage = String((operatorPod(byId(bundle).get(D)!).containers as JsonObject[])[0].image);
   const C = '/spec/template/spec/containers/0';
   const M = 'MutatingWebhookConfiguration//kubemod-mutating-webhook-configuration';
   const S = 'Service/kubemod-system/kubemod-webhook-service';
@@ -129,7 +132,9 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
     [
       'image tag only',
       { image: { tag: '0.2.0' } },
-      { [D]: [{ op: 'replace', path: `${C}/image`, value: 'ghcr.io/modrule/modrule:0.2.0' }] },
+      {
+        [D]: [{ op: 'replace', path: `${C}/image`, value: `${bundleImage.replace(/:[^:/@]+$/, '')}:0.2.0` }],
+      },
     ],
     ['replicas', { replicas: 3 }, { [D]: [{ op: 'replace', path: '/spec/replicas', value: 3 }] }],
     [
@@ -231,33 +236,39 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
   });
 
   it('puts a metrics port on the Service and a ServiceMonitor on it', async () => {
-    const withPort = await render({ metrics: { servicePort: true } });
-    const port = (byId(withPort).get(S)!.spec as JsonObject).ports as JsonObject[];
-    expect(port.find((p) => p.name === 'metrics')).toEqual({
+    // The bundle's own metrics port when config/ has one (the container's health port, 8081), else the chart's.
+    const isMetrics = (p: JsonObject) =>
+      p.name === 'metrics' || p.targetPort === 8081 || p.targetPort === 'health';
+    const bundlePorts = (byId(bundle).get(S)!.spec as JsonObject).ports as JsonObject[];
+    const expected = bundlePorts.find(isMetrics) ?? {
       name: 'metrics',
       port: 8081,
       targetPort: 8081,
       protocol: 'TCP',
-    });
+    };
+    const withPort = await render({ metrics: { servicePort: true } });
+    const ports = (byId(withPort).get(S)!.spec as JsonObject).ports as JsonObject[];
+    expect(ports.filter(isMetrics)).toEqual([expected]);
     expect(changes(withPort, await render({ metrics: { servicePort: false } }))[S]).toEqual([
-      { op: 'remove', path: `/spec/ports/${port.findIndex((p) => p.name === 'metrics')}` },
+      { op: 'remove', path: `/spec/ports/${ports.findIndex(isMetrics)}` },
     ]);
     const monitored = await render({
       metrics: { serviceMonitor: { enabled: true, interval: '30s', labels: { release: 'prometheus' } } },
     });
     expect(byId(monitored).get(S)).toEqual(byId(withPort).get(S));
+    const serviceLabels = (byId(bundle).get(S)!.metadata as JsonObject).labels as JsonObject;
     expect(byId(monitored).get('ServiceMonitor/kubemod-system/kubemod-operator')).toEqual({
       apiVersion: 'monitoring.coreos.com/v1',
       kind: 'ServiceMonitor',
       metadata: {
         name: 'kubemod-operator',
         namespace: 'kubemod-system',
-        labels: { 'app.kubernetes.io/part-of': 'modrule', release: 'prometheus' },
+        labels: { ...serviceLabels, release: 'prometheus' },
       },
       spec: {
         namespaceSelector: { matchNames: ['kubemod-system'] },
-        selector: { matchLabels: (byId(bundle).get(S)!.metadata as JsonObject).labels },
-        endpoints: [{ port: 'metrics', path: '/metrics', interval: '30s' }],
+        selector: { matchLabels: serviceLabels },
+        endpoints: [{ port: expected.name, path: '/metrics', interval: '30s' }],
       },
     });
   });
