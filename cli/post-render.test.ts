@@ -134,6 +134,8 @@ describe('modrule post-render', () => {
     [['--namespace', 'x'], /--rules is required/],
   ])('refuses bad usage %j', async (args, message) => {
     await expect(postRender(args, HELM3)).rejects.toThrow(message);
+    // Before it looks at what Helm rendered, even when that is nothing.
+    await expect(postRender(args, '')).rejects.toThrow(message);
   });
 });
 

@@ -56,11 +56,8 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
 
   const docs = parse(await io.readStdin());
   const entries = docs.flatMap((d) => objectsOf(d));
-  if (entries.length === 0)
-    throw new UsageError(
-      'the chart rendered no Kubernetes object: nothing to patch or check (Helm 4 refuses empty post-renderer output as well)',
-    );
 
+  // Runs even with no objects, so that bad options and unreadable rules are reported first.
   let json = '';
   const code = await runApply([...args, '--file', '-', '--output', 'json'], {
     ...io,
@@ -68,6 +65,10 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     readStdin: async () => entries.map((e) => JSON.stringify(e.object)).join('\n---\n'),
     stdinIsTTY: false,
   });
+  if (entries.length === 0)
+    throw new UsageError(
+      'the chart rendered no Kubernetes object: nothing to patch or check (Helm 4 refuses empty post-renderer output as well)',
+    );
   const verdicts = JSON.parse(json) as ApplyVerdict[];
   if (verdicts.length !== entries.length)
     throw new Error(`modrule apply gave ${verdicts.length} verdicts for ${entries.length} objects`);
