@@ -1,13 +1,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonObject } from '../../util/json';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
 import { unpackOciArchive, UnpackedImage } from '../../image/oci';
+import { send as get } from '../../webhook/testing';
 import { apply, ClusterLedger, waitFor, webhookManifests } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
 import { Container, idsOf, runContainer } from './container';
@@ -40,20 +40,6 @@ const measured: Record<string, string> = {};
 
 function modRule(name: string, spec: JsonObject): JsonObject {
   return { apiVersion: 'api.kubemod.io/v1beta1', kind: 'ModRule', metadata: { name, namespace: NS }, spec };
-}
-
-/** GET over a connection of its own (no keep-alive socket outlives the test). */
-function get(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent: false, timeout: 5000 }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 describeImage('the image, run from its root filesystem against Kubernetes 1.37', () => {
@@ -186,6 +172,22 @@ describeImage('the image, run from its root filesystem against Kubernetes 1.37',
     const app = statSync(join(image.rootfs, 'app/dist/cli/main.js'));
     expect([app.uid, app.mode & 0o022]).toEqual([0, 0]);
     expect(statSync(join(image.rootfs, 'tmp')).mode & 0o7777).toBe(0o1777);
+  });
+
+  it('gets a root filesystem that not even root can write, and a writable /tmp (as readOnlyRootFilesystem)', async () => {
+    const probe = runContainer(
+      image.rootfs,
+      // The image's node as root, in place of modrule: a write outside /tmp must fail on the mount, not on rights.
+      {
+        ...image.config,
+        config: { ...image.config.config, User: '0:0', Entrypoint: [image.config.config.Entrypoint![0]] },
+      },
+      ['-e', 'const fs = require("fs"); fs.writeFileSync("/tmp/ok", "y"); fs.writeFileSync("/app/x", "y");'],
+      join(work, 'serviceaccount'),
+      {},
+    );
+    expect(await probe.exited).not.toBe(0);
+    expect(probe.output()).toMatch(/EROFS: read-only file system, open '\/app\/x'/);
   });
 
   it('loads rules, validates them at admission and patches a dragnet review', async () => {
