@@ -500,27 +500,6 @@ describe('admit: scope', () => {
     expect(run(ignoring, ns, { namespace: null }).ignored).toBe(true);
     expect(run(ignoring, loadFixture('namespace'), { namespace: null }).ignored).toBe(false);
   });
-
-  test('kube-system is exempt by name, with or without the ignore label (the bundle no longer labels it)', () => {
-    const kubeSystem = loadFixture('namespace');
-    (kubeSystem.metadata as JsonObject).name = 'kube-system';
-    (kubeSystem.metadata as JsonObject).labels = { 'kubernetes.io/metadata.name': 'kube-system' };
-    const everything = storeWith(wide('all', '.*'), { cluster: [kubeSystem] });
-    const inKubeSystem = { ...loadFixture('deployment') };
-    inKubeSystem.metadata = { ...(inKubeSystem.metadata as JsonObject), namespace: 'kube-system' };
-    expect(run(everything, inKubeSystem, { namespace: 'kube-system' })).toMatchObject({
-      ignored: true,
-      allowed: true,
-      patch: [],
-      matched: [],
-    });
-    // The kube-system Namespace object itself, and nothing else of that name: a Deployment called kube-system is not.
-    expect(run(everything, kubeSystem, { namespace: null }).ignored).toBe(true);
-    const namedLikeIt = loadFixture('deployment');
-    (namedLikeIt.metadata as JsonObject).name = 'kube-system';
-    expect(run(everything, namedLikeIt).ignored).toBe(false);
-    expect(run(everything, loadFixture('deployment')).matched).not.toEqual([]);
-  });
 });
 
 describe('admit: syntheticRefs', () => {

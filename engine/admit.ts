@@ -5,7 +5,6 @@ import { CompiledRule } from '../modrule/compile';
 import {
   AdmissionOperation,
   IGNORE_LABEL,
-  SYSTEM_NAMESPACE,
   LAST_APPLIED_ANNOTATION,
   NODE_REF_ANNOTATION,
 } from '../modrule/types';
@@ -368,12 +367,11 @@ function annotationsOf(obj: JsonObject): JsonObject | undefined {
 }
 
 /**
- * Whether the object is exempt: in kube-system or the kube-system Namespace itself, or labelled
- * admission.kubemod.io/ignore=true on its namespace (on itself for Namespace objects). The webhook's namespaceSelector
- * does this in a cluster; doing it here keeps `serve --local`, `apply` and a widened selector alike.
+ * Whether the object is exempt (label admission.kubemod.io/ignore=true on its namespace, or on itself for Namespace
+ * objects). The webhook's namespaceSelector does this in a cluster; doing it here keeps `serve --local` and `apply`
+ * alike.
  */
 export function isIgnored(namespace: string | null, subject: JsonObject, snapshot: RuleSnapshot): boolean {
-  if (isSystemNamespace(namespace, subject)) return true;
   const labels =
     namespace === null
       ? subject.kind === 'Namespace'
@@ -381,17 +379,6 @@ export function isIgnored(namespace: string | null, subject: JsonObject, snapsho
         : undefined
       : labelsOf(snapshot.namespace(namespace));
   return labels?.[IGNORE_LABEL] === 'true';
-}
-
-/** Whether the object is in kube-system, or is the kube-system Namespace. */
-export function isSystemNamespace(namespace: string | null, subject: JsonObject): boolean {
-  if (namespace !== null) return namespace === SYSTEM_NAMESPACE;
-  return subject.kind === 'Namespace' && nameOf(subject) === SYSTEM_NAMESPACE;
-}
-
-function nameOf(obj: JsonObject): string | undefined {
-  const meta = obj.metadata;
-  return isJsonObject(meta) && typeof meta.name === 'string' ? meta.name : undefined;
 }
 
 /** The object the rules see, plus what finish() needs to turn it back into what the API server stores. */

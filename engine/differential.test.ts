@@ -31,10 +31,6 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
   const subject = input.operation === 'DELETE' ? input.oldObject : input.object;
   if (!subject) return outcome;
   const namespace = input.namespace === '' ? null : input.namespace;
-  if (namespace === 'kube-system') {
-    outcome.ignored = true;
-    return outcome;
-  }
   if (namespace !== null) {
     const labels = (snapshot.namespace(namespace)?.metadata as JsonObject | undefined)?.labels;
     if (isJsonObject(labels) && labels['admission.kubemod.io/ignore'] === 'true') {

@@ -335,11 +335,5 @@ spec: {type: Reject, admissionOperations: [DELETE], match: [{select: '$.kind'}]}
     expect(ignored.rules.every((r) => r.status === 'out-of-scope' && r.reason === ignored.ignored)).toBe(
       true,
     );
-
-    const system = both(storeFromYaml(scoped), compiledOf(scoped), create(loadFixture('pod'), 'kube-system'));
-    expect(system.outcome.ignored).toBe(true);
-    expect(system.explanation.ignored).toBe(
-      "kube-system is the control plane's namespace: modrule never changes it or what it holds",
-    );
   });
 });

@@ -5,11 +5,11 @@
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { formatGoValue } from '../jsonpath';
 import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
-import { AdmissionOperation, IGNORE_LABEL, SYSTEM_NAMESPACE } from '../modrule/types';
+import { AdmissionOperation, IGNORE_LABEL } from '../modrule/types';
 import { formatPointer } from '../patch/pointer';
 import { itemMatches, ruleMatches, valueMatches } from './match';
 import { applyOperations, Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
-import { AdmissionInput, isIgnored, isSystemNamespace, prepare, scopeOf } from './admit';
+import { AdmissionInput, isIgnored, prepare, scopeOf } from './admit';
 import { compareRules, RuleSnapshot } from '../store/rules';
 
 /** How many select results an explanation lists per match item. */
@@ -254,8 +254,6 @@ function ignoreReason(
   snapshot: RuleSnapshot,
 ): string | undefined {
   if (!isIgnored(namespace, subject, snapshot)) return undefined;
-  if (isSystemNamespace(namespace, subject))
-    return `${SYSTEM_NAMESPACE} is the control plane's namespace: modrule never changes it or what it holds`;
   return namespace === null
     ? `the Namespace is labelled ${IGNORE_LABEL}=true`
     : `namespace ${namespace} is labelled ${IGNORE_LABEL}=true`;

@@ -80,12 +80,6 @@ export const MAX_EXECUTION_TIER = 32766;
 /** The namespace whose ModRules are cluster-wide (configurable at run time). */
 export const DEFAULT_CLUSTER_NAMESPACE = 'kubemod-system';
 
-/**
- * The control plane's own namespace: never modified, whatever its labels (KubeMod asked users to label it ignored; the
- * bundle's webhooks exclude it by name). Objects in it, and the Namespace itself, are exempt like ignored ones.
- */
-export const SYSTEM_NAMESPACE = 'kube-system';
-
 /** Labels and annotations KubeMod users rely on. */
 export const IGNORE_LABEL = 'admission.kubemod.io/ignore';
 export const INJECT_NODE_REF_ANNOTATION = 'ref.kubemod.io/inject-node-ref';
