@@ -118,6 +118,17 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
   const C = '/spec/template/spec/containers/0';
   const M = 'MutatingWebhookConfiguration//kubemod-mutating-webhook-configuration';
   const S = 'Service/kubemod-system/kubemod-webhook-service';
+  const hooks = byId(bundle).get(M)!.webhooks as JsonObject[];
+  const DRAGNET = hooks.findIndex((w) => w.name === 'dragnet.kubemod.io');
+  const PODBINDING = hooks.findIndex((w) => w.name === 'podbinding.kubemod.io');
+  /** Where a webhook's `kubernetes.io/metadata.name NotIn` expression is, and how many names it has. */
+  const notInList = (hook: number): [number, number] => {
+    const expressions = (hooks[hook].namespaceSelector as JsonObject).matchExpressions as JsonObject[];
+    const index = expressions.findIndex(
+      (e) => e.key === 'kubernetes.io/metadata.name' && e.operator === 'NotIn',
+    );
+    return [index, (expressions[index].values as string[]).length];
+  };
   it.each<[string, JsonObject, Record<string, JsonValue>]>([
     [
       'image',
@@ -202,28 +213,17 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
       },
       {
         [M]: [
-          { op: 'replace', path: '/webhooks/1/failurePolicy', value: 'Fail' },
-          {
-            op: 'add',
-            path: '/webhooks/1/namespaceSelector/matchExpressions/1/values/1',
-            value: 'monitoring',
-          },
-          {
-            op: 'add',
-            path: '/webhooks/1/namespaceSelector/matchExpressions/1/values/2',
-            value: 'flux-system',
-          },
-          { op: 'replace', path: '/webhooks/1/timeoutSeconds', value: 5 },
-          {
-            op: 'add',
-            path: '/webhooks/2/namespaceSelector/matchExpressions/1/values/1',
-            value: 'monitoring',
-          },
-          {
-            op: 'add',
-            path: '/webhooks/2/namespaceSelector/matchExpressions/1/values/2',
-            value: 'flux-system',
-          },
+          { op: 'replace', path: `/webhooks/${DRAGNET}/failurePolicy`, value: 'Fail' },
+          { op: 'replace', path: `/webhooks/${DRAGNET}/timeoutSeconds`, value: 5 },
+          ...[DRAGNET, PODBINDING].flatMap((hook) => {
+            // Appended to the webhook's `kubernetes.io/metadata.name NotIn` list, after what config/ has there.
+            const [index, length] = notInList(hook);
+            const values = `/webhooks/${hook}/namespaceSelector/matchExpressions/${index}/values`;
+            return [
+              { op: 'add', path: `${values}/${length}`, value: 'monitoring' },
+              { op: 'add', path: `${values}/${length + 1}`, value: 'flux-system' },
+            ];
+          }),
         ],
       },
     ],
@@ -236,9 +236,9 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
   });
 
   it('puts a metrics port on the Service and a ServiceMonitor on it', async () => {
-    // The bundle's own metrics port when config/ has one (the container's health port, 8081), else the chart's.
+    // The bundle's own metrics port when config/ has one (container port 8081, named metrics or health), else the chart's.
     const isMetrics = (p: JsonObject) =>
-      p.name === 'metrics' || p.targetPort === 8081 || p.targetPort === 'health';
+      p.name === 'metrics' || [8081, 'metrics', 'health'].includes(p.targetPort as string | number);
     const bundlePorts = (byId(bundle).get(S)!.spec as JsonObject).ports as JsonObject[];
     const expected = bundlePorts.find(isMetrics) ?? {
       name: 'metrics',

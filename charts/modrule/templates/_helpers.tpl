@@ -51,10 +51,10 @@ asks for. The helpers below take a dict: "o" the object to change in place, "roo
 {{- end -}}
 {{- end -}}
 
-{{/* The name of the Service port that reaches /metrics (the container's health port, 8081), or "". */}}
+{{/* The name of the Service port that reaches /metrics (container port 8081, named metrics or health), or "". */}}
 {{- define "modrule.metricsPortName" -}}
 {{- range $p := .spec.ports -}}
-{{- if or (eq (toString $p.name) "metrics") (eq (toString $p.targetPort) "8081") (eq (toString $p.targetPort) "health") -}}
+{{- if or (eq (toString $p.name) "metrics") (has (toString $p.targetPort) (list "8081" "metrics" "health")) -}}
 {{- $p.name -}}
 {{- end -}}
 {{- end -}}
