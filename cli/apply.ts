@@ -78,6 +78,8 @@ export interface ApplyVerdict {
   patch: JsonValue[];
   object: JsonObject;
   rules: string[];
+  /** ModRules that failed at run time on this object (skipped, as the webhook does), with why. */
+  failures: { rule: string; message: string }[];
   /** With --explain: every rule's part. */
   explanation?: AdmissionExplanation;
 }
@@ -185,6 +187,10 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       patch: outcome.patch as unknown as JsonValue[],
       object: result,
       rules: outcome.matched.map((r) => `${r.namespace}/${r.name}`),
+      failures: outcome.failures.map((f) => ({
+        rule: `${f.rule.namespace}/${f.rule.name}`,
+        message: f.message,
+      })),
       ...(explanation ? { explanation } : {}),
     });
   }

@@ -43,7 +43,7 @@ export function defaultConfigured(ownNamespace = 'kubemod-system'): Registration
     namespaceSelector: {
       matchExpressions: [
         { key: IGNORE_LABEL, operator: 'NotIn', values: ['true'] },
-        { key: NAME_LABEL, operator: 'NotIn', values: [ownNamespace] },
+        { key: NAME_LABEL, operator: 'NotIn', values: [ownNamespace, 'kube-system'] },
       ],
     },
     matchConditions: [],

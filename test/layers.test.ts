@@ -15,7 +15,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['engine', 'scope'],
   ['webhook'],
   ['operator'],
-  ['cli'],
+  ['cli', 'image'],
   ['bench', 'test'],
 ];
 

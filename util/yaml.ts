@@ -1,4 +1,14 @@
-import { isMap, isNode, isScalar, isSeq, LineCounter, parseAllDocuments, stringify, Tags } from 'yaml';
+import {
+  Document,
+  isMap,
+  isNode,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseAllDocuments,
+  stringify,
+  Tags,
+} from 'yaml';
 import { isJsonObject, JsonObject, JsonValue } from './json';
 
 /** Thrown for YAML that does not parse or has no JSON form; says which document. */
@@ -25,6 +35,9 @@ function goYamlTags(tags: Tags): Tags {
 // Duplicate keys are a clear error rather than a silent "last one wins".
 const readOptions = { version: '1.1' as const, customTags: goYamlTags, uniqueKeys: true };
 
+/** The options every manifest is parsed with (YAML 1.1 as go-yaml v2 reads it, unique keys). */
+export const MANIFEST_READ_OPTIONS: Readonly<typeof readOptions> = readOptions;
+
 // Input can come from tenants (rule values) or from files: cap alias expansion so a YAML bomb cannot blow up memory.
 const MAX_ALIAS_COUNT = 100;
 
@@ -34,20 +47,23 @@ export function parseYamlDocuments(text: string): JsonValue[] {
   for (const [i, doc] of parseAllDocuments(text, readOptions).entries()) {
     const where = `document ${i + 1}`;
     if (doc.errors.length > 0) throw new ManifestSyntaxError(`${where}: ${firstLine(doc.errors[0].message)}`);
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-    } catch (err) {
-      throw new ManifestSyntaxError(`${where}: ${firstLine((err as Error).message)}`);
-    }
-    if (value === null || value === undefined) {
-      if (doc.contents === null) continue; // an empty document between separators
-    }
-    // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
-    // text, and one kept string (a rule's name) would keep the file alive for as long as the rule lives.
-    out.push(JSON.parse(JSON.stringify(toJsonValue(value, ''))) as JsonValue);
+    if (doc.contents === null) continue; // an empty document between separators
+    out.push(documentJson(doc, where));
   }
   return out;
+}
+
+/** A parsed document's JSON value (null when empty); throws ManifestSyntaxError prefixed with `where`. */
+export function documentJson(doc: Document, where: string): JsonValue {
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    throw new ManifestSyntaxError(`${where}: ${firstLine((err as Error).message)}`);
+  }
+  // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
+  // text, and one kept string (a rule's name) would keep the file alive for as long as the rule lives.
+  return JSON.parse(JSON.stringify(toJsonValue(value, ''))) as JsonValue;
 }
 
 /** One document of a YAML stream, where it is, and how to find a field's line in it. */

@@ -2,12 +2,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { JsonObject } from '../../util/json';
 import { ClusterAccess } from '../../operator/access';
 import { InClusterAccess } from '../../operator/incluster';
 import { createKubeClient, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
-import { waitFor } from './cluster';
+import { serviceAccountToken } from './install';
 
 /** A client with the operator ServiceAccount's own credentials, and how it got them. */
 export interface ServiceAccountClient {
@@ -28,17 +27,7 @@ export async function serviceAccountClient(
   namespace: string,
   serviceAccount: string,
 ): Promise<ServiceAccountClient> {
-  const path = `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`;
-  const answer = await waitFor('a token for the operator ServiceAccount', () =>
-    admin.request('POST', path, {
-      body: {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: { expirationSeconds: 3600 },
-      },
-    }),
-  );
-  const token = String((answer.status as JsonObject).token);
+  const token = await serviceAccountToken(admin, namespace, serviceAccount);
   const cluster = base.getCurrentCluster()!;
   const ca = cluster.caData
     ? Buffer.from(cluster.caData, 'base64').toString('utf8')

@@ -6,7 +6,7 @@ import { createKubeClient, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
 import { readLive } from '../../scope/ownership';
 import { dragnetOf, registrationOf } from '../../scope/registration';
-import { apply, remove, waitFor, webhookManifests } from './cluster';
+import { apply, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
 import { installBundle } from './install';
 import { metricSum, percentile, scrape, webhookCalls, writeConfigMaps } from './metrics';
@@ -173,7 +173,7 @@ describeLocal('API-server-side cost of unrelated writes: no webhook, wide net, s
     cp = await LocalControlPlane.start(ASSETS);
     admin = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
     port = await freePort();
-    await installBundle(admin);
+    await installBundle(admin, new ClusterLedger(admin));
     await admin.request('POST', '/api/v1/namespaces', {
       body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS, labels: { [LABEL]: 'true' } } },
     });

@@ -15,7 +15,7 @@ import { ResourceCatalog } from '../../scope/catalog';
 import { sendsRequest } from '../../scope/sends';
 import { kindRule } from '../../scope/testing';
 import { issueServingCert, newCa } from '../../webhook/certs';
-import { apply, remove, waitFor, webhookManifests } from './cluster';
+import { apply, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
 import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
@@ -153,7 +153,7 @@ describeLocal('the dragnet scope on a real API server', () => {
     webhookPort = await freePort();
     url = `https://127.0.0.1:${webhookPort}`;
     // The bundle as a user applies it; the webhook configurations call this process by URL.
-    await installBundle(admin, CLUSTER_NS);
+    await installBundle(admin, new ClusterLedger(admin));
     for (const ns of [SHOP, TENANT])
       await admin.request('POST', '/api/v1/namespaces', {
         body: {
