@@ -5,20 +5,12 @@ import { Logger } from '../util/logger';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, Precision, PRECISIONS, ScopeResult } from '../scope/compute';
-import {
-  compareVersions,
-  decide,
-  liveCovers,
-  LiveScope,
-  readLive,
-  ScopeMode,
-  ScopeStamp,
-  stampAnnotations,
-} from '../scope/ownership';
+import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { Backoff } from './backoff';
 import { Informer } from './informer';
+import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
 import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
 
@@ -78,11 +70,8 @@ export interface DragnetScopeOptions {
  */
 export class DragnetScope {
   private readonly informer: Informer;
-  private config: JsonObject | null = null;
-  private seen = false;
-  private observed = false;
+  private readonly live: LiveRegistration;
   private readonly writer = `${Date.now()}-${randomBytes(4).toString('hex')}`;
-  private readonly listeners = new Set<() => void>();
   private readonly unsubscribe: Array<() => void> = [];
   private timer: NodeJS.Timeout | null = null;
   private firstPending = 0;
@@ -91,17 +80,6 @@ export class DragnetScope {
   private stopped = false;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
   private retryTimer: NodeJS.Timeout | null = null;
-  private settleTimer: NodeJS.Timeout | null = null;
-  /**
-   * The rules version this replica had when it last asked the API server for the configuration (a consistent read):
-   * the view is at least that fresh. Only such a view may say "someone else's registration, the wide net, is in
-   * place": a watch may still be on its way with a narrower one.
-   */
-  private freshAt: string | null = null;
-  /** The live registration as last read (null: no dragnet), its hash, and when this replica saw it change. */
-  private live: LiveScope | null = null;
-  private liveHash: string | null = null;
-  private liveChangedAt = -Infinity;
   /** What this replica computed last: its registration's hash and the rules version it was computed at. */
   private computed: { hash: string; rulesVersion: string } | null = null;
   /** The precision to use instead of `full`, per full-precision registration the API server refused. */
@@ -112,11 +90,9 @@ export class DragnetScope {
 
   constructor(private readonly options: DragnetScopeOptions) {
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
+    this.live = new LiveRegistration(options);
     const update = (obj: JsonObject | null) => {
-      if (!this.accept(obj)) return;
-      this.seen = true;
-      this.observeLive();
-      this.schedule();
+      if (this.live.accept(obj)) this.schedule();
     };
     this.informer = new Informer({
       client: options.client,
@@ -152,14 +128,14 @@ export class DragnetScope {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe) u();
-    for (const t of [this.timer, this.retryTimer, this.settleTimer]) if (t) clearTimeout(t);
+    for (const t of [this.timer, this.retryTimer]) if (t) clearTimeout(t);
+    this.live.stop();
     await Promise.all([this.informer.stop(), this.running]);
   }
 
   /** Calls `listener` when what covers() answers may have changed. */
   onChange(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => void this.listeners.delete(listener);
+    return this.live.onChange(listener);
   }
 
   /**
@@ -167,68 +143,11 @@ export class DragnetScope {
    * is the configured net, or a scope computed from rules at least that new, in place for settleMs.
    */
   covers(ruleVersion: string): boolean {
-    if (!this.seen) return false;
-    const live = this.live;
-    if (!live) return true; // no dragnet registered: nothing to wait for
-    if (this.now() - this.liveChangedAt < (this.options.settleMs ?? 1000)) return false;
-    if (live.ours ? liveCovers(live, ruleVersion) : this.fresh(ruleVersion)) return true;
-    // The live registration is exactly what this replica computed from rules that include the rule's version.
-    const c = this.computed;
-    return (
-      c !== null &&
-      c.hash === this.liveHash &&
-      compareVersions(c.rulesVersion, ruleVersion) >= 0 &&
-      !!ruleVersion
-    );
-  }
-
-  private fresh(ruleVersion: string): boolean {
-    return this.freshAt !== null && !!ruleVersion && compareVersions(this.freshAt, ruleVersion) >= 0;
-  }
-
-  /** Takes a version of the configuration unless it is older than the one held (a late watch event). */
-  private accept(obj: JsonObject | null): boolean {
-    const version = (o: JsonObject | null) =>
-      o && isJsonObject(o.metadata) && typeof o.metadata.resourceVersion === 'string'
-        ? o.metadata.resourceVersion
-        : '';
-    if (obj && this.config && compareVersions(version(obj), version(this.config)) < 0) return false;
-    this.config = obj;
-    return true;
+    return this.live.covers(ruleVersion, this.computed);
   }
 
   private now(): number {
     return (this.options.now ?? Date.now)();
-  }
-
-  private dragnet(): JsonObject | null {
-    return this.config
-      ? (dragnetOf(this.config, this.options.webhookName ?? DRAGNET_WEBHOOK)?.webhook ?? null)
-      : null;
-  }
-
-  private notify(): void {
-    for (const l of this.listeners) l();
-  }
-
-  /** Notes when the live registration's content changed (for covers()' settle time). */
-  private observeLive(): void {
-    const webhook = this.dragnet();
-    this.live = webhook ? readLive(this.config!, webhook) : null;
-    const hash = this.live ? registrationHash(this.live.current) : null;
-    if (!this.observed) {
-      // The first sight is whatever was in force before this replica started: no settle time.
-      this.observed = true;
-      this.liveHash = hash;
-    } else if (hash !== this.liveHash) {
-      this.liveChangedAt = this.now();
-      this.liveHash = hash;
-      const settle = this.options.settleMs ?? 1000;
-      if (this.settleTimer) clearTimeout(this.settleTimer);
-      this.settleTimer = setTimeout(() => this.notify(), settle + 5);
-      this.settleTimer.unref();
-    }
-    this.notify();
   }
 
   /** Computes after a quiet time, but not later than maxDelayMs after the first change. */
@@ -295,19 +214,19 @@ export class DragnetScope {
   }
 
   private async reconcile(): Promise<void> {
-    if (this.stopped || !this.seen || !this.options.rulesReady()) return;
+    if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
     const rulesVersion = this.options.rulesVersion();
     // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
     if (rulesVersion === null || (this.options.mode === 'rules' && !this.options.discovery.catalog())) return;
     await this.refetch(rulesVersion);
-    const config = this.config;
-    const webhook = this.dragnet();
+    const config = this.live.configuration;
+    const webhook = this.live.dragnet();
     if (!config || !webhook) return;
     const live = readLive(config, webhook);
     const { registration, result, full } = this.desired(live);
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
-    this.notify();
+    this.live.notify();
     const decision = decide(live, registration, {
       rulesVersion,
       writer: this.writer,
@@ -323,8 +242,7 @@ export class DragnetScope {
     try {
       const stored = await this.write(config, webhook, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
-      this.accept(stored);
-      this.observeLive();
+      this.live.accept(stored);
       const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
       if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
         // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
@@ -412,8 +330,7 @@ export class DragnetScope {
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );
     const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
-    if (back) this.accept(await this.write(stored, back.webhook, configured, null, configured));
-    this.observeLive();
+    if (back) this.live.accept(await this.write(stored, back.webhook, configured, null, configured));
   }
 
   /** Reads the configuration from the API server (a consistent read), noting the rules version it is fresh for. */
@@ -426,9 +343,7 @@ export class DragnetScope {
       if (!(err instanceof KubeApiError && err.status === 404)) throw err;
       got = null;
     }
-    this.accept(got);
-    this.freshAt = rulesVersion;
-    this.observeLive();
+    this.live.acceptRead(got, rulesVersion);
   }
 
   private createMetrics(registry: Registry) {
