@@ -6,7 +6,8 @@ import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { CommandIO } from './io';
 import { main } from './main';
-import { CaseReport, run } from './test';
+import { run } from './test';
+import { CaseReport } from './testcase';
 import { CommandResult, runCommand } from './testing';
 
 const modruleTest = (args: string[], tty = false): Promise<CommandResult> => runCommand(run, args, { tty });
