@@ -276,15 +276,24 @@ export async function startLocalServer(
 export async function run(args: string[], io: CommandIO): Promise<number> {
   const server = await startLocalServer(args, io);
   if (!server) return 0;
-  await new Promise<void>((done) => {
-    const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+  // The handlers stay until the server is closed: under `npm start`, Ctrl-C reaches this process twice (from the
+  // terminal, and forwarded by npm), and a second SIGINT with no handler would kill it in the middle of draining.
+  // Closing is bounded (the webhook cuts connections after 10 s), so ignoring repeats cannot hang it.
+  let stopping = false;
+  let removeHandlers = (): void => undefined;
+  await new Promise<void>((done, fail) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) return;
+      stopping = true;
       io.stderr(`received ${signal}, finishing in-flight requests...\n`);
-      void server.close().then(done);
+      server.close().then(done, fail);
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
-  });
+    removeHandlers = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    };
+  }).finally(() => removeHandlers());
   return 0;
 }
