@@ -1,24 +1,25 @@
 import { writeFile } from 'node:fs/promises';
 import { palette, wantColor } from './explain';
 import { parsePathArgs } from './args';
-import { Command, UsageError } from './io';
-import { CaseReport, runSuite } from './testcase';
+import { EXIT, exitHelp } from './exit';
+import { Command, CommandIO, displayName, UsageError } from './io';
+import { runSuite } from './testcase';
 import { findTestFiles, prepareFile, Prepared } from './testsuite';
-import { formatReport, junitXml } from './testreport';
+import { formatReport, junitLoadFailuresXml, junitXml, LoadFailure } from './testreport';
 
 const USAGE = `usage: modrule test PATH... [--output text|json] [--junit FILE] [--explain]
 
 Runs ModRule test suites: files named modrule-test.yaml (or NAME.modrule-test.yaml), found recursively under
-each PATH (a file PATH is read whatever its name). Each names its ModRules, the objects to admit, optional
-Namespaces and Nodes, and the expected result per object: patched, rejected, unchanged or error.
+each PATH (a file PATH is read whatever its name; "-" reads one from standard input, and its relative paths are
+then taken from the current folder). Each names its ModRules, the objects to admit, optional Namespaces and
+Nodes, and the expected result per object: patched, rejected, unchanged or error.
 
-  --output text|json   text (default): one row per case, then each failure with a diff and the explanation
-  --junit FILE         also write a JUnit XML report (for CI systems)
-  --explain            explain every case, not only the failing ones
-  -h, --help           show this help
+  -o, --output text|json  text (default): one row per case, then each failure with a diff and the explanation
+  --junit FILE            also write a JUnit XML report (for CI systems), even when suites do not load
+  --explain               explain every case, not only the failing ones
+  -h, --help              show this help
 
-Exit status: 0 all cases pass, 1 at least one fails, 2 bad input (a test file, rule or object that does not load).
-`;
+${exitHelp('at least one case fails')}`;
 
 /** `modrule test`: runs rule test suites and reports one row per case. */
 export const run: Command = async (args, io) => {
@@ -27,32 +28,57 @@ export const run: Command = async (args, io) => {
     explain: { type: 'boolean', default: false },
   });
   if (typeof parsed === 'number') return parsed;
-  const { values, output, paths: positionals } = parsed;
-  let reports: CaseReport[];
-  try {
-    const files = await findTestFiles(positionals);
-    const prepared: Prepared[] = [];
-    for (const file of files) prepared.push(...(await prepareFile(file, io)));
-    reports = prepared.flatMap((p) => runSuite(p, values.explain === true));
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.stderr(`modrule test: ${err.message}\n`);
-    return 2;
+  const { values, output, paths } = parsed;
+  const junit = typeof values.junit === 'string' ? values.junit : undefined;
+  const { prepared, failures } = await loadSuites(paths, io);
+  if (failures.length > 0) {
+    for (const f of failures) io.stderr(`modrule test: ${f.message}\n`);
+    if (junit !== undefined) await writeReport(junit, junitLoadFailuresXml(failures), io);
+    return EXIT.error;
   }
+  const reports = prepared.flatMap((p) => runSuite(p, values.explain === true));
   const failed = reports.filter((r) => !r.pass).length;
   if (output === 'json') {
     io.stdout(JSON.stringify({ passed: reports.length - failed, failed, cases: reports }, null, 2) + '\n');
   } else {
     io.stdout(formatReport(reports, palette(wantColor(io.stdoutIsTTY))));
   }
-  const junit = values.junit;
-  if (typeof junit === 'string') {
-    try {
-      await writeFile(junit, junitXml(reports));
-    } catch (err) {
-      io.stderr(`modrule test: cannot write ${junit}: ${(err as Error).message}\n`);
-      return 2;
-    }
-  }
-  return failed > 0 ? 1 : 0;
+  if (junit !== undefined && !(await writeReport(junit, junitXml(reports), io))) return EXIT.error;
+  return failed > 0 ? EXIT.finding : EXIT.ok;
 };
+
+// Every path and file is tried, so one run reports every suite that does not load.
+async function loadSuites(
+  paths: readonly string[],
+  io: CommandIO,
+): Promise<{ prepared: Prepared[]; failures: LoadFailure[] }> {
+  const prepared: Prepared[] = [];
+  const failures: LoadFailure[] = [];
+  const attempt = async (file: string, load: () => Promise<void>): Promise<void> => {
+    try {
+      await load();
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      failures.push({ file: displayName(file), message: err.message });
+    }
+  };
+  for (const path of paths) {
+    let files: string[] = [];
+    await attempt(path, async () => {
+      files = await findTestFiles([path]);
+    });
+    for (const file of files)
+      await attempt(file, async () => void prepared.push(...(await prepareFile(file, io))));
+  }
+  return { prepared, failures };
+}
+
+async function writeReport(file: string, text: string, io: CommandIO): Promise<boolean> {
+  try {
+    await writeFile(file, text);
+    return true;
+  } catch (err) {
+    io.stderr(`modrule test: cannot write ${file}: ${(err as Error).message}\n`);
+    return false;
+  }
+}

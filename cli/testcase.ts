@@ -8,6 +8,7 @@ import { compileModRule } from '../modrule/compile';
 import { AdmissionOperation, ModRule } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { admissionInput, restoreNamespace, resultObject, withNamespace } from './apply';
+import { displayName, STDIN } from './io';
 import { diffLines, firstMismatch, projectOnto, withContext } from './diff';
 import { shortValue } from './explain';
 import { Expectation } from './testfile';
@@ -79,6 +80,7 @@ export function runSuite(p: Prepared, explainAll: boolean): CaseReport[] {
 }
 
 function displayPath(file: string): string {
+  if (file === STDIN) return displayName(file);
   const rel = relative(process.cwd(), file);
   return rel === '' || rel.startsWith('..') ? file : rel;
 }

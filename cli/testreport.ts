@@ -101,3 +101,23 @@ export function junitXml(reports: readonly CaseReport[]): string {
   }
   return out + '</testsuites>\n';
 }
+
+/** A test file (or PATH) that could not be loaded, and why. */
+export interface LoadFailure {
+  file: string;
+  message: string;
+}
+
+/**
+ * The JUnit XML report when suites cannot be loaded: a testsuite per file with one failing "load" testcase
+ * carrying the error, so a CI system that reads only the report still shows why nothing ran.
+ */
+export function junitLoadFailuresXml(failures: readonly LoadFailure[]): string {
+  let out = `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="modrule test" tests="${failures.length}" failures="${failures.length}">\n`;
+  for (const { file, message } of failures) {
+    out += `  <testsuite name="${xml(file)}" file="${xml(file)}" tests="1" failures="1">\n`;
+    out += `    <testcase classname="${xml(file)}" name="load">\n`;
+    out += `      <failure message="${xml(`cannot load ${file}`)}">${xml(message)}</failure>\n    </testcase>\n  </testsuite>\n`;
+  }
+  return out + '</testsuites>\n';
+}

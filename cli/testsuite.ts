@@ -6,7 +6,7 @@ import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
 import { AdmissionOperation } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { identity, loadPaths, loadRules, nameOf, parseDocuments, scope } from './apply';
-import { CommandIO, readInput, UsageError } from './io';
+import { CommandIO, displayName, readInput, STDIN, UsageError, yamlErrorText } from './io';
 import { parseTestSpec, ResultSpec, TEST_FILE_PATTERN, TestSpec } from './testfile';
 
 /** One object a suite admits, with the operation and the old version it is admitted with. */
@@ -27,10 +27,17 @@ export interface Prepared {
   cases: Array<{ result: ResultSpec; candidate: Candidate; ruleKeys: string[] }>;
 }
 
-/** Test files under the paths: files as given, folders searched recursively for modrule-test.yaml files. */
+/**
+ * Test files under the paths: files as given (`-`: standard input), folders searched recursively for
+ * modrule-test.yaml files.
+ */
 export async function findTestFiles(paths: readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const path of paths) {
+    if (path === STDIN) {
+      out.push(path);
+      continue;
+    }
     let info;
     try {
       info = await stat(path);
@@ -66,17 +73,20 @@ async function walk(dir: string): Promise<string[]> {
  */
 export async function prepareFile(file: string, io: CommandIO): Promise<Prepared[]> {
   let docs: JsonValue[];
+  const text = await readInput(file, io);
   try {
-    docs = parseYamlDocuments(await readInput(file, io));
+    docs = parseYamlDocuments(text);
   } catch (err) {
-    if (err instanceof ManifestSyntaxError) throw new UsageError(`${file}: ${err.message}`);
+    if (err instanceof ManifestSyntaxError) throw new UsageError(yamlErrorText(file, text, err));
     throw err;
   }
-  if (docs.length === 0) throw new UsageError(`${file}: no ModRuleTest document`);
+  const name = displayName(file);
+  if (docs.length === 0) throw new UsageError(`${name}: no ModRuleTest document`);
   const out: Prepared[] = [];
-  const fallback = basename(dirname(file));
+  // A suite without metadata.name is named after its folder (read from standard input: "stdin").
+  const fallback = file === STDIN ? 'stdin' : basename(dirname(file));
   for (const [i, doc] of docs.entries()) {
-    const where = docs.length > 1 ? `${file} (document ${i + 1})` : file;
+    const where = docs.length > 1 ? `${name} (document ${i + 1})` : name;
     const { spec, problems } = parseTestSpec(doc, file, fallback);
     if (!spec) {
       throw new UsageError(
