@@ -270,6 +270,19 @@ describe('modrule apply', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/^warning: ModRule default\/broken failed on Deployment default\/nginx: /);
     expect(docs(r.stdout)).toEqual([bareDeployment()]);
+    const json = await apply([
+      '--rules',
+      write('broken.yaml', broken),
+      '--file',
+      write('b-in.yaml', bareDeployment()),
+      '--output',
+      'json',
+    ]);
+    const [verdict] = JSON.parse(json.stdout) as ApplyVerdict[];
+    expect(verdict.allowed).toBe(true);
+    expect(verdict.failures).toEqual([
+      { rule: 'default/broken', message: expect.stringContaining('/spec/missing/field') as string },
+    ]);
   });
 
   test('an invalid ModRule names its file, its name and the field (exit 1)', async () => {

@@ -80,8 +80,8 @@ export interface ApplyVerdict {
   patch: JsonValue[];
   object: JsonObject;
   rules: string[];
-  /** Rules that failed at run time on this object ("namespace/name"): their changes were dropped, as the webhook does. */
-  failures: Array<{ rule: string; message: string }>;
+  /** ModRules that failed at run time on this object (skipped, as the webhook does), with why. */
+  failures: { rule: string; message: string }[];
   /** With --explain: every rule's part. */
   explanation?: AdmissionExplanation;
 }
@@ -113,7 +113,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const opts = parsed.values;
   if (opts.help) {
     io.stdout(USAGE);
-    return 0;
+    return EXIT.ok;
   }
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
   // Helm runs post-renderers with the manifests on stdin and no file argument.

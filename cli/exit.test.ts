@@ -98,7 +98,7 @@ describe('one exit status scheme for every subcommand', () => {
     if (code === EXIT.error) expect(r.stderr).not.toBe('');
   });
 
-  test.each(['select', 'apply', 'test', 'validate', 'serve', 'operator'])(
+  test.each(['select', 'apply', 'test', 'validate', 'serve', 'operator', 'post-render'])(
     '%s --help exits 0 and states the same scheme',
     async (name) => {
       const r = await modrule([name, '--help']);

@@ -12,6 +12,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run ModRules offline: manifests in, patched manifests out',
     load: async () => (await import('./apply')).run,
   },
+  'post-render': {
+    summary: 'a Helm post-renderer: apply with Helm safeguards (Helm 4 plugin: helm-plugin/modrule)',
+    load: async () => (await import('./post-render')).run,
+  },
   test: {
     summary: 'run ModRule test suites (modrule-test.yaml): expected patches and rejections',
     load: async () => (await import('./test')).run,

@@ -1,4 +1,5 @@
 import {
+  Document,
   isMap,
   isNode,
   isScalar,
@@ -35,7 +36,8 @@ function yamlError(err: YAMLError): { reason: string; position?: TextPosition } 
   return { reason, ...(at ? { position: { line: at.line, column: at.col } } : {}) };
 }
 
-function documentError(err: YAMLError, document: number): ManifestSyntaxError {
+/** A YAML syntax error of document `document` (1-based) as 'document N: line L, column C: reason'. */
+export function yamlSyntaxError(err: YAMLError, document: number): ManifestSyntaxError {
   const { reason, position } = yamlError(err);
   const where = position ? `: line ${position.line}, column ${position.column}` : '';
   return new ManifestSyntaxError(`document ${document}${where}: ${reason}`, { reason, document, position });
@@ -62,6 +64,9 @@ function goYamlTags(tags: Tags): Tags {
 // Duplicate keys are a clear error rather than a silent "last one wins".
 const readOptions = { version: '1.1' as const, customTags: goYamlTags, uniqueKeys: true };
 
+/** The options every manifest is parsed with (YAML 1.1 as go-yaml v2 reads it, unique keys). */
+export const MANIFEST_READ_OPTIONS: Readonly<typeof readOptions> = readOptions;
+
 // Input can come from tenants (rule values) or from files: cap alias expansion so a YAML bomb cannot blow up memory.
 const MAX_ALIAS_COUNT = 100;
 
@@ -70,22 +75,25 @@ export function parseYamlDocuments(text: string): JsonValue[] {
   const out: JsonValue[] = [];
   for (const [i, doc] of parseAllDocuments(text, readOptions).entries()) {
     const where = `document ${i + 1}`;
-    if (doc.errors.length > 0) throw documentError(doc.errors[0], i + 1);
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-    } catch (err) {
-      const reason = firstLine((err as Error).message);
-      throw new ManifestSyntaxError(`${where}: ${reason}`, { reason, document: i + 1 });
-    }
-    if (value === null || value === undefined) {
-      if (doc.contents === null) continue; // an empty document between separators
-    }
-    // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
-    // text, and one kept string (a rule's name) would keep the file alive for as long as the rule lives.
-    out.push(JSON.parse(JSON.stringify(toJsonValue(value, ''))) as JsonValue);
+    if (doc.errors.length > 0) throw yamlSyntaxError(doc.errors[0], i + 1);
+    if (doc.contents === null) continue; // an empty document between separators
+    out.push(documentJson(doc, where));
   }
   return out;
+}
+
+/** A parsed document's JSON value (null when empty); throws ManifestSyntaxError prefixed with `where`. */
+export function documentJson(doc: Document, where: string): JsonValue {
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    const reason = firstLine((err as Error).message);
+    throw new ManifestSyntaxError(`${where}: ${reason}`, { reason });
+  }
+  // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
+  // text, and one kept string (a rule's name) would keep the file alive for as long as the rule lives.
+  return JSON.parse(JSON.stringify(toJsonValue(value, ''))) as JsonValue;
 }
 
 /** One document of a YAML stream, where it is, and how to find a field's line in it. */
