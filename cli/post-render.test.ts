@@ -120,7 +120,7 @@ describe('modrule post-render', () => {
       /^document 1 \(line 1\) items\[0\]: .*apiVersion/,
     ],
     ['- a\n- b\n', /^document 1 \(line 1\): not a Kubernetes object \(a mapping with kind\)$/],
-    ['kind: [\n', /^<stdin>: document 1 \(line 1\): /],
+    ['kind: [\n', /^<stdin>:2:1: document 1: Flow sequence .*\n 1 \| kind: \[\n 2 \| \n {3}\| \^$/],
   ])('refuses input that is not Kubernetes objects: %j', async (stdin, message) => {
     await expect(postRender(['--rules', RULES], stdin)).rejects.toThrow(UsageError);
     await expect(postRender(['--rules', RULES], stdin)).rejects.toThrow(message);
@@ -132,6 +132,7 @@ describe('modrule post-render', () => {
     [['--rules', RULES, '--output=json'], /^--output=json: a post-renderer/],
     [['--file', '-'], /--file/],
     [['--namespace', 'x'], /--rules is required/],
+    [['--rules', '-'], /standard input holds the manifests Helm rendered/],
   ])('refuses bad usage %j', async (args, message) => {
     await expect(postRender(args, HELM3)).rejects.toThrow(message);
     // Before it looks at what Helm rendered, even when that is nothing.

@@ -4,7 +4,8 @@ import { SourceDocument, splitYamlStream } from '../util/yaml-stream';
 import { rewriteDocument } from '../patch/yaml-document';
 import { ApplyVerdict, run as runApply } from './apply';
 import { formatExplanation, palette } from './explain';
-import { CommandIO, UsageError } from './io';
+import { EXIT, exitHelp } from './exit';
+import { CommandIO, readInput, STDIN, UsageError, yamlErrorText } from './io';
 
 const USAGE = `usage: modrule post-render --rules PATH... [options of modrule apply]
 
@@ -27,7 +28,8 @@ It fails, so that Helm stops before installing anything, when:
   - the input holds no Kubernetes object: the chart rendered nothing (exit 1; Helm 4 refuses this too);
   - a document does not parse, or is not a Kubernetes object (no kind or apiVersion) (exit 1);
   - the rules cannot be read or are invalid (exit 1).
-`;
+
+${exitHelp('an object rejected', 'a ModRule failing at run time')}`;
 
 /** The annotation Helm 4 adds to every document it hands a post-renderer, to map the result back to its files. */
 export const HELM_FILENAME_ANNOTATION = 'postrenderer.helm.sh/postrender-filename';
@@ -48,13 +50,15 @@ interface Entry {
 export async function run(args: string[], io: CommandIO): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
     io.stdout(USAGE);
-    return 0;
+    return EXIT.ok;
   }
   const refused = args.find((a) => REFUSED.test(a));
   if (refused)
     throw new UsageError(`${refused}: a post-renderer reads standard input and writes YAML\n\n${USAGE}`);
+  if (args.includes(STDIN))
+    throw new UsageError('standard input holds the manifests Helm rendered: "-" cannot name another input');
 
-  const docs = parse(await io.readStdin());
+  const docs = parse(await readInput(STDIN, io));
   const entries = docs.flatMap((d) => objectsOf(d));
 
   // Runs even with no objects, so that bad options and unreadable rules are reported first.
@@ -85,18 +89,18 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       `modrule post-render: ModRules failed at run time on ${count(failed.length, 'object')} (above): ` +
         'stopping rather than letting them through unpatched\n',
     );
-  if (code !== 0) return code;
-  if (failed.length > 0) return 1;
+  if (code !== EXIT.ok) return code;
+  if (failed.length > 0) return EXIT.error;
 
   io.stdout(render(docs, entries, verdicts));
-  return 0;
+  return EXIT.ok;
 }
 
 function parse(text: string): SourceDocument[] {
   try {
     return splitYamlStream(text);
   } catch (err) {
-    if (err instanceof ManifestSyntaxError) throw new UsageError(`<stdin>: ${err.message}`);
+    if (err instanceof ManifestSyntaxError) throw new UsageError(yamlErrorText(STDIN, text, err));
     throw err;
   }
 }

@@ -36,9 +36,13 @@ describe('splitYamlStream', () => {
     expect(splitYamlStream('# nothing\n')).toEqual([]);
   });
 
-  it('names the document and line of a syntax error', () => {
+  it('names the document, and the line and column of a syntax error', () => {
     expect(() => splitYamlStream('a: 1\n---\nb: [\n')).toThrow(ManifestSyntaxError);
-    expect(() => splitYamlStream('a: 1\n---\nb: [\n')).toThrow(/^document 2 \(line 2\): /);
-    expect(() => splitYamlStream('a: 1\na: 2\n')).toThrow(/document 1 \(line 1\): Map keys must be unique/);
+    expect(() => splitYamlStream('a: 1\n---\nb: [\n')).toThrow(
+      /^document 2: line 4, column 1: Flow sequence/,
+    );
+    expect(() => splitYamlStream('a: 1\na: 2\n')).toThrow(
+      /^document 1: line 2, column 1: Map keys must be unique/,
+    );
   });
 });

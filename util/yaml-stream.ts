@@ -1,6 +1,6 @@
 import { Document, LineCounter, parseAllDocuments } from 'yaml';
 import { JsonValue } from './json';
-import { documentJson, MANIFEST_READ_OPTIONS, ManifestSyntaxError } from './yaml';
+import { documentJson, MANIFEST_READ_OPTIONS, yamlSyntaxError } from './yaml';
 
 /** One document of a YAML stream: its exact source text, its syntax tree and its value. */
 export interface SourceDocument {
@@ -37,8 +37,8 @@ export function splitYamlStream(text: string): SourceDocument[] {
     const start = starts[i];
     const line = lines.linePos(start).line;
     const where = `document ${i + 1} (line ${line})`;
-    if (document.errors.length > 0)
-      throw new ManifestSyntaxError(`${where}: ${document.errors[0].message.split('\n')[0]}`);
+    // The error's own line and column, not the document's (issue 22).
+    if (document.errors.length > 0) throw yamlSyntaxError(document.errors[0], i + 1);
     return {
       index: i + 1,
       line,
