@@ -3,10 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { JsonObject } from '../util/json';
-import { run } from './scope';
+import { EXIT } from './exit';
+import { main } from './main';
 import { CommandResult, runCommand } from './testing';
 
-const scope = (args: string[]): Promise<CommandResult> => runCommand(run, args);
+// Through main(), as the command line runs it: bad usage and input become exit 1 with the message on stderr.
+const scope = (args: string[]): Promise<CommandResult> =>
+  runCommand((rest, io) => main(['scope', ...rest], io), args);
 const ROOT = join(__dirname, '..');
 const tmp = mkdtempSync(join(tmpdir(), 'modrule-scope-'));
 const write = (name: string, text: string): string => {
@@ -107,18 +110,19 @@ webhooks:
     expect(withBundle.stdout).toBe(byDefault.stdout);
   });
 
-  test('an invalid ModRule is named with its file and field; exit 1', async () => {
+  test('an invalid ModRule is named with its file and field; exit 1 (bad input)', async () => {
     const bad = write('bad.yaml', deploymentsRule.replace('matchValue: Deployment', "matchRegex: '('"));
     const r = await scope([bad]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.error);
     expect(r.stderr).toContain(`${bad}: ModRule shop/label-deployments: spec.match[0].matchRegex`);
     const noConfig = await scope([join(ROOT, 'examples', 'local', 'rules'), '--configuration', bad]);
-    expect(noConfig.code).toBe(1);
+    expect(noConfig.code).toBe(EXIT.error);
     expect(noConfig.stderr).toContain('no MutatingWebhookConfiguration with a dragnet.kubemod.io webhook');
   });
 
-  test('bad usage: exit 2', async () => {
-    expect((await scope([])).code).toBe(2);
-    expect((await scope(['x', '--output', 'yaml'])).code).toBe(2);
+  test('bad usage: exit 1; never exit 2 (the scope finds nothing to report)', async () => {
+    expect((await scope([])).code).toBe(EXIT.error);
+    expect((await scope(['x', '--output', 'yaml'])).code).toBe(EXIT.error);
+    expect((await scope(['--help'])).stdout).toContain('Exit status: 0 success');
   });
 });

@@ -10,6 +10,7 @@ import { dragnetOf, DRAGNET_WEBHOOK, registrationJson } from '../scope/registrat
 import { Registration } from '../scope/types';
 import { loadPaths, loadRules } from './apply';
 import { parsePathArgs } from './args';
+import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, UsageError } from './io';
 
 const USAGE = `usage: modrule scope PATH... [--namespace NS] [--cluster-namespace NS] [--configuration FILE]
@@ -25,11 +26,10 @@ found under PATH.
   --configuration FILE    the installed net to narrow: a file with the MutatingWebhookConfiguration (bundle.yaml,
                           or kubectl get mutatingwebhookconfiguration kubemod-mutating-webhook-configuration -o yaml);
                           default: the net bundle.yaml installs
-  --output text|json      text (default): per rule, then the registration as YAML; json: one object
+  -o, --output text|json  text (default): per rule, then the registration as YAML; json: one object
   -h, --help              show this help
 
-Exit status: 0 done, 1 an invalid ModRule or unreadable file (named with its field), 2 bad usage.
-`;
+${exitHelp(undefined, 'an invalid ModRule or an unreadable file')}`;
 
 /** The configured net from a configuration file (its dragnet webhook), as the operator reads the live one. */
 async function configuredFrom(file: string, io: CommandIO): Promise<Registration> {
@@ -91,32 +91,26 @@ export const run: Command = async (args, io) => {
   if (typeof parsed === 'number') return parsed;
   const { values, output, paths } = parsed;
   const clusterNamespace = String(values['cluster-namespace']);
-  try {
-    const store = new RuleStore({ clusterNamespace });
-    await loadRules(store, paths, String(values.namespace), io);
-    const crds: JsonObject[] = (await loadPaths(paths, io))
-      .map((l) => l.object)
-      .filter((o) => isJsonObject(o) && o.kind === 'CustomResourceDefinition');
-    const configured =
-      typeof values.configuration === 'string'
-        ? await configuredFrom(values.configuration, io)
-        : defaultConfigured(clusterNamespace);
-    const result = computeScope({
-      rules: store.allRules(),
-      clusterNamespace,
-      configured,
-      catalog: ResourceCatalog.builtin(crds),
-    });
-    if (output === 'json') {
-      const { clauses: _clauses, ...rest } = result;
-      io.stdout(
-        JSON.stringify({ ...rest, registration: registrationJson(result.registration) }, null, 2) + '\n',
-      );
-    } else io.stdout(formatScope(result));
-    return 0;
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.stderr(`modrule scope: ${err.message}\n`);
-    return 1;
-  }
+  const store = new RuleStore({ clusterNamespace });
+  await loadRules(store, paths, String(values.namespace), io);
+  const crds: JsonObject[] = (await loadPaths(paths, io))
+    .map((l) => l.object)
+    .filter((o) => isJsonObject(o) && o.kind === 'CustomResourceDefinition');
+  const configured =
+    typeof values.configuration === 'string'
+      ? await configuredFrom(values.configuration, io)
+      : defaultConfigured(clusterNamespace);
+  const result = computeScope({
+    rules: store.allRules(),
+    clusterNamespace,
+    configured,
+    catalog: ResourceCatalog.builtin(crds),
+  });
+  if (output === 'json') {
+    const { clauses: _clauses, ...rest } = result;
+    io.stdout(
+      JSON.stringify({ ...rest, registration: registrationJson(result.registration) }, null, 2) + '\n',
+    );
+  } else io.stdout(formatScope(result));
+  return EXIT.ok;
 };
