@@ -1,19 +1,26 @@
-import { isJsonObject, JsonObject, JsonValue } from '../util/json';
+import { JsonObject } from '../util/json';
 import { compileLabelSelector, CompiledLabelSelector } from '../modrule/labelselector';
-import { ServedResource } from './types';
+import { readLive } from '../scope/ownership';
+import { DRAGNET_WEBHOOK, dragnetOf } from '../scope/registration';
+import { ruleMatches, selectorMatches } from '../scope/sends';
+import { ScopeRequest } from '../scope/types';
+import { ListableResource } from './types';
 
-/** The dragnet webhook's name inside the mutating webhook configuration (KubeMod's). */
-export const DRAGNET_WEBHOOK = 'dragnet.kubemod.io';
+export { DRAGNET_WEBHOOK };
 export const MUTATING_CONFIGURATION = 'kubemod-mutating-webhook-configuration';
 
 /**
- * What the API server sends to the dragnet webhook for an UPDATE, read from its live configuration: the resources
+ * What the API server sends to the dragnet webhook for an UPDATE, read from its configuration: the resources
  * (rules), the namespaces (namespaceSelector) and the objects (objectSelector). An object outside it is never seen
- * by the webhook, so the audit does not report it (its rules could not have patched it).
+ * by the webhook, so the audit does not report it (its rules could not have patched it). It is the net as
+ * installed: with the dragnet scope on (`--dragnet-scope rules`) the live registration is narrowed to what the
+ * ModRules in force can act on, and may be a moment behind a rule just added; the operator keeps the installed net
+ * in an annotation (scope/ownership.ts), and the narrowing only leaves out objects no rule can act on, which the
+ * engine finds anyway. For the same reason the registration's matchConditions (CEL) are not evaluated.
  */
 export interface DragnetScope {
   /** Whether UPDATEs of this resource reach the webhook. */
-  covers(resource: ServedResource): boolean;
+  covers(resource: ListableResource): boolean;
   /** Whether objects in a namespace with these labels reach it (also Namespace objects, by their own labels). */
   selectsNamespace(labels: Readonly<Record<string, string>>): boolean;
   /** Whether an object with these labels reaches it. */
@@ -27,27 +34,10 @@ export const UNRESTRICTED: DragnetScope = {
   selectsObject: () => true,
 };
 
-interface Rule {
-  groups: string[];
-  versions: string[];
-  resources: string[];
-  operations: string[];
-  scope: string;
+/** An UPDATE as the API server matches it against the registration (scope/sends.ts). */
+function update(resource: Omit<ScopeRequest, 'operation'>): ScopeRequest {
+  return { operation: 'UPDATE', ...resource };
 }
-
-function strings(v: JsonValue | undefined): string[] {
-  return Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : [];
-}
-
-function selector(raw: JsonValue | undefined, at: string): CompiledLabelSelector | undefined {
-  if (raw === undefined || raw === null) return undefined;
-  const problems: string[] = [];
-  const compiled = compileLabelSelector(raw, at, (field, message) => problems.push(`${field}: ${message}`));
-  if (!compiled) throw new Error(`the dragnet webhook's ${problems.join('; ')}`);
-  return compiled;
-}
-
-const matches = (list: readonly string[], value: string) => list.includes('*') || list.includes(value);
 
 /**
  * The dragnet's scope from a MutatingWebhookConfiguration, or undefined when it has no dragnet webhook. With
@@ -55,32 +45,46 @@ const matches = (list: readonly string[], value: string) => list.includes('*') |
  * compared under Exact.
  */
 export function dragnetScope(configuration: JsonObject): DragnetScope | undefined {
-  const hooks = Array.isArray(configuration.webhooks) ? configuration.webhooks : [];
-  const hook = hooks.find((h): h is JsonObject => isJsonObject(h) && h.name === DRAGNET_WEBHOOK);
-  if (!hook) return undefined;
-  const exact = hook.matchPolicy === 'Exact';
-  const rules: Rule[] = (Array.isArray(hook.rules) ? hook.rules : []).filter(isJsonObject).map((r) => ({
-    groups: strings(r.apiGroups),
-    versions: strings(r.apiVersions),
-    resources: strings(r.resources),
-    operations: strings(r.operations),
-    scope: typeof r.scope === 'string' ? r.scope : '*',
-  }));
-  const namespaces = selector(hook.namespaceSelector, 'namespaceSelector');
-  const objects = selector(hook.objectSelector, 'objectSelector');
+  const found = dragnetOf(configuration);
+  if (!found) return undefined;
+  const reg = readLive(configuration, found.webhook).configured;
+  const exact = found.webhook.matchPolicy === 'Exact';
+  const rules = exact ? reg.rules : reg.rules.map((r) => ({ ...r, apiVersions: ['*'] }));
+  let objects: CompiledLabelSelector | undefined;
+  if (found.webhook.objectSelector) {
+    const problems: string[] = [];
+    objects = compileLabelSelector(found.webhook.objectSelector, 'objectSelector', (f, m) =>
+      problems.push(`${f}: ${m}`),
+    );
+    if (!objects) throw new Error(`the dragnet webhook's ${problems.join('; ')}`);
+  }
   return {
-    covers: (resource) =>
-      rules.some(
-        (r) =>
-          matches(r.operations, 'UPDATE') &&
-          matches(r.groups, resource.group) &&
-          (!exact || matches(r.versions, resource.version)) &&
-          (r.resources.includes('*') ||
-            r.resources.includes('*/*') ||
-            r.resources.includes(resource.resource)) &&
-          (r.scope === '*' || r.scope === (resource.namespaced ? 'Namespaced' : 'Cluster')),
+    covers: (r) =>
+      rules.some((rule) =>
+        ruleMatches(
+          rule,
+          update({
+            group: r.group,
+            version: r.version,
+            resource: r.resource,
+            namespace: '',
+            clusterScoped: !r.namespaced,
+            namespaceLabels: {},
+          }),
+        ),
       ),
-    selectsNamespace: (labels) => !namespaces || namespaces.matches(labels),
+    selectsNamespace: (labels) =>
+      selectorMatches(
+        reg,
+        update({
+          group: '',
+          version: 'v1',
+          resource: 'namespaces',
+          namespace: '',
+          clusterScoped: true,
+          namespaceLabels: labels,
+        }),
+      ),
     selectsObject: (labels) => !objects || objects.matches(labels),
   };
 }

@@ -8,9 +8,9 @@ import { storeFromYaml } from '../engine/testing';
 import { CLUSTER_SCOPED_KINDS, run as applyCommand } from '../cli/apply';
 import { runCommand } from '../cli/testing';
 import { auditObject } from './evaluate';
-import { ServedResource } from './types';
+import { ListableResource } from './types';
 
-const DEPLOYMENTS: ServedResource = {
+const DEPLOYMENTS: ListableResource = {
   group: 'apps',
   version: 'v1',
   resource: 'deployments',
@@ -20,7 +20,7 @@ const DEPLOYMENTS: ServedResource = {
 };
 
 /** The served resource an object of a manifest comes from. */
-function resourceOf(obj: JsonObject): ServedResource {
+function resourceOf(obj: JsonObject): ListableResource {
   const [group, version] = String(obj.apiVersion).includes('/')
     ? String(obj.apiVersion).split('/')
     : ['', String(obj.apiVersion)];

@@ -14,7 +14,7 @@ import { RuleSnapshot } from '../store/rules';
 import { rejectionMessage } from '../webhook/dragnet';
 import { DEFAULT_MAX_BODY_BYTES } from '../webhook/http';
 import { rulesReaching } from './reach';
-import { apiVersionOf, ObjectAudit, ObjectRef, RuleResult, ServedResource } from './types';
+import { apiVersionOf, ObjectAudit, ObjectRef, RuleResult, ListableResource } from './types';
 
 /** What an audit evaluates against: the rules and cluster manifests, and the webhook's request size limit. */
 export interface AuditContext {
@@ -29,7 +29,7 @@ const REVIEW_OVERHEAD_BYTES = 2048;
 const text = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 /** The report's reference to an object (apiVersion and kind from the resource it was listed from). */
-export function objectRef(object: JsonObject, resource: ServedResource): ObjectRef {
+export function objectRef(object: JsonObject, resource: ListableResource): ObjectRef {
   const meta = isJsonObject(object.metadata) ? object.metadata : {};
   return {
     apiVersion: apiVersionOf(resource),
@@ -51,7 +51,7 @@ const SYNTHETIC_REFS = 'syntheticRefs';
  */
 export function auditObject(
   input: JsonObject,
-  resource: ServedResource,
+  resource: ListableResource,
   context: AuditContext,
 ): ObjectAudit | undefined {
   // List items carry no apiVersion/kind; the webhook's object has them.

@@ -4,6 +4,8 @@ import { parse } from 'yaml';
 import { JsonObject } from '../util/json';
 import { storeFromYaml } from '../engine/testing';
 import { CORE_RESOURCES } from '../operator/testing/fake-cluster';
+import { registrationHash, registrationJson, registrationOf } from '../scope/registration';
+import { stampAnnotations } from '../scope/ownership';
 import { dragnetScope, UNRESTRICTED } from './dragnet';
 import { planScan } from './plan';
 import { auditableResources, kindsNamed, ruleReaches } from './reach';
@@ -43,20 +45,23 @@ describe('which resources the rules reach', () => {
       `  type: Patch\n  match: [{select: '$.apiVersion', matchRegex: '^apps/'}]\n${patch}`,
     ),
     rule('any', 'shop', `  type: Patch\n  match: [{select: '$.metadata.labels.app'}]\n${patch}`),
+    rule('bool', 'shop', `  type: Patch\n  match: [{select: '$.kind == "Deployment"'}]\n${patch}`),
   ]);
   const rules = new Map(store.allRules().map((r) => [r.name, r]));
   const reaches = (name: string, kind: string, apiVersion = 'v1') =>
     ruleReaches(rules.get(name)!, kind, apiVersion);
 
-  it('decides kind and apiVersion criteria exactly as the engine does, and lets every other criterion through', () => {
+  it('follows what the criteria pin $.kind and $.apiVersion to (values, regexes, comparisons), and nothing else', () => {
     expect(reaches('deploys', 'Deployment', 'apps/v1')).toBe(true);
     expect(reaches('deploys', 'ConfigMap')).toBe(false);
     expect(reaches('two', 'Widget', 'example.com/v1')).toBe(true);
     expect(reaches('two', 'Pod')).toBe(false);
     expect(reaches('regex', 'Pod')).toBe(true);
     expect(reaches('regex', 'PodTemplate')).toBe(false);
-    expect(reaches('not-cm', 'ConfigMap')).toBe(false);
-    expect(reaches('not-cm', 'Secret')).toBe(true);
+    // A negated criterion narrows nothing (scope/pins.ts): over-including is safe, the engine decides per object.
+    expect(reaches('not-cm', 'ConfigMap')).toBe(true);
+    expect(reaches('bool', 'Deployment', 'apps/v1')).toBe(true);
+    expect(reaches('bool', 'ConfigMap')).toBe(false);
     expect(reaches('apps', 'Deployment', 'apps/v1')).toBe(true);
     expect(reaches('apps', 'Deployment', 'extensions/v1beta1')).toBe(false);
     expect(reaches('any', 'Anything', 'x/v1')).toBe(true);
@@ -165,6 +170,33 @@ describe('dragnetScope', () => {
     expect(scope.selectsNamespace({ 'kubernetes.io/metadata.name': 'kubemod-system' })).toBe(false);
     expect(scope.selectsNamespace({ 'admission.kubemod.io/ignore': 'true' })).toBe(false);
     expect(scope.selectsObject({})).toBe(true);
+  });
+
+  it('takes the net as installed when the operator has narrowed the live registration to the rules', () => {
+    const config = JSON.parse(JSON.stringify(BUNDLE_WEBHOOKS)) as JsonObject;
+    const hook = (config.webhooks as JsonObject[]).find((w) => w.name === 'dragnet.kubemod.io')!;
+    const configured = registrationOf(hook);
+    const narrowed = {
+      ...configured,
+      rules: [
+        {
+          apiGroups: ['apps'],
+          apiVersions: ['*'],
+          operations: ['UPDATE'],
+          resources: ['deployments'],
+          scope: '*' as const,
+        },
+      ],
+    };
+    Object.assign(hook, registrationJson(narrowed));
+    (config.metadata as JsonObject).annotations = stampAnnotations(
+      { hash: registrationHash(narrowed), rulesVersion: '7', writer: '1-a', mode: 'rules' },
+      configured,
+    );
+    const live = dragnetScope(config)!;
+    // A rule on ConfigMaps added a moment ago: the registration does not send them yet, the installed net does.
+    expect(live.covers(resource('', 'configmaps'))).toBe(true);
+    expect(live.covers(resource('', 'events'))).toBe(false);
   });
 
   it('honours UPDATE, scope, Exact versions and an objectSelector; none without a dragnet webhook', () => {

@@ -4,11 +4,11 @@ import { RuleSnapshot } from '../store/rules';
 import { namespaceLabels } from '../store/target';
 import { DragnetScope } from './dragnet';
 import { auditableResources, kindsNamed, rulesReaching } from './reach';
-import { resourceName, ServedResource } from './types';
+import { resourceName, ListableResource } from './types';
 
 /** One list to make: a resource, in some namespaces (or cluster-scoped). */
 export interface ScanTarget {
-  resource: ServedResource;
+  resource: ListableResource;
   /** Namespaces whose objects some rule can reach; null for a cluster-scoped resource. */
   namespaces: string[] | null;
   /** List across all namespaces and keep the objects of `namespaces` (cheaper than one list per namespace). */
@@ -42,7 +42,7 @@ export function namespaceAudited(snapshot: RuleSnapshot, scope: DragnetScope, na
  */
 export function planScan(
   snapshot: RuleSnapshot,
-  served: readonly ServedResource[],
+  served: readonly ListableResource[],
   namespaceNames: readonly string[],
   scope: DragnetScope,
   options: PlanOptions = {},

@@ -1,36 +1,32 @@
-import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
-import { itemMatches } from '../engine/match';
-import { apiVersionOf, ServedResource } from './types';
+import { CompiledRule } from '../modrule/compile';
+import { itemPin, PinnedField, pinnedValues } from '../scope/pins';
+import { apiVersionOf, ListableResource } from './types';
 
 /*
- * Which resources a set of rules can reach, so an audit lists only those. A criterion on `$.kind` or `$.apiVersion`
- * depends on nothing else of the object, so it can be decided for a whole resource: it is evaluated, exactly as the
- * engine does, against an object holding only the resource's kind and apiVersion. Any other criterion could match,
- * so a rule without such a criterion reaches every resource. Over-including is safe (the engine decides per object);
- * leaving out a resource a rule could match is not, and cannot happen here.
+ * Which resources a set of rules can reach, so an audit lists only those. The dragnet scope's pins (scope/pins.ts)
+ * say what a rule's criteria require of `$.kind` and `$.apiVersion` (values, or a regex; a negated criterion requires
+ * nothing): a resource whose kind or apiVersion breaks a pin cannot hold an object the rule matches. Over-including
+ * is safe (the engine decides per object); leaving out a resource a rule could match is not, and cannot happen here.
  */
-
-const TYPE_FIELDS = new Set(['kind', 'apiVersion']);
-
-/** `kind` or `apiVersion` for a criterion on `$.kind`, `$['apiVersion']`...: its outcome depends on nothing else. */
-function typeField(item: CompiledMatchItem): string | undefined {
-  const ast = item.select.ast;
-  if (ast.kind !== 'path' || ast.root !== '$' || ast.segments.length !== 1) return undefined;
-  const segment = ast.segments[0];
-  return segment.type === 'name' && TYPE_FIELDS.has(segment.name) ? segment.name : undefined;
-}
 
 const memo = new WeakMap<CompiledRule, Map<string, boolean>>();
 
-/** Whether the rule can match objects of this kind and apiVersion (its kind/apiVersion criteria all hold). */
+function allows(rule: CompiledRule, field: PinnedField, value: string): boolean {
+  for (const item of rule.match) {
+    const pin = itemPin(item, field);
+    if (pin && ('values' in pin ? !pin.values.has(value) : !pin.regex.test(value))) return false;
+  }
+  return true;
+}
+
+/** Whether the rule can match objects of this kind and apiVersion (no pin of its criteria excludes them). */
 export function ruleReaches(rule: CompiledRule, kind: string, apiVersion: string): boolean {
   let known = memo.get(rule);
   if (!known) memo.set(rule, (known = new Map()));
   const key = `${apiVersion}\n${kind}`;
   let reaches = known.get(key);
   if (reaches === undefined) {
-    const stub = { apiVersion, kind };
-    reaches = rule.match.every((item) => typeField(item) === undefined || itemMatches(item, stub));
+    reaches = allows(rule, 'kind', kind) && allows(rule, 'apiVersion', apiVersion);
     known.set(key, reaches);
   }
   return reaches;
@@ -42,7 +38,7 @@ const reaching = new WeakMap<readonly CompiledRule[], Map<string, CompiledRule[]
 /** The rules of a list that take part in an UPDATE of an object of this resource (memoized per list). */
 export function rulesReaching(
   rules: readonly CompiledRule[],
-  resource: Pick<ServedResource, 'group' | 'version' | 'kind'>,
+  resource: Pick<ListableResource, 'group' | 'version' | 'kind'>,
 ): CompiledRule[] {
   const apiVersion = apiVersionOf(resource);
   let byResource = reaching.get(rules);
@@ -56,15 +52,9 @@ export function rulesReaching(
   return list;
 }
 
-/** The kinds a rule names exactly (`$.kind` with matchValue/matchValues, not negated); empty when it names none. */
+/** The kinds a rule's criteria pin it to; empty when they pin none. */
 export function kindsNamed(rule: CompiledRule): string[] {
-  const out: string[] = [];
-  for (const item of rule.match) {
-    if (item.negate || typeField(item) !== 'kind') continue;
-    if (item.matchValue !== undefined) out.push(item.matchValue);
-    else if (item.matchValues !== undefined) out.push(...item.matchValues);
-  }
-  return out;
+  return [...(pinnedValues(rule.match, 'kind') ?? [])];
 }
 
 /**
@@ -72,8 +62,8 @@ export function kindsNamed(rule: CompiledRule): string[] {
  * by two groups (core `events` and `events.k8s.io` `events`) would be listed twice: the core group, then the first
  * group in name order, is kept.
  */
-export function auditableResources(served: readonly ServedResource[]): ServedResource[] {
-  const byName = new Map<string, ServedResource>();
+export function auditableResources(served: readonly ListableResource[]): ListableResource[] {
+  const byName = new Map<string, ListableResource>();
   const sorted = [...served].sort((a, b) =>
     a.group === b.group ? 0 : a.group === '' ? -1 : b.group === '' ? 1 : a.group < b.group ? -1 : 1,
   );

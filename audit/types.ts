@@ -1,25 +1,23 @@
 import { JsonPatchOperation } from '../patch/operation';
 import { RuleRef } from '../engine/admit';
+import type { ServedResource } from '../scope/types';
 
-/** A resource the API server serves (from discovery): what a list goes to, and the kind its objects have. */
-export interface ServedResource {
-  /** '' for the core group. */
-  readonly group: string;
+/**
+ * A resource the API server serves, as the dragnet scope's catalog knows it (group, plural name, kind, scope), plus
+ * what an audit needs to list it: the version to list at (the group's preferred one) and the verbs it allows.
+ */
+export interface ListableResource extends Readonly<ServedResource> {
   readonly version: string;
-  /** Plural name in the URL, e.g. deployments. */
-  readonly resource: string;
-  readonly kind: string;
-  readonly namespaced: boolean;
   readonly verbs: readonly string[];
 }
 
 /** apiVersion of a served resource's objects: `v1`, `apps/v1`. */
-export function apiVersionOf(r: Pick<ServedResource, 'group' | 'version'>): string {
+export function apiVersionOf(r: Pick<ListableResource, 'group' | 'version'>): string {
   return r.group ? `${r.group}/${r.version}` : r.version;
 }
 
 /** `deployments.apps`, `configmaps`: how kubectl names a resource. */
-export function resourceName(r: Pick<ServedResource, 'group' | 'resource'>): string {
+export function resourceName(r: Pick<ListableResource, 'group' | 'resource'>): string {
   return r.group ? `${r.resource}.${r.group}` : r.resource;
 }
 

@@ -52,7 +52,8 @@ function cluster(): FakeCluster {
   return c;
 }
 
-const audit = (args: string[], hooks: AuditHooks) => runCommand((a, io) => runAudit(a, io, hooks), args);
+const audit = (args: string[], hooks: AuditHooks, stdin?: string) =>
+  runCommand((a, io) => runAudit(a, io, hooks), args, { stdin });
 
 describe('modrule audit', () => {
   it('prints what would change, one line per object, then totals; exit 2 when something would', async () => {
@@ -163,6 +164,11 @@ spec:
     expect(out.stderr).toContain(
       'note: kind Widget (named by ModRule shop/widgets) is not served by this cluster: nothing to audit',
     );
+  });
+
+  it('reads rules from standard input with --rules -', async () => {
+    const out = await audit(['--rules', '-', '-o', 'json'], { client: cluster() }, RULES.split('---')[0]);
+    expect(JSON.parse(out.stdout).summary.verdicts).toEqual({ patch: 1, reject: 0, error: 0, pass: 2 });
   });
 
   it('reports partial results when a list is forbidden, with exit 1', async () => {

@@ -15,6 +15,7 @@ import { RateLimiter } from '../operator/audit/rate';
 import { scanCluster } from '../operator/audit/scan';
 import { loadRules } from './apply';
 import { AuditSummary, auditOutput, progressLine } from './audit-output';
+import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
 const USAGE = `usage: modrule audit [--rules PATH...] [-n NS] [-l SELECTOR] [-o text|json|report] [--apply [--dry-run]]
@@ -24,7 +25,8 @@ can reach (only the resources and namespaces they can reach, page by page) and e
 would for an UPDATE of it: would be patched (with the patch), would be rejected (with the message), failed, or
 in line. Read-only unless --apply. Uses KUBECONFIG, else ~/.kube/config, else the pod's service account.
 
-  --rules PATH          ModRule files or folders (as for apply); default: the ModRules in the cluster
+  --rules PATH|-        ModRule files or folders (as for apply; - reads standard input); repeatable;
+                        default: the ModRules in the cluster
   -n, --namespace NS    only objects in this namespace (and namespace of --rules files that name none)
   -l, --selector SEL    only objects with these labels (a label selector, e.g. app=web,tier!=batch)
   --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
@@ -42,9 +44,10 @@ in line. Read-only unless --apply. Uses KUBECONFIG, else ~/.kube/config, else th
   --max-objects N       stop after listing this many objects (the result is then partial)
   -h, --help            show this help
 
-Exit status: 0 nothing would change (with --apply: everything is in line now), 2 something would be patched or
-rejected (with --apply: something is still not in line), 1 bad usage, an unreachable cluster or a partial result.
-`;
+${exitHelp(
+  'something would be patched or rejected (with --apply: something is still not in line)',
+  'a cluster that cannot be reached or refuses the credentials, or a partial result (a list RBAC forbids, the budget)',
+)}`;
 
 /** Test and embedding hooks: a client, or where the API server is, instead of the kubeconfig. */
 export interface AuditHooks {
@@ -111,8 +114,6 @@ function parseOptions(args: string[]): Options | 'help' {
       `--report-format must be ${REPORT_FORMATS.join(' or ')}, not "${v['report-format']}"`,
     );
   if (v['dry-run'] && !v.apply) throw new UsageError('--dry-run only makes sense with --apply');
-  if (v.rules?.includes('-'))
-    throw new UsageError('--rules - is not supported: audit reads no standard input');
   const whole = (value: string | undefined, flag: string) => {
     const n = positive(value, flag);
     if (n !== undefined && !Number.isInteger(n))
@@ -211,7 +212,7 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
   const options = parseOptions(args);
   if (options === 'help') {
     io.stdout(USAGE);
-    return 0;
+    return EXIT.ok;
   }
   let client = hooks.client;
   let server = '';
@@ -299,11 +300,12 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
     conflicts,
   };
   out.finish(summary);
-  if (!scan.complete || problems.length > 0) return 1;
+  // A partial answer cannot say "nothing would change": it is an error, after everything it did find is printed.
+  if (!scan.complete || problems.length > 0) return EXIT.error;
   const remaining = options.apply
     ? applied['dry-run'] + applied.rejected + applied.failed
     : scan.verdicts.patch + scan.verdicts.reject;
-  return remaining > 0 ? 2 : 0;
+  return remaining > 0 ? EXIT.finding : EXIT.ok;
 }
 
 /** modrule audit. */

@@ -11,6 +11,7 @@ import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../ope
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { BackgroundAuditConfig } from '../operator/audit/background';
 import { budgetHelp, parseBudget } from './budget';
+import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
 const HELP = `usage: modrule operator [options]
@@ -30,14 +31,18 @@ options (environment variable in brackets):
   --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
                            (default /tmp/k8s-webhook-server/serving-certs)
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
+  --dragnet-scope MODE     rules: the API server sends the dragnet only what the ModRules in force can act on;
+                           wide: the net as installed, every write of every listed resource (KubeMod's behaviour)
+                           [MODRULE_DRAGNET_SCOPE] (default rules)
   --reports FORMAT         off, openreports or wgpolicyk8s: audit existing objects in the background (after rule
                            changes and every --reports-interval) and keep one report per namespace [MODRULE_REPORTS]
                            (default off; needs the report CRDs and RBAC of config/reports, see docs/audit.md)
   --reports-interval S     seconds between full background audits [MODRULE_REPORTS_INTERVAL] (default 3600)
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
-else the cluster namespace.
-`;
+else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
+
+${exitHelp()}`;
 
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
 const SERVICE_ACCOUNT_NAMESPACE = join(SERVICE_ACCOUNT_DIR, 'namespace');
@@ -123,6 +128,7 @@ export function parseOperatorArgs(
         'cert-dir': { type: 'string' },
         'cert-extra-sans': { type: 'string' },
         'log-level': { type: 'string' },
+        'dragnet-scope': { type: 'string' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
         reports: { type: 'string' },
@@ -158,6 +164,9 @@ export function parseOperatorArgs(
   }
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`${logWhere} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const [dragnetScope, dragnetScopeWhere] = pick('dragnet-scope', 'MODRULE_DRAGNET_SCOPE', 'rules');
+  if (dragnetScope !== 'rules' && dragnetScope !== 'wide')
+    throw new UsageError(`${dragnetScopeWhere} must be "rules" or "wide", got "${dragnetScope}"`);
   const extraHosts = sanList(extraSans, extraSansWhere);
   if (extraHosts.length > 0 && certMode !== 'self')
     throw new UsageError(`${extraSansWhere} only applies to --cert-mode self`);
@@ -185,6 +194,7 @@ export function parseOperatorArgs(
     extraHosts,
     logLevel: logLevel as LogLevel,
     budget,
+    dragnetScope,
     reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
   };
 }
@@ -205,7 +215,7 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   const options = parseOperatorArgs(args);
   if (options === 'help') {
     io.stdout(HELP);
-    return 0;
+    return EXIT.ok;
   }
   const logger = hooks.logger ?? createLogger(options.logLevel);
   let client = hooks.client;
@@ -239,9 +249,9 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
       else stopRequested.signal.addEventListener('abort', () => resolve(), { once: true });
     });
     await operator.stop();
-    return 0;
+    return EXIT.ok;
   } catch (err) {
-    if (stopRequested.signal.aborted) return 0; // stopped while still starting up
+    if (stopRequested.signal.aborted) return EXIT.ok; // stopped while still starting up
     throw err;
   } finally {
     process.off('SIGTERM', sigterm);

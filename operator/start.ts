@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
+import type { ScopeMode } from '../scope/ownership';
 import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
@@ -11,6 +12,7 @@ import { expiryOf } from './certificates';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
+import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
@@ -36,6 +38,8 @@ export interface OperatorConfig {
   extraHosts?: string[];
   /** Write Ready conditions and events to ModRules; default true. */
   writeStatus?: boolean;
+  /** `rules` (default): the dragnet's registration follows the ModRules in force; `wide`: it stays as configured. */
+  dragnetScope?: ScopeMode;
   /**
    * On stop, how long to keep serving while reporting unready, so the API server stops routing to this replica
    * before it closes (endpoint removal is asynchronous); default 0.
@@ -101,7 +105,13 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     config.writeStatus === false
       ? null
       : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
-  const rules = new ClusterSync({ client, store, logger, status });
+  // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
+  const scope = startDragnetScope({
+    mode: config.dragnetScope ?? 'rules',
+    clusterNamespace: config.clusterNamespace,
+    ...{ client, logger, registry, store, status, sync: () => rules },
+  });
+  const rules = new ClusterSync({ client, store, logger, status: scope.status });
   let draining = false;
   rules.start();
   void rules.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
@@ -132,7 +142,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop()]);
     throw err;
   }
   tls = served;
@@ -157,7 +167,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
     });
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop()]);
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop()]);
     served.close();
     throw err;
   }
@@ -183,7 +193,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([rules.stop(), status?.stop(), certs?.stop(), audit?.stop()]);
+        await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), audit?.stop()]);
         served.close();
         logger.info('operator stopped');
       })();

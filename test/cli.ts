@@ -16,13 +16,18 @@ export interface ProcessResult {
 
 let binDir: string | undefined;
 
-/** A folder holding an executable named `modrule` (put it first on PATH). */
+/** A folder holding the executables `modrule` and `modrule-post-renderer` (put it first on PATH). */
 export function modruleBinDir(): string {
   if (binDir) return binDir;
   binDir = mkdtempSync(join(tmpdir(), 'modrule-bin-'));
-  const script = `#!/bin/sh\nexec "${process.execPath}" -r "${join(ROOT, 'test', 'ts-register.js')}" "${join(ROOT, 'cli', 'main.ts')}" "$@"\n`;
-  writeFileSync(join(binDir, 'modrule'), script);
-  chmodSync(join(binDir, 'modrule'), 0o755);
+  const run = `exec "${process.execPath}" -r "${join(ROOT, 'test', 'ts-register.js')}" "${join(ROOT, 'cli', 'main.ts')}"`;
+  for (const [name, command] of [
+    ['modrule', `${run} "$@"`],
+    ['modrule-post-renderer', `${run} post-render "$@"`],
+  ]) {
+    writeFileSync(join(binDir, name), `#!/bin/sh\n${command}\n`);
+    chmodSync(join(binDir, name), 0o755);
+  }
   return binDir;
 }
 

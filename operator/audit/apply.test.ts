@@ -1,7 +1,7 @@
 import { JsonObject } from '../../util/json';
 import { storeFromYaml } from '../../engine/testing';
 import { auditObject } from '../../audit/evaluate';
-import { ObjectAudit, ServedResource } from '../../audit/types';
+import { ObjectAudit, ListableResource } from '../../audit/types';
 import { CORE_RESOURCES, FakeCluster } from '../testing/fake-cluster';
 import { KubeApiError } from '../kube';
 import { bringInLine, Pool } from './apply';
@@ -22,14 +22,14 @@ spec:
   rejectMessage: no secrets in ConfigMaps
   match: [{select: '$.data.password'}]`,
 ];
-const CONFIGMAPS = CORE_RESOURCES.find((r) => r.resource === 'configmaps') as ServedResource;
+const CONFIGMAPS = CORE_RESOURCES.find((r) => r.resource === 'configmaps') as ListableResource;
 const PATH = '/api/v1/namespaces/shop/configmaps/settings';
 
 function setUp(data: Record<string, string> = { a: 'b' }) {
   const c = new FakeCluster();
   c.put({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'shop' }, data });
   const snapshot = storeFromYaml(RULES).snapshot();
-  const reaudit = (o: JsonObject, r: ServedResource) => auditObject(o, r, { snapshot });
+  const reaudit = (o: JsonObject, r: ListableResource) => auditObject(o, r, { snapshot });
   const audit = reaudit(c.get('ConfigMap', 'shop', 'settings')!, CONFIGMAPS) as ObjectAudit;
   return { c, audit, options: { client: c, dryRun: false, reaudit } };
 }

@@ -1,6 +1,6 @@
 import { isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { JsonPatchOperation } from '../../patch/operation';
-import { ObjectAudit, ServedResource } from '../../audit/types';
+import { ObjectAudit, ListableResource } from '../../audit/types';
 import { JSON_PATCH, KubeApiError, KubeClient } from '../kube';
 import { objectPath } from './discovery';
 import { RateLimiter } from './rate';
@@ -40,7 +40,7 @@ export interface ApplyOptions {
   /** Tries per object before giving up on conflicts; default 5. */
   maxAttempts?: number;
   /** Evaluates a fresh copy of the object (after a conflict); undefined when no rule applies any more. */
-  reaudit: (object: JsonObject, resource: ServedResource) => ObjectAudit | undefined;
+  reaudit: (object: JsonObject, resource: ListableResource) => ObjectAudit | undefined;
   signal?: AbortSignal;
 }
 
@@ -54,7 +54,7 @@ export interface ApplyOptions {
  */
 export function plannedRequest(
   audit: ObjectAudit,
-  resource: ServedResource,
+  resource: ListableResource,
   dryRun: boolean,
 ): PlannedRequest {
   const query: Record<string, string> = { fieldManager: FIELD_MANAGER };
@@ -104,7 +104,7 @@ async function send(options: ApplyOptions, request: PlannedRequest): Promise<Jso
  */
 export async function bringInLine(
   first: ObjectAudit,
-  resource: ServedResource,
+  resource: ListableResource,
   options: ApplyOptions,
 ): Promise<ApplyOutcome> {
   const max = options.maxAttempts ?? 5;

@@ -1,9 +1,9 @@
 import { isJsonObject, JsonObject } from '../../util/json';
-import { ServedResource } from '../../audit/types';
+import { ListableResource } from '../../audit/types';
 import { KubeClient } from '../kube';
 
-function resourcesOf(list: JsonObject, group: string, version: string): ServedResource[] {
-  const out: ServedResource[] = [];
+function resourcesOf(list: JsonObject, group: string, version: string): ListableResource[] {
+  const out: ListableResource[] = [];
   for (const r of Array.isArray(list.resources) ? list.resources : []) {
     if (!isJsonObject(r) || typeof r.name !== 'string' || typeof r.kind !== 'string') continue;
     out.push({
@@ -20,7 +20,7 @@ function resourcesOf(list: JsonObject, group: string, version: string): ServedRe
 
 /** What discovery found, and the groups it could not read (an aggregated API that is down). */
 export interface Discovery {
-  resources: ServedResource[];
+  resources: ListableResource[];
   failedGroups: Array<{ groupVersion: string; error: string }>;
 }
 
@@ -59,7 +59,7 @@ export async function discoverResources(client: KubeClient, parallel = 8): Promi
 }
 
 /** The collection URL of a resource, in one namespace or across all ('' or null). */
-export function collectionPath(r: ServedResource, namespace: string | null): string {
+export function collectionPath(r: ListableResource, namespace: string | null): string {
   const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
   return namespace && r.namespaced
     ? `${base}/namespaces/${encodeURIComponent(namespace)}/${r.resource}`
@@ -67,6 +67,6 @@ export function collectionPath(r: ServedResource, namespace: string | null): str
 }
 
 /** One object's URL. */
-export function objectPath(r: ServedResource, namespace: string, name: string): string {
+export function objectPath(r: ListableResource, namespace: string, name: string): string {
   return `${collectionPath(r, namespace || null)}/${encodeURIComponent(name)}`;
 }

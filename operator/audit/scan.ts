@@ -4,7 +4,7 @@ import { RuleSnapshot } from '../../store/rules';
 import { DragnetScope } from '../../audit/dragnet';
 import { auditObject } from '../../audit/evaluate';
 import { objectLabels, ScanPlan, ScanTarget } from '../../audit/plan';
-import { ObjectAudit, ObjectVerdict, resourceName, ServedResource } from '../../audit/types';
+import { ObjectAudit, ObjectVerdict, resourceName, ListableResource } from '../../audit/types';
 import { retry, sleep } from '../backoff';
 import { isTransient, KubeApiError, KubeClient } from '../kube';
 import { collectionPath } from './discovery';
@@ -74,7 +74,7 @@ export interface ScanResult {
 }
 
 /** Receives each evaluated object, with the resource it was listed from; awaited (backpressure). */
-export type ObjectHandler = (audit: ObjectAudit, resource: ServedResource) => void | Promise<void>;
+export type ObjectHandler = (audit: ObjectAudit, resource: ListableResource) => void | Promise<void>;
 
 class Stop extends Error {}
 
@@ -211,7 +211,7 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
     result.stopped = err.message;
   }
 
-  function wanted(item: JsonObject, resource: ServedResource, keep: ReadonlySet<string> | null): boolean {
+  function wanted(item: JsonObject, resource: ListableResource, keep: ReadonlySet<string> | null): boolean {
     const meta = isJsonObject(item.metadata) ? item.metadata : {};
     if (keep && !keep.has(String(meta.namespace ?? ''))) return false;
     const labels = objectLabels(item);

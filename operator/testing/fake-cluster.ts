@@ -3,7 +3,7 @@
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
-import { ServedResource } from '../../audit/types';
+import { ListableResource } from '../../audit/types';
 import { JSON_PATCH, KubeApiError, KubeClient, RequestOptions, WatchHandle } from '../kube';
 
 /** A request the fake received. */
@@ -18,7 +18,7 @@ export interface FakeRequest {
 /** Runs before a request is answered: throw a KubeApiError to fail it, or change the cluster. */
 export type FakeHook = (req: FakeRequest, cluster: FakeCluster) => void | Promise<void>;
 
-export const CORE_RESOURCES: ServedResource[] = [
+export const CORE_RESOURCES: ListableResource[] = [
   {
     group: '',
     version: 'v1',
@@ -102,10 +102,10 @@ export const CORE_RESOURCES: ServedResource[] = [
   },
 ];
 
-const apiVersionOf = (r: ServedResource) => (r.group ? `${r.group}/${r.version}` : r.version);
+const apiVersionOf = (r: ListableResource) => (r.group ? `${r.group}/${r.version}` : r.version);
 
 interface Route {
-  resource: ServedResource;
+  resource: ListableResource;
   namespace: string | null;
   name: string | null;
 }
@@ -120,14 +120,14 @@ function status(code: number, reason: string, message: string, causes?: JsonObje
 export class FakeCluster implements KubeClient {
   readonly requests: FakeRequest[] = [];
   readonly hooks: FakeHook[] = [];
-  private readonly objects = new Map<ServedResource, Map<string, JsonObject>>();
+  private readonly objects = new Map<ListableResource, Map<string, JsonObject>>();
   private version = 1;
 
-  constructor(readonly resources: ServedResource[] = CORE_RESOURCES) {
+  constructor(readonly resources: ListableResource[] = CORE_RESOURCES) {
     for (const r of resources) this.objects.set(r, new Map());
   }
 
-  private resourceFor(kindOrResource: string): ServedResource {
+  private resourceFor(kindOrResource: string): ListableResource {
     const r = this.resources.find((x) => x.kind === kindOrResource || x.resource === kindOrResource);
     if (!r) throw new Error(`fake cluster: no resource ${kindOrResource}`);
     return r;
