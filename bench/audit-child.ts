@@ -55,7 +55,8 @@ async function main(): Promise<void> {
       debounceMs: 0,
       qps: 10_000,
       maxObjects: 1e6,
-      share: Number(process.env.AUDIT_SHARE ?? 0.5),
+      // The operator's defaults unless the bench asks otherwise.
+      ...(process.env.AUDIT_SHARE ? { share: Number(process.env.AUDIT_SHARE) } : {}),
     },
     {
       client,
