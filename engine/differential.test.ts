@@ -10,7 +10,8 @@ import { createPatch } from '../patch/diff';
 import { applyKubeModOperation } from '../patch/kubemod';
 import { formatPointer } from '../patch/pointer';
 import { RuleSnapshot, RuleStore } from '../store/rules';
-import { admit, AdmissionInput, AdmissionOutcome, RuleRef, stableStringify } from './admit';
+import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from './admit';
+import { stableStringify } from './stable-stringify';
 import { itemMatches } from './match';
 import { Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
 
