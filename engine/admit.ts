@@ -6,22 +6,30 @@ import { RuleSnapshot } from '../store/rules';
 import { RuleIndex } from '../store/rule-index';
 import { SelectCache } from '../jsonpath/select-cache';
 import { LastApplied } from './last-applied';
-import { AdmissionInput, AdmissionOutcome } from './outcome';
+import { AdmissionInput, AdmissionOutcome, QuarantineCheck } from './outcome';
 import { runPatchRules } from './patch-phase';
 import { refuseDeep, runRejectRules } from './reject-phase';
 import { finish, isIgnored, prepare, scopeOf } from './subject';
 
 // admit() is the engine's entry point: its input and outcome types are importable from here.
-export type { AdmissionInput, AdmissionOutcome, RuleRef } from './outcome';
+export type { AdmissionInput, AdmissionOutcome, QuarantineCheck, RuleRef } from './outcome';
+
+/** What the webhook adds to a request's evaluation. */
+export interface AdmitOptions {
+  /** Rules set aside for now (see QuarantineCheck); omitted: none. */
+  quarantined?: QuarantineCheck;
+}
 
 /**
  * Runs the rules of the snapshot against one admission request. Pure: no I/O, no logging. Once `budget` (default
- * UNTIMED_BUDGET; the webhook passes its own) runs out, the rules left fail (Patch) or reject (Reject).
+ * UNTIMED_BUDGET; the webhook passes its own) runs out, the rules left fail (Patch) or reject (Reject); a rule that
+ * runs out of its own share of it fails (or rejects) alone.
  */
 export function admit(
   input: AdmissionInput,
   snapshot: RuleSnapshot,
   budget: RequestBudget = new RequestBudget(UNTIMED_BUDGET),
+  options: AdmitOptions = {},
 ): AdmissionOutcome {
   const outcome: AdmissionOutcome = {
     allowed: true,
@@ -32,6 +40,8 @@ export function admit(
     patched: [],
     failures: [],
     ignored: false,
+    overBudget: [],
+    quarantined: [],
   };
   const operation = input.operation;
   // On DELETE the API server sends only the old object; Reject rules are matched against it.
@@ -70,6 +80,7 @@ export function admit(
     namespaceText,
     lastApplied,
     outcome,
+    options.quarantined,
   );
   const patched = selects.root as JsonObject;
   if (patched !== current) {
@@ -84,7 +95,7 @@ export function admit(
 
   if (reserved) {
     budget.release();
-    runRejectRules(index, candidates, operation, selects, namespaceText, outcome);
+    runRejectRules(index, candidates, operation, selects, namespaceText, outcome, options.quarantined);
   }
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;

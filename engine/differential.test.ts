@@ -28,6 +28,8 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     patched: [],
     failures: [],
     ignored: false,
+    overBudget: [],
+    quarantined: [],
   };
   const subject = input.operation === 'DELETE' ? input.oldObject : input.object;
   if (!subject) return outcome;

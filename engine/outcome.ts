@@ -35,6 +35,25 @@ export interface AdmissionOutcome {
   failures: Array<{ rule: RuleRef; message: string }>;
   /** The namespace (or Namespace object) is labelled admission.kubemod.io/ignore=true: nothing evaluated. */
   ignored: boolean;
+  /** Rules that ran out of their own share of the request budget (each is in failures too). */
+  overBudget: RuleRef[];
+  /**
+   * Quarantined rules this request would have run: a Patch rule is skipped ("skipped: why"), a Reject rule that
+   * matches still rejects, without rendering its rejectMessage ("rejectMessage not rendered: why").
+   */
+  quarantined: Array<{ rule: RuleRef; message: string }>;
+}
+
+/**
+ * Asked for every candidate rule when the caller quarantines rules (the webhook does, see webhook/quarantine.ts):
+ * why the rule is quarantined, or null when it runs.
+ */
+export type QuarantineCheck = (rule: CompiledRule) => string | null;
+
+/** Records a rule that ran out of its own share of the budget: it fails, the others go on. */
+export function failAlone(rule: CompiledRule, err: Error, outcome: AdmissionOutcome): void {
+  outcome.failures.push({ rule: refOf(rule), message: err.message });
+  outcome.overBudget.push(refOf(rule));
 }
 
 /** The rule's identity as outcomes report it. */

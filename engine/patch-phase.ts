@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { BudgetExhaustedError, RequestBudget } from '../util/budget';
+import { BudgetExhaustedError, RequestBudget, RuleBudgetExhaustedError } from '../util/budget';
 import { CompiledRule } from '../modrule/compile';
 import { AdmissionOperation } from '../modrule/types';
 import { RuleIndex } from '../store/rule-index';
@@ -14,12 +14,13 @@ import {
   RuleRuntimeError,
 } from './patch';
 import { LastApplied } from './last-applied';
-import { AdmissionOutcome, refOf } from './outcome';
+import { AdmissionOutcome, failAlone, QuarantineCheck, refOf } from './outcome';
 
 /**
  * Runs Patch rules tier by tier (lowest first). Every rule of a tier is matched against the tier's input; the
  * matching ones then apply in namespace/name order, each computed against the object as the previous rules of the
  * tier left it (as KubeMod's CalculatePatch). A failing rule is recorded and its changes dropped.
+ * Each rule runs within its own share of the budget, and a quarantined one is skipped (see AdmitOptions).
  * Only the index's candidates for the tier's input are visited. Returns the selects of the final object and, unless
  * the budget ran out, its candidates (the Reject rules are among them).
  */
@@ -30,6 +31,7 @@ export function runPatchRules(
   namespace: string,
   lastApplied: LastApplied,
   outcome: AdmissionOutcome,
+  quarantined?: QuarantineCheck,
 ): { selects: SelectCache; candidates?: readonly CompiledRule[] } {
   const request = input.budget;
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST, request };
@@ -47,10 +49,13 @@ export function runPatchRules(
       for (; i < rules.length && rules[i].tier === tier; i++) {
         const rule = rules[i];
         if (rule.type !== 'Patch' || !rule.operations.has(operation)) continue;
-        if (!ruleMatches(rule, tierInput.root, tierInput)) continue;
-        request?.check();
-        outcome.matched.push(refOf(rule));
-        const ops = applyRule(rule, work, namespace, budget, outcome);
+        const quarantine = quarantined?.(rule);
+        if (quarantine) {
+          // Not even matched: its match section may be what is heavy.
+          outcome.quarantined.push({ rule: refOf(rule), message: `skipped: ${quarantine}` });
+          continue;
+        }
+        const ops = runRule(rule, tierInput, work, namespace, budget, outcome);
         if (ops !== undefined) lastApplied.apply(ops);
       }
       current = work.current;
@@ -73,6 +78,35 @@ export function runPatchRules(
     return { selects: current === selects.root ? selects : new SelectCache(current, request) };
   }
   return { selects, candidates: rules };
+}
+
+/**
+ * One Patch rule within its own share of the budget: matched against the tier's input and, when it matches,
+ * applied. Its operations, or undefined when it did not match or failed; a rule that runs out of its share fails
+ * alone (the request's budget running out is thrown on, see runPatchRules).
+ */
+function runRule(
+  rule: CompiledRule,
+  tierInput: SelectCache,
+  work: TierWork,
+  namespace: string,
+  budget: Budget,
+  outcome: AdmissionOutcome,
+): ResolvedOperation[] | undefined {
+  const request = budget.request;
+  request?.beginRule();
+  try {
+    if (!ruleMatches(rule, tierInput.root, tierInput)) return undefined;
+    request?.check();
+    outcome.matched.push(refOf(rule));
+    return applyRule(rule, work, namespace, budget, outcome);
+  } catch (err) {
+    if (!(err instanceof RuleBudgetExhaustedError)) throw err;
+    failAlone(rule, err, outcome);
+    return undefined;
+  } finally {
+    request?.endRule();
+  }
 }
 
 /** One matching Patch rule applied to the tier's object: its operations, or undefined when it failed. */

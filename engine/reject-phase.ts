@@ -1,16 +1,16 @@
 import { JsonValue } from '../util/json';
-import { BudgetExhaustedError, RequestBudget } from '../util/budget';
+import { BudgetExhaustedError, RequestBudget, RuleBudgetExhaustedError } from '../util/budget';
 import { MAX_OBJECT_DEPTH } from '../util/depth';
 import { CompiledRule } from '../modrule/compile';
 import { AdmissionOperation } from '../modrule/types';
 import { RuleIndex } from '../store/rule-index';
 import { SelectCache } from '../jsonpath/select-cache';
 import { ruleMatches } from './match';
-import { AdmissionOutcome, refOf } from './outcome';
+import { AdmissionOutcome, QuarantineCheck, refOf } from './outcome';
 
 /**
  * Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
- * A Reject rule the budget cannot evaluate rejects (see rejectUnevaluated).
+ * A Reject rule the budget (or its own share of it) cannot evaluate rejects (see rejectUnevaluated).
  */
 export function runRejectRules(
   index: RuleIndex,
@@ -20,27 +20,55 @@ export function runRejectRules(
   selects: SelectCache,
   namespace: string,
   outcome: AdmissionOutcome,
+  quarantined?: QuarantineCheck,
 ): void {
-  const object = selects.root;
-  const budget = selects.budget;
   let rules: readonly CompiledRule[] = [];
   let i = 0;
   try {
     rules = (candidates ?? index.candidates(selects)).filter(
       (r) => r.type === 'Reject' && r.operations.has(operation),
     );
-    for (; i < rules.length; i++) {
-      const rule = rules[i];
-      if (!ruleMatches(rule, object, selects)) continue;
-      budget?.check();
-      outcome.matched.push(refOf(rule));
-      const message = rejectMessage(rule, object, namespace, budget, outcome);
-      outcome.rejections.push({ rule: refOf(rule), message });
-    }
+    for (; i < rules.length; i++) runRule(rules[i], selects, namespace, outcome, quarantined);
   } catch (err) {
     if (!(err instanceof BudgetExhaustedError)) throw err;
     // rules[i] ran out of budget while matching or rendering its message: it and the rest reject.
     rejectUnevaluated(rules.slice(i), ` within the request budget (${err.message})`, outcome);
+  }
+}
+
+/**
+ * One Reject rule within its own share of the budget. A rule that runs out of its share rejects alone (fail
+ * closed); a quarantined one is still matched (skipping it would let objects through) but its rejectMessage, often
+ * what is heavy, is not rendered.
+ */
+function runRule(
+  rule: CompiledRule,
+  selects: SelectCache,
+  namespace: string,
+  outcome: AdmissionOutcome,
+  quarantined: QuarantineCheck | undefined,
+): void {
+  const object = selects.root;
+  const budget = selects.budget;
+  budget?.beginRule();
+  try {
+    if (!ruleMatches(rule, object, selects)) return;
+    budget?.check();
+    outcome.matched.push(refOf(rule));
+    const quarantine = quarantined?.(rule);
+    if (quarantine) {
+      outcome.quarantined.push({ rule: refOf(rule), message: `rejectMessage not rendered: ${quarantine}` });
+      outcome.rejections.push({ rule: refOf(rule), message: '' });
+      return;
+    }
+    const message = rejectMessage(rule, object, namespace, budget, outcome);
+    outcome.rejections.push({ rule: refOf(rule), message });
+  } catch (err) {
+    if (!(err instanceof RuleBudgetExhaustedError)) throw err;
+    rejectUnevaluated([rule], ` within its share of the request budget (${err.message})`, outcome);
+    outcome.overBudget.push(refOf(rule));
+  } finally {
+    budget?.endRule();
   }
 }
 
