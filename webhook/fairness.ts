@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { BudgetLimits, DEFAULT_BUDGET, RequestBudget } from '../util/budget';
+import { BudgetLimits, DEFAULT_BUDGET, RequestBudget, ruleShareOf } from '../util/budget';
 
 /** How namespaces share the one event loop that evaluates every admission. */
 export interface FairnessOptions {
@@ -122,24 +122,30 @@ export class NamespaceFairness {
     });
   }
 
-  // The budget starts when evaluation does, not while the request waits in the queue.
+  // The budget starts when evaluation does, not while the request waits in the queue. A rule's share is a tenth of
+  // the configured budget, at most half of a demoted one. What rules spent past their own share is theirs
+  // (quarantine), not their namespace's: it does not count towards a demotion.
   private evaluate<T>(
     namespace: string,
     limits: BudgetLimits,
     demoted: boolean,
     evaluate: (budget: RequestBudget) => T,
   ): FairRun<T> {
-    const budget = new RequestBudget(limits);
+    const budget = new RequestBudget(limits, { now: this.now }, ruleShareOf(limits, this.budget));
     const started = this.now();
     let value: T;
     try {
       value = evaluate(budget);
     } catch (err) {
-      this.record(namespace, this.now() - started, budget.exhausted !== null);
+      this.record(
+        namespace,
+        Math.max(this.now() - started - budget.overShareMs, 0),
+        budget.exhausted !== null,
+      );
       throw err;
     }
     const ms = this.now() - started;
-    const demotion = this.record(namespace, ms, budget.exhausted !== null);
+    const demotion = this.record(namespace, Math.max(ms - budget.overShareMs, 0), budget.exhausted !== null);
     return { value, budget, demoted, demotion, ms };
   }
 
