@@ -157,7 +157,8 @@ describe("a rule's own share (issue 24)", () => {
     cpu += 11;
     expect(() => b.check()).toThrow(/rule budget exhausted: took longer than 10 ms \(one rule's share\)/);
     b.endRule();
-    expect(b.overShareMs).toBe(11);
+    // All its time counts as its own: from the last clock read before it began.
+    expect(b.overShareMs).toBe(61);
     expect(b.exhausted).toBeNull();
     b.check();
   });
@@ -179,10 +180,27 @@ describe("a rule's own share (issue 24)", () => {
     cpu += 2;
     expect(() => b.check()).toThrow(RuleBudgetExhaustedError);
     b.endRule();
+    // The request's own deadline counts wall time. When it passes during a rule (one that has done real work) that
+    // took more than half of it, that rule fails alone, and the rules after it find the time gone.
     b.beginRule();
     b.charge(RULE_TIMED_AFTER_STEPS);
     wall.advance(70);
-    expect(() => b.check()).toThrow(/request budget exhausted: evaluation took longer than 100 ms/);
+    expect(() => b.check()).toThrow(/^rule budget exhausted: took more than half of the request's 100 ms/);
+    b.endRule();
+    b.beginRule();
+    expect(() => b.check()).toThrow(/^request budget exhausted: evaluation took longer than 100 ms/);
+  });
+
+  test('when the deadline passes during a rule that took less than half of the time, the request ran out', () => {
+    const wall = manualClock();
+    const b = new RequestBudget({ steps: 1e9, ms: 100 }, { now: wall.now, cpu: () => 0 });
+    wall.advance(60);
+    b.check();
+    b.beginRule();
+    b.charge(RULE_TIMED_AFTER_STEPS);
+    wall.advance(41);
+    expect(() => b.check()).toThrow(/^request budget exhausted: evaluation took longer than 100 ms/);
+    expect(b.overShareMs).toBe(0);
   });
 
   test('unlimited and untimed budgets give rules no limit they can reach', () => {

@@ -101,6 +101,8 @@ export class RequestBudget {
   private checkBelow: number;
   private batchBelow: number;
   private deadline: number;
+  // When the current phase (all rules, or the Patch rules and then the Reject rules) began.
+  private phaseStart: number;
   // Held back by reserve() until release(): the steps and the milliseconds before the deadline.
   private heldSteps = 0;
   private heldMs = 0;
@@ -111,16 +113,21 @@ export class RequestBudget {
   readonly share: BudgetLimits;
   private readonly now: () => number;
   private readonly cpu: () => number;
-  // The current rule (beginRule..endRule): where its steps run out, where its clock starts, and once started, the
-  // wall time and CPU time it started at and the wall time its share would end at if the process ran throughout.
+  // The current rule (beginRule..endRule): the steps left when it began, where its steps run out, where its clock
+  // starts, and once started, the CPU time it started at and the wall time its share would end at if the process
+  // ran throughout. The last clock read before it began stands for its start (beginRule reads no clock).
   private inRule = false;
+  private ruleBase = 0;
   private ruleFloor = -Infinity;
   private ruleClockFrom = -Infinity;
   private ruleCpuFrom = 0;
   private ruleWallFrom = 0;
   private ruleDeadline = Infinity;
   private ruleStopped: string | null = null;
+  private lastNow: number;
+  // What rules that ran out of their own share spent (wall ms, steps).
   private overShare = 0;
+  private overShareSpent = 0;
 
   constructor(
     readonly limits: BudgetLimits = DEFAULT_BUDGET,
@@ -134,7 +141,9 @@ export class RequestBudget {
     this.remaining = limits.steps;
     this.batchBelow = this.nextBatch();
     this.checkBelow = this.thresholds();
-    this.deadline = this.now() + limits.ms;
+    this.lastNow = this.now();
+    this.phaseStart = this.lastNow;
+    this.deadline = this.lastNow + limits.ms;
   }
 
   /** An unlimited budget (tools that run one request with nobody waiting, and tests). */
@@ -157,6 +166,16 @@ export class RequestBudget {
     return this.overShare;
   }
 
+  /** Steps spent by rules that ran out of their own share. */
+  get overShareSteps(): number {
+    return this.overShareSpent;
+  }
+
+  /** Steps spent so far. */
+  get stepsSpent(): number {
+    return this.limits.steps - this.remaining;
+  }
+
   /**
    * Holds back `fraction` of the steps and of the time (from the end) until release(): meanwhile the budget runs
    * out where the held part starts. The engine holds back REJECT_RESERVE for the Reject rules while Patch rules run.
@@ -173,7 +192,8 @@ export class RequestBudget {
    * now at least: an operation that overran the earlier phase's deadline (one large `until`) does not eat into it.
    */
   release(): void {
-    if (this.heldMs > 0) this.deadline = Math.max(this.deadline, this.now() + this.heldMs);
+    this.phaseStart = this.lastNow = this.now();
+    if (this.heldMs > 0) this.deadline = Math.max(this.deadline, this.phaseStart + this.heldMs);
     this.heldSteps = 0;
     this.heldMs = 0;
     this.stopped = null;
@@ -185,6 +205,8 @@ export class RequestBudget {
   beginRule(): void {
     if (!Number.isFinite(this.remaining)) return;
     this.inRule = true;
+    this.ruleBase = this.remaining;
+    this.ruleWallFrom = this.lastNow;
     this.ruleFloor = this.remaining - this.share.steps;
     this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.remaining - RULE_TIMED_AFTER_STEPS : -Infinity;
     this.ruleDeadline = Infinity;
@@ -271,10 +293,9 @@ export class RequestBudget {
       );
       return;
     }
-    const now = this.now();
+    const now = (this.lastNow = this.now());
     const phaseDeadline = this.deadline - this.heldMs;
     if (this.inRule && this.ruleDeadline === Infinity && this.remaining <= this.ruleClockFrom) {
-      this.ruleWallFrom = now;
       this.ruleCpuFrom = this.cpu();
       this.ruleDeadline = now + this.share.ms;
     }
@@ -288,6 +309,15 @@ export class RequestBudget {
       this.ruleDeadline = now + (this.share.ms - used);
     }
     if (now > phaseDeadline) {
+      const phase = phaseDeadline - this.phaseStart;
+      if (this.ruleDeadline !== Infinity && (now - this.ruleWallFrom) * 2 > phase) {
+        // The time ran out while a rule that has done real work had taken more than half of it by itself: its doing,
+        // however busy the machine. It fails alone; the rules after it find the time gone all the same.
+        this.stopRule(
+          `rule budget exhausted: took more than half of the request's ${+phase.toFixed(2)} ms (one rule's share)`,
+        );
+        return;
+      }
       this.stopRequest(
         held
           ? `request budget exhausted: Patch rules took longer than ${ms - this.heldMs} of ${ms} ms${why}`
@@ -303,6 +333,8 @@ export class RequestBudget {
 
   private stopRule(why: string): void {
     this.ruleStopped = why;
-    if (this.ruleDeadline !== Infinity) this.overShare += this.now() - this.ruleWallFrom;
+    this.lastNow = this.now();
+    this.overShare += this.lastNow - this.ruleWallFrom;
+    this.overShareSpent += this.ruleBase - this.remaining;
   }
 }

@@ -123,8 +123,7 @@ export class NamespaceFairness {
   }
 
   // The budget starts when evaluation does, not while the request waits in the queue. A rule's share is a tenth of
-  // the configured budget, at most half of a demoted one. What rules spent past their own share is theirs
-  // (quarantine), not their namespace's: it does not count towards a demotion.
+  // the configured budget, at most half of a demoted one.
   private evaluate<T>(
     namespace: string,
     limits: BudgetLimits,
@@ -137,16 +136,22 @@ export class NamespaceFairness {
     try {
       value = evaluate(budget);
     } catch (err) {
-      this.record(
-        namespace,
-        Math.max(this.now() - started - budget.overShareMs, 0),
-        budget.exhausted !== null,
-      );
+      this.book(namespace, this.now() - started, budget);
       throw err;
     }
     const ms = this.now() - started;
-    const demotion = this.record(namespace, Math.max(ms - budget.overShareMs, 0), budget.exhausted !== null);
+    const demotion = this.book(namespace, ms, budget);
     return { value, budget, demoted, demotion, ms };
+  }
+
+  // What rules spent past their own share is theirs (they are quarantined when they keep at it), not their
+  // namespace's: not its time, and not an exhausted request when they spent most of it.
+  private book(namespace: string, ms: number, budget: RequestBudget): DemotionReason | null {
+    const own = Math.max(ms - budget.overShareMs, 0);
+    const theirs =
+      budget.overShareSteps > 0 &&
+      (budget.overShareSteps * 2 >= budget.stepsSpent || budget.overShareMs * 2 >= ms);
+    return this.record(namespace, own, budget.exhausted !== null && !theirs);
   }
 
   /**

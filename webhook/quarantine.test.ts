@@ -137,4 +137,37 @@ describe("demotion is for what only the namespace as a whole causes (the rules' 
     const slow = await fairness.run('other', () => (t += 31));
     expect(slow.demotion).toBe('slow request');
   });
+
+  it('a request that heavy rules ran out of, each past its own share, does not demote the namespace', async () => {
+    const fairness = new NamespaceFairness({ budget: { steps: 100_000, ms: 1e6 } });
+    // Eleven rules that each try to spend 20,000 steps: each stops at its 10,000, the tenth exhausts the request.
+    const heavyRules = (budget: RequestBudget) => {
+      for (let i = 0; i < 11; i++) {
+        budget.beginRule();
+        try {
+          budget.charge(20_000);
+        } catch {
+          // failed alone, or the request ran out
+        }
+        budget.endRule();
+      }
+    };
+    const heavy = await fairness.run('heavy', heavyRules);
+    expect(heavy.budget.exhausted).not.toBeNull();
+    expect(heavy.demotion).toBeNull();
+    // Spent by rules within their shares, the same request demotes.
+    const moderate = await fairness.run('moderate', (budget) => {
+      for (let i = 0; i < 11; i++) {
+        budget.beginRule();
+        try {
+          budget.charge(9_999);
+        } catch {
+          // the request ran out
+        }
+        budget.endRule();
+      }
+    });
+    expect(moderate.budget.exhausted).not.toBeNull();
+    expect(moderate.demotion).toBe('budget exhausted');
+  });
 });
