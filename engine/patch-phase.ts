@@ -72,9 +72,12 @@ export function runPatchRules(
     // The request's budget ran out: this rule and every candidate after it fail as rules fail at run time
     // (reported, their changes dropped), so the request is answered at once. What applied before stays.
     if (work) current = work.current;
-    for (const rule of rules.slice(i))
-      if (rule.type === 'Patch' && rule.operations.has(operation))
-        outcome.failures.push({ rule: refOf(rule), message: err.message });
+    for (const rule of rules.slice(i)) {
+      if (rule.type !== 'Patch' || !rule.operations.has(operation)) continue;
+      const quarantine = quarantined?.(rule);
+      if (quarantine) outcome.quarantined.push({ rule: refOf(rule), message: `skipped: ${quarantine}` });
+      else outcome.failures.push({ rule: refOf(rule), message: err.message });
+    }
     return { selects: current === selects.root ? selects : new SelectCache(current, request) };
   }
   return { selects, candidates: rules };

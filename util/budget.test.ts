@@ -92,12 +92,12 @@ describe('RequestBudget', () => {
 });
 
 describe("a rule's own share (issue 24)", () => {
-  test('a tenth of the configured budget, at most half of the budget in force', () => {
+  test('a tenth of the configured budget, at most 40% of the budget in force', () => {
     expect(ruleShareOf({ steps: 1_000_000, ms: 100 })).toEqual({ steps: 100_000, ms: 10 });
     // A demoted namespace's request: 50,000 steps and 5 ms.
     expect(ruleShareOf({ steps: 50_000, ms: 5 }, { steps: 1_000_000, ms: 100 })).toEqual({
-      steps: 25_000,
-      ms: 2.5,
+      steps: 20_000,
+      ms: 2,
     });
     expect(ruleShareOf({ steps: 1_000_000, ms: Infinity })).toEqual({ steps: 100_000, ms: Infinity });
   });
@@ -157,8 +157,6 @@ describe("a rule's own share (issue 24)", () => {
     cpu += 11;
     expect(() => b.check()).toThrow(/rule budget exhausted: took longer than 10 ms \(one rule's share\)/);
     b.endRule();
-    // All its time counts as its own: from the last clock read before it began.
-    expect(b.overShareMs).toBe(61);
     expect(b.exhausted).toBeNull();
     b.check();
   });
@@ -200,7 +198,6 @@ describe("a rule's own share (issue 24)", () => {
     b.charge(RULE_TIMED_AFTER_STEPS);
     wall.advance(41);
     expect(() => b.check()).toThrow(/^request budget exhausted: evaluation took longer than 100 ms/);
-    expect(b.overShareMs).toBe(0);
   });
 
   test('unlimited and untimed budgets give rules no limit they can reach', () => {

@@ -35,11 +35,17 @@ export const REJECT_RESERVE = 0.25;
 export const BUDGET_CHECK_STEPS = 4096;
 
 /**
- * A rule's own share of the request budget: a tenth of the configured budget, and at most half of the budget the
- * request runs under (a demoted namespace's 5 ms gives each rule 2.5 ms). A rule that spends more fails alone; the
- * other rules of the request still run. An ordinary rule spends ~140 steps and ~50 us.
+ * A rule's own share of the request budget: a tenth of the configured budget, and at most RULE_SHARE_CAP of the
+ * budget the request runs under. A rule that spends more fails alone; the other rules of the request still run. An
+ * ordinary rule spends ~140 steps and ~50 us.
  */
 export const RULE_SHARE = 0.1;
+
+/**
+ * In a demoted namespace's small budget (5 ms, 50,000 steps) a rule gets 40% of it (2 ms, 20,000 steps): two heavy
+ * rules fail alone and leave a fifth of the request to the others, and a moderately costly rule still runs.
+ */
+export const RULE_SHARE_CAP = 0.4;
 
 /**
  * A rule is judged on time only once it has spent this many steps itself (an ordinary rule spends ~140), and on
@@ -51,8 +57,8 @@ export const RULE_TIMED_AFTER_STEPS = BUDGET_CHECK_STEPS;
 /** The share of one rule for a request under `limits`, when the configured budget is `configured`. */
 export function ruleShareOf(limits: BudgetLimits, configured: BudgetLimits = limits): BudgetLimits {
   return {
-    steps: Math.floor(Math.min(configured.steps * RULE_SHARE, limits.steps / 2)),
-    ms: Math.min(configured.ms * RULE_SHARE, limits.ms / 2),
+    steps: Math.floor(Math.min(configured.steps * RULE_SHARE, limits.steps * RULE_SHARE_CAP)),
+    ms: Math.min(configured.ms * RULE_SHARE, limits.ms * RULE_SHARE_CAP),
   };
 }
 
@@ -113,11 +119,10 @@ export class RequestBudget {
   readonly share: BudgetLimits;
   private readonly now: () => number;
   private readonly cpu: () => number;
-  // The current rule (beginRule..endRule): the steps left when it began, where its steps run out, where its clock
-  // starts, and once started, the CPU time it started at and the wall time its share would end at if the process
-  // ran throughout. The last clock read before it began stands for its start (beginRule reads no clock).
+  // The current rule (beginRule..endRule): where its steps run out, where its clock starts, and once started, the
+  // CPU time it started at and the wall time its share would end at if the process ran throughout. The last clock
+  // read before it began stands for its start (beginRule reads no clock).
   private inRule = false;
-  private ruleBase = 0;
   private ruleFloor = -Infinity;
   private ruleClockFrom = -Infinity;
   private ruleCpuFrom = 0;
@@ -125,9 +130,6 @@ export class RequestBudget {
   private ruleDeadline = Infinity;
   private ruleStopped: string | null = null;
   private lastNow: number;
-  // What rules that ran out of their own share spent (wall ms, steps).
-  private overShare = 0;
-  private overShareSpent = 0;
 
   constructor(
     readonly limits: BudgetLimits = DEFAULT_BUDGET,
@@ -161,21 +163,6 @@ export class RequestBudget {
     return this.exhaustedBy;
   }
 
-  /** Wall time spent by rules that ran out of their own share (they, not their namespace, answer for it). */
-  get overShareMs(): number {
-    return this.overShare;
-  }
-
-  /** Steps spent by rules that ran out of their own share. */
-  get overShareSteps(): number {
-    return this.overShareSpent;
-  }
-
-  /** Steps spent so far. */
-  get stepsSpent(): number {
-    return this.limits.steps - this.remaining;
-  }
-
   /**
    * Holds back `fraction` of the steps and of the time (from the end) until release(): meanwhile the budget runs
    * out where the held part starts. The engine holds back REJECT_RESERVE for the Reject rules while Patch rules run.
@@ -205,7 +192,6 @@ export class RequestBudget {
   beginRule(): void {
     if (!Number.isFinite(this.remaining)) return;
     this.inRule = true;
-    this.ruleBase = this.remaining;
     this.ruleWallFrom = this.lastNow;
     this.ruleFloor = this.remaining - this.share.steps;
     this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.remaining - RULE_TIMED_AFTER_STEPS : -Infinity;
@@ -268,7 +254,8 @@ export class RequestBudget {
   }
 
   // Sets `stopped` (the request or its phase ran out) or `ruleStopped` (the current rule's share did), whichever
-  // limit comes first.
+  // limit comes first; when the request's time runs out during a rule that took most of it, the rule is the one that
+  // ran out (the rules after it find the request spent).
   private overrun(): void {
     const { steps, ms } = this.limits;
     const held = this.heldSteps > 0 || this.heldMs > 0;
@@ -277,9 +264,7 @@ export class RequestBudget {
     if (this.inRule && ruleFirst && this.remaining < this.ruleFloor) {
       // As below: the work an overshoot stands for was never done, so the request keeps it.
       this.remaining = this.ruleFloor;
-      this.stopRule(
-        `rule budget exhausted: more than ${this.share.steps} evaluation steps (one rule's share)`,
-      );
+      this.ruleStopped = `rule budget exhausted: more than ${this.share.steps} evaluation steps (one rule's share)`;
       return;
     }
     if (this.remaining < this.heldSteps) {
@@ -303,7 +288,7 @@ export class RequestBudget {
       // Only CPU time counts against a rule: while the process was paused its share waits.
       const used = this.cpu() - this.ruleCpuFrom;
       if (used > this.share.ms) {
-        this.stopRule(`rule budget exhausted: took longer than ${this.share.ms} ms (one rule's share)`);
+        this.ruleStopped = `rule budget exhausted: took longer than ${this.share.ms} ms (one rule's share)`;
         return;
       }
       this.ruleDeadline = now + (this.share.ms - used);
@@ -313,9 +298,7 @@ export class RequestBudget {
       if (this.ruleDeadline !== Infinity && (now - this.ruleWallFrom) * 2 > phase) {
         // The time ran out while a rule that has done real work had taken more than half of it by itself: its doing,
         // however busy the machine. It fails alone; the rules after it find the time gone all the same.
-        this.stopRule(
-          `rule budget exhausted: took more than half of the request's ${+phase.toFixed(2)} ms (one rule's share)`,
-        );
+        this.ruleStopped = `rule budget exhausted: took more than half of the request's ${+phase.toFixed(2)} ms (one rule's share)`;
         return;
       }
       this.stopRequest(
@@ -329,12 +312,5 @@ export class RequestBudget {
   private stopRequest(why: string): void {
     this.stopped = why;
     this.exhaustedBy ??= why;
-  }
-
-  private stopRule(why: string): void {
-    this.ruleStopped = why;
-    this.lastNow = this.now();
-    this.overShare += this.lastNow - this.ruleWallFrom;
-    this.overShareSpent += this.ruleBase - this.remaining;
   }
 }

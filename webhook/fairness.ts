@@ -123,7 +123,8 @@ export class NamespaceFairness {
   }
 
   // The budget starts when evaluation does, not while the request waits in the queue. A rule's share is a tenth of
-  // the configured budget, at most half of a demoted one.
+  // the configured budget, at most half of a demoted one: a rule that runs out of it fails alone, and does not
+  // exhaust the request (what demotes for "budget exhausted").
   private evaluate<T>(
     namespace: string,
     limits: BudgetLimits,
@@ -136,22 +137,12 @@ export class NamespaceFairness {
     try {
       value = evaluate(budget);
     } catch (err) {
-      this.book(namespace, this.now() - started, budget);
+      this.record(namespace, this.now() - started, budget.exhausted !== null);
       throw err;
     }
     const ms = this.now() - started;
-    const demotion = this.book(namespace, ms, budget);
+    const demotion = this.record(namespace, ms, budget.exhausted !== null);
     return { value, budget, demoted, demotion, ms };
-  }
-
-  // What rules spent past their own share is theirs (they are quarantined when they keep at it), not their
-  // namespace's: not its time, and not an exhausted request when they spent most of it.
-  private book(namespace: string, ms: number, budget: RequestBudget): DemotionReason | null {
-    const own = Math.max(ms - budget.overShareMs, 0);
-    const theirs =
-      budget.overShareSteps > 0 &&
-      (budget.overShareSteps * 2 >= budget.stepsSpent || budget.overShareMs * 2 >= ms);
-    return this.record(namespace, own, budget.exhausted !== null && !theirs);
   }
 
   /**

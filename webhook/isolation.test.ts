@@ -180,17 +180,18 @@ describe('demotion', () => {
       'modrule_namespace_demotions_total{namespace="evil",reason="budget exhausted"} 1',
     );
     expect(await metric(server, 'modrule_demoted_namespaces')).toContain('modrule_demoted_namespaces 1');
-    // Demoted: 1,000 steps, 500 a rule. The costly request fails sooner...
+    // Demoted: 1,000 steps, 400 a rule. The costly request fails sooner...
     const { review } = await postReview(
       server.url,
       WEBHOOK_PATHS.dragnet,
       makeReview('CREATE', bigConfigMap('evil')),
       certs.caCert,
     );
-    // (the first rule runs out of its share, the next one of what the request has left)
-    expect(review.response?.warnings?.slice(0, 2)).toEqual([
-      "modrule evil/moderate-00 failed: rule budget exhausted: more than 500 evaluation steps (one rule's share)",
-      'modrule evil/moderate-01 failed: request budget exhausted: more than 1000 evaluation steps',
+    // (two rules run out of their shares, 400 steps each, the next one of what the request has left)
+    expect(review.response?.warnings?.slice(0, 3)).toEqual([
+      "modrule evil/moderate-00 failed: rule budget exhausted: more than 400 evaluation steps (one rule's share)",
+      "modrule evil/moderate-01 failed: rule budget exhausted: more than 400 evaluation steps (one rule's share)",
+      'modrule evil/moderate-02 failed: request budget exhausted: more than 1000 evaluation steps',
     ]);
     // ...while a small object of the demoted namespace still gets its cheap rule.
     const small = await postReview(

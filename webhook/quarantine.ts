@@ -47,6 +47,8 @@ interface Entry {
   /** End of the quarantine, and its length; 0 while not quarantined. */
   until: number;
   coolDownMs: number;
+  /** What the engine says of it while quarantined (made once: it is asked for every request). */
+  note: string;
   releasedAt: number;
   timer?: NodeJS.Timeout;
 }
@@ -133,7 +135,10 @@ export class RuleQuarantine {
       e.last = reason?.message ?? 'ran out of its share of the request budget';
       this.emit({ kind: 'offence', rule: ref, reason: e.last });
       // Already quarantined (a Reject rule still runs): its cool-down stands.
-      if (e.until > 0) continue;
+      if (e.until > 0) {
+        e.note = this.note(e);
+        continue;
+      }
       e.offences = e.offences.filter((t) => now - t < this.windowMs);
       e.offences.push(now);
       if (e.offences.length >= this.offences) started.push(this.quarantine(e, now));
@@ -156,7 +161,16 @@ export class RuleQuarantine {
       e = undefined;
     }
     if (!e) {
-      e = { rule, offences: [], last: '', strikes: 0, until: 0, coolDownMs: 0, releasedAt: -Infinity };
+      e = {
+        rule,
+        offences: [],
+        last: '',
+        strikes: 0,
+        until: 0,
+        coolDownMs: 0,
+        note: '',
+        releasedAt: -Infinity,
+      };
       this.entries.set(rule.key, e);
     }
     return e;
@@ -167,6 +181,7 @@ export class RuleQuarantine {
     const coolDown = Math.min(this.coolDownMs * 2 ** (e.strikes - 1), this.maxCoolDownMs);
     e.until = now + coolDown;
     e.coolDownMs = coolDown;
+    e.note = this.note(e);
     this.quarantined++;
     e.timer = setTimeout(() => this.release(e, 'cool-down over'), coolDown);
     e.timer.unref();
@@ -199,6 +214,10 @@ export class RuleQuarantine {
       this.release(e, 'cool-down over');
       return null;
     }
+    return e.note;
+  }
+
+  private note(e: Entry): string {
     return (
       `quarantined until ${iso(e.until)} on this replica: ran out of its share of the request budget ` +
       `${this.offences} times within ${this.windowMs / 1000} s (last: ${e.last})`
