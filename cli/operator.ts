@@ -9,6 +9,7 @@ import { SERVICE_ACCOUNT_DIR } from '../operator/incluster';
 import { createKubeClient, KubeClient } from '../operator/kube';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { budgetHelp, parseBudget } from './budget';
+import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
 const HELP = `usage: modrule operator [options]
@@ -30,8 +31,9 @@ options (environment variable in brackets):
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
-else the cluster namespace.
-`;
+else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
+
+${exitHelp()}`;
 
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
 const SERVICE_ACCOUNT_NAMESPACE = join(SERVICE_ACCOUNT_DIR, 'namespace');
@@ -174,7 +176,7 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   const options = parseOperatorArgs(args);
   if (options === 'help') {
     io.stdout(HELP);
-    return 0;
+    return EXIT.ok;
   }
   const logger = hooks.logger ?? createLogger(options.logLevel);
   let client = hooks.client;
@@ -208,9 +210,9 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
       else stopRequested.signal.addEventListener('abort', () => resolve(), { once: true });
     });
     await operator.stop();
-    return 0;
+    return EXIT.ok;
   } catch (err) {
-    if (stopRequested.signal.aborted) return 0; // stopped while still starting up
+    if (stopRequested.signal.aborted) return EXIT.ok; // stopped while still starting up
     throw err;
   } finally {
     process.off('SIGTERM', sigterm);

@@ -15,7 +15,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['engine'],
   ['webhook'],
   ['operator'],
-  ['cli'],
+  ['cli', 'image'],
   ['bench', 'test'],
 ];
 

@@ -23,6 +23,7 @@ import {
   webhookManifests,
 } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
+import { installBundle } from './install';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL.
@@ -235,8 +236,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     admin = createKubeClient(kubeConfigAccess(kc));
     ledger = new ClusterLedger(admin);
 
-    // bundle.yaml as a user applies it, except what the server does not serve (1.20: no policy/v1) and the
-    // webhook configurations, which call this process by URL instead of the Service (no pods run here).
+    // bundle.yaml as a user applies it, every object, except the webhook configurations, which call this process by
+    // URL instead of the Service (no pods run here). test/e2e/bundle.e2e.ts applies it whole with kubectl.
     for (const ns of bundleObjects().filter((o) => o.kind === 'Namespace')) {
       const name = String((ns.metadata as JsonObject).name);
       await namespaceLabels(name).then(
@@ -244,24 +245,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
         () => undefined,
       );
     }
-    const policyV1 = await admin.request('GET', '/apis/policy/v1').then(
-      () => true,
-      () => false,
-    );
-    for (const obj of bundleObjects()) {
-      if (obj.kind === 'MutatingWebhookConfiguration' || obj.kind === 'ValidatingWebhookConfiguration')
-        continue;
-      if (obj.apiVersion === 'policy/v1' && !policyV1) continue;
-      await ledger.apply(obj);
-    }
-    await waitFor('the ModRule CRD to be established', async () => {
-      const got = await admin.request(
-        'GET',
-        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/modrules.api.kubemod.io',
-      );
-      const conditions = ((got.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
-      return conditions.some((c) => c.type === 'Established' && c.status === 'True');
-    });
+    await installBundle(admin, ledger);
     await ledger.apply({
       apiVersion: 'v1',
       kind: 'Namespace',
