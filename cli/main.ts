@@ -24,6 +24,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'check ModRule files offline as the admission webhook does (pre-commit, CI)',
     load: async () => (await import('./validate')).run,
   },
+  scope: {
+    summary: 'show which requests the API server will send the dragnet for these ModRules',
+    load: async () => (await import('./scope')).run,
+  },
   serve: {
     summary: 'run the admission webhook (--local: rules from files, no cluster)',
     load: async () => (await import('./serve')).run,

@@ -25,6 +25,16 @@ describe('parseOperatorArgs', () => {
       extraHosts: [],
       logLevel: 'info',
       budget: { ms: 100, steps: 1_000_000 },
+      dragnetScope: 'rules',
+    });
+  });
+
+  it('keeps the wide net with --dragnet-scope wide or MODRULE_DRAGNET_SCOPE=wide', () => {
+    expect(parseOperatorArgs(['--dragnet-scope', 'wide'], {}, noSaNamespace)).toMatchObject({
+      dragnetScope: 'wide',
+    });
+    expect(parseOperatorArgs([], { MODRULE_DRAGNET_SCOPE: 'wide' }, noSaNamespace)).toMatchObject({
+      dragnetScope: 'wide',
     });
   });
 
@@ -72,6 +82,7 @@ describe('parseOperatorArgs', () => {
       extraHosts: [],
       logLevel: 'debug',
       budget: { ms: 100, steps: 1_000_000 },
+      dragnetScope: 'rules',
     });
     expect(
       parseOperatorArgs(
@@ -102,6 +113,7 @@ describe('parseOperatorArgs', () => {
     [['--cert-extra-sans', 'Not_A_Host'], {}, /"Not_A_Host" is neither a DNS name nor an IP/],
     [[], { MODRULE_CERT_EXTRA_SANS: '1.2.3.4.5' }, /MODRULE_CERT_EXTRA_SANS: "1.2.3.4.5"/],
     [['--cert-mode', 'external', '--cert-extra-sans', '127.0.0.1'], {}, /only applies to --cert-mode self/],
+    [['--dragnet-scope', 'narrow'], {}, /--dragnet-scope must be "rules" or "wide", got "narrow"/],
   ])('rejects %j %j', (args, env, message) => {
     expect(() => parseOperatorArgs(args, env, noSaNamespace)).toThrow(message);
   });

@@ -29,6 +29,9 @@ options (environment variable in brackets):
   --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
                            (default /tmp/k8s-webhook-server/serving-certs)
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
+  --dragnet-scope MODE     rules: the API server sends the dragnet only what the ModRules in force can act on;
+                           wide: the net as installed, every write of every listed resource (KubeMod's behaviour)
+                           [MODRULE_DRAGNET_SCOPE] (default rules)
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
@@ -103,6 +106,7 @@ export function parseOperatorArgs(
         'cert-dir': { type: 'string' },
         'cert-extra-sans': { type: 'string' },
         'log-level': { type: 'string' },
+        'dragnet-scope': { type: 'string' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -136,6 +140,9 @@ export function parseOperatorArgs(
   }
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`${logWhere} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const [dragnetScope, dragnetScopeWhere] = pick('dragnet-scope', 'MODRULE_DRAGNET_SCOPE', 'rules');
+  if (dragnetScope !== 'rules' && dragnetScope !== 'wide')
+    throw new UsageError(`${dragnetScopeWhere} must be "rules" or "wide", got "${dragnetScope}"`);
   const extraHosts = sanList(extraSans, extraSansWhere);
   if (extraHosts.length > 0 && certMode !== 'self')
     throw new UsageError(`${extraSansWhere} only applies to --cert-mode self`);
@@ -157,6 +164,7 @@ export function parseOperatorArgs(
     extraHosts,
     logLevel: logLevel as LogLevel,
     budget,
+    dragnetScope,
   };
 }
 

@@ -6,6 +6,7 @@ import { RuleStore } from '../store/rules';
 import { QuarantineChange, QuarantineState, RuleQuarantine } from '../webhook/quarantine';
 import { KubeApiError, KubeClient } from './kube';
 import { identity, ReadyCondition, StatusReporter, warningEvent } from './status';
+import { StatusSink } from './sync';
 
 // What a tenant sees of a quarantined ModRule (webhook/quarantine.ts): Ready=False with reason Degraded on the rule,
 // and a Warning Event, so that `kubectl get modrule` and `kubectl describe modrule` say which rule and why.
@@ -80,6 +81,7 @@ export interface QuarantineStatusOptions {
  */
 export class QuarantineStatus {
   private status: StatusReporter | null = null;
+  private sink: StatusSink | null = null;
   private readonly now: () => Date;
   private readonly instance = hostname();
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -89,9 +91,13 @@ export class QuarantineStatus {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** Starts reporting through `status` (created with `ready: (...) => this.ready(...)`). */
-  attach(status: StatusReporter): void {
+  /**
+   * Starts reporting through `status` (created with `ready: (...) => this.ready(...)`); reports go through `sink`
+   * when given (the operator's Ready gate, which waits for the dragnet registration), Events straight to `status`.
+   */
+  attach(status: StatusReporter, sink: StatusSink = status): void {
     this.status = status;
+    this.sink = sink;
     this.unsubscribe = this.options.quarantine.subscribe((change) => void this.changed(change));
   }
 
@@ -156,7 +162,7 @@ export class QuarantineStatus {
   // The status reporter decides (through the hook) what the rule's Ready condition should say now.
   private report(rule: JsonObject): void {
     const { problems } = this.options.store.compileRule(rule);
-    this.status?.report(rule, problems);
+    this.sink?.report(rule, problems);
   }
 
   private async fetch(namespace: string, name: string): Promise<JsonObject | null> {

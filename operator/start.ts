@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
+import type { ScopeMode } from '../scope/ownership';
 import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
@@ -11,6 +12,7 @@ import { expiryOf } from './certificates';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
+import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
 import { QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
@@ -37,6 +39,8 @@ export interface OperatorConfig {
   extraHosts?: string[];
   /** Write Ready conditions and events to ModRules; default true. */
   writeStatus?: boolean;
+  /** `rules` (default): the dragnet's registration follows the ModRules in force; `wide`: it stays as configured. */
+  dragnetScope?: ScopeMode;
   /**
    * On stop, how long to keep serving while reporting unready, so the API server stops routing to this replica
    * before it closes (endpoint removal is asynchronous); default 0.
@@ -110,8 +114,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         ready: (rule, problems, want) => degraded.ready(rule, problems, want),
       })
     : null;
-  if (status) degraded?.attach(status);
-  const rules = new ClusterSync({ client, store, logger, status });
+  // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
+  const scope = startDragnetScope({
+    mode: config.dragnetScope ?? 'rules',
+    clusterNamespace: config.clusterNamespace,
+    ...{ client, logger, registry, store, status, sync: () => rules },
+  });
+  const rules = new ClusterSync({ client, store, logger, status: scope.status });
+  if (status) degraded?.attach(status, scope.status ?? status);
   const stopQuarantine = (): void => {
     degraded?.stop();
     quarantine.close();
@@ -146,7 +156,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), stopQuarantine()]);
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
     throw err;
   }
   tls = served;
@@ -172,7 +182,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       quarantine,
     });
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), stopQuarantine()]);
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
     served.close();
     throw err;
   }
@@ -193,7 +203,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([rules.stop(), status?.stop(), certs?.stop(), stopQuarantine()]);
+        await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
         served.close();
         logger.info('operator stopped');
       })();

@@ -12,7 +12,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['jsonpath', 'template', 'patch', 'config', 'fixtures'],
   ['modrule'],
   ['store'],
-  ['engine'],
+  ['engine', 'scope'],
   ['webhook'],
   ['operator'],
   ['cli', 'image'],

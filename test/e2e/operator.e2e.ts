@@ -1,13 +1,8 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { createLogger, silentLogger } from '../../util/logger';
-import { ClusterAccess } from '../../operator/access';
-import { InClusterAccess } from '../../operator/incluster';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess, loadKubeConfig } from '../../operator/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
@@ -23,7 +18,9 @@ import {
   webhookManifests,
 } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
+import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
+import { kubectl } from './kubectl';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL.
@@ -125,25 +122,6 @@ function slowFirstList(client: KubeClient, path: string, delayMs: number): KubeC
   };
 }
 
-/** kubectl with the given kubeconfig; resolves with its exit code and output. */
-function kubectl(
-  bin: string,
-  kubeconfig: string,
-  args: string[],
-  stdin: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      bin,
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig } },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-    child.stdin?.end(stdin);
-  });
-}
-
 describeCluster(`operator against a real API server (namespace ${NS})`, () => {
   let cp: LocalControlPlane | null = null;
   let admin: KubeClient;
@@ -175,49 +153,11 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     );
   }
 
-  /**
-   * Credentials of the bundle's ServiceAccount (TokenRequest), so the bundle's RBAC is what is tested. Laid out as a
-   * pod's service-account folder (token, ca.crt) and read by the in-cluster loader, so the operator runs on the
-   * credentials path it has in a pod; a kubeconfig without a CA (insecure) keeps the kubeconfig path.
-   */
-  async function serviceAccountClient(base: KubeConfig): Promise<KubeClient> {
-    const path = `/api/v1/namespaces/${settings.clusterNamespace}/serviceaccounts/${OPERATOR_SA}/token`;
-    const answer = await waitFor('a token for the operator ServiceAccount', () =>
-      admin.request('POST', path, {
-        body: {
-          apiVersion: 'authentication.k8s.io/v1',
-          kind: 'TokenRequest',
-          spec: { expirationSeconds: 3600 },
-        },
-      }),
-    );
-    const token = String((answer.status as JsonObject).token);
-    const cluster = base.getCurrentCluster()!;
-    const ca = cluster.caData
-      ? Buffer.from(cluster.caData, 'base64').toString('utf8')
-      : cluster.caFile
-        ? readFileSync(cluster.caFile, 'utf8')
-        : null;
-    let access: ClusterAccess;
-    if (ca) {
-      serviceAccountDir = mkdtempSync(join(tmpdir(), 'modrule-e2e-sa-'));
-      writeFileSync(join(serviceAccountDir, 'token'), token, { mode: 0o600 });
-      writeFileSync(join(serviceAccountDir, 'ca.crt'), ca);
-      access = new InClusterAccess(cluster.server, { dir: serviceAccountDir });
-      measured['operator credentials'] = 'in-cluster loader (service-account token + ca.crt)';
-    } else {
-      const { KubeConfig } = await import('@kubernetes/client-node');
-      const kc = new KubeConfig();
-      kc.loadFromOptions({
-        clusters: [cluster],
-        users: [{ name: OPERATOR_SA, token }],
-        contexts: [{ name: 'sa', cluster: cluster.name, user: OPERATOR_SA }],
-        currentContext: 'sa',
-      });
-      access = kubeConfigAccess(kc);
-      measured['operator credentials'] = 'kubeconfig (the cluster has no CA)';
-    }
-    return createKubeClient(access);
+  async function operatorServiceAccountClient(base: KubeConfig): Promise<KubeClient> {
+    const sa = await serviceAccountClient(admin, base, settings.clusterNamespace, OPERATOR_SA);
+    serviceAccountDir = sa.dir;
+    measured['operator credentials'] = sa.how;
+    return sa.client;
   }
 
   beforeAll(async () => {
@@ -267,7 +207,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     await ledger.apply(validating);
     ledger.track(`/api/v1/namespaces/${settings.clusterNamespace}/secrets/kubemod-webhook-server-cert`);
 
-    operatorClient = settings.clusterNamespace === 'kubemod-system' ? await serviceAccountClient(kc) : admin;
+    operatorClient =
+      settings.clusterNamespace === 'kubemod-system' ? await operatorServiceAccountClient(kc) : admin;
     operator = await startUnderTest(operatorClient);
     await waitFor('the operator to be ready', async () => operator?.isReady());
     // caBundle is set by the operator at start-up; wait until the API server can call us.
