@@ -6,7 +6,6 @@ import { RuleStore } from '../store/rules';
 import { QuarantineChange, QuarantineState, RuleQuarantine } from '../webhook/quarantine';
 import { KubeApiError, KubeClient } from './kube';
 import { identity, ReadyCondition, StatusReporter, warningEvent } from './status';
-import { StatusSink } from './sync';
 
 // What a tenant sees of a quarantined ModRule (webhook/quarantine.ts): Ready=False with reason Degraded on the rule,
 // and a Warning Event, so that `kubectl get modrule` and `kubectl describe modrule` say which rule and why.
@@ -81,7 +80,6 @@ export interface QuarantineStatusOptions {
  */
 export class QuarantineStatus {
   private status: StatusReporter | null = null;
-  private sink: StatusSink | null = null;
   private readonly now: () => Date;
   private readonly instance = hostname();
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -92,12 +90,11 @@ export class QuarantineStatus {
   }
 
   /**
-   * Starts reporting through `status` (created with `ready: (...) => this.ready(...)`); reports go through `sink`
-   * when given (the operator's Ready gate, which waits for the dragnet registration), Events straight to `status`.
+   * Starts reporting through `status` (created with `ready: (...) => this.ready(...)`). Straight to it, not through
+   * the operator's Ready gate: a quarantined rule ran in the dragnet, so the registration already sends its objects.
    */
-  attach(status: StatusReporter, sink: StatusSink = status): void {
+  attach(status: StatusReporter): void {
     this.status = status;
-    this.sink = sink;
     this.unsubscribe = this.options.quarantine.subscribe((change) => void this.changed(change));
   }
 
@@ -134,7 +131,9 @@ export class QuarantineStatus {
   }
 
   private async changed(change: QuarantineChange): Promise<void> {
-    if (change.kind === 'offence') return;
+    // A changed rule's new version is reported by ClusterSync (through the Ready gate); the hook then finds no
+    // quarantine.
+    if (change.kind === 'offence' || (change.kind === 'released' && change.why === 'rule changed')) return;
     const ref = change.kind === 'quarantined' ? change.state.rule : change.rule;
     const rule = await this.fetch(ref.namespace, ref.name);
     if (!rule) return;
@@ -162,7 +161,7 @@ export class QuarantineStatus {
   // The status reporter decides (through the hook) what the rule's Ready condition should say now.
   private report(rule: JsonObject): void {
     const { problems } = this.options.store.compileRule(rule);
-    this.sink?.report(rule, problems);
+    this.status?.report(rule, problems);
   }
 
   private async fetch(namespace: string, name: string): Promise<JsonObject | null> {

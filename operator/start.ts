@@ -121,7 +121,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     ...{ client, logger, registry, store, status, sync: () => rules },
   });
   const rules = new ClusterSync({ client, store, logger, status: scope.status });
-  if (status) degraded?.attach(status, scope.status ?? status);
+  if (status) degraded?.attach(status);
   const stopQuarantine = (): void => {
     degraded?.stop();
     quarantine.close();
