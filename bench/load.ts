@@ -14,10 +14,13 @@ export interface Point {
   bad: number;
 }
 
-/** POSTs `body` (an AdmissionReview) to `url` for `seconds`; `timeoutSeconds` counts slower answers as timeouts. */
+/**
+ * POSTs `body` (an AdmissionReview; several: each connection sends them in turn) to `url` for `seconds`;
+ * `timeoutSeconds` counts slower answers as timeouts.
+ */
 export async function load(
   url: string,
-  body: string,
+  body: string | readonly string[],
   connections: number,
   seconds: number,
   timeoutSeconds?: number,
@@ -25,7 +28,7 @@ export async function load(
   const r = await autocannon({
     url,
     method: 'POST',
-    body,
+    ...(typeof body === 'string' ? { body } : { requests: body.map((b) => ({ method: 'POST', body: b })) }),
     headers: { 'Content-Type': 'application/json' },
     connections,
     duration: seconds,
