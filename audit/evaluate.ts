@@ -1,13 +1,6 @@
 import { isJsonObject, jsonEqual, JsonObject } from '../util/json';
-import {
-  admit,
-  AdmissionInput,
-  AdmissionOutcome,
-  isIgnored,
-  prepare,
-  RuleRef,
-  scopeOf,
-} from '../engine/admit';
+import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from '../engine/admit';
+import { isIgnored, prepare, scopeOf } from '../engine/subject';
 import { applyOperationsShared, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from '../engine/patch';
 import { CompiledRule } from '../modrule/compile';
 import { RuleSnapshot } from '../store/rules';

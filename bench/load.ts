@@ -15,12 +15,13 @@ export interface Point {
 }
 
 /**
- * POSTs `body` (an AdmissionReview) to `url` for `seconds`; `timeoutSeconds` counts slower answers as timeouts.
- * With `rate`, an open loop of that many requests per second over the connections instead of a closed loop.
+ * POSTs `body` (an AdmissionReview; several: each connection sends them in turn) to `url` for `seconds`;
+ * `timeoutSeconds` counts slower answers as timeouts. With `rate`, an open loop of that many requests per second
+ * over the connections instead of a closed loop.
  */
 export async function load(
   url: string,
-  body: string,
+  body: string | readonly string[],
   connections: number,
   seconds: number,
   timeoutSeconds?: number,
@@ -29,7 +30,7 @@ export async function load(
   const r = await autocannon({
     url,
     method: 'POST',
-    body,
+    ...(typeof body === 'string' ? { body } : { requests: body.map((b) => ({ method: 'POST', body: b })) }),
     headers: { 'Content-Type': 'application/json' },
     connections,
     duration: seconds,

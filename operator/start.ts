@@ -5,6 +5,7 @@ import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
+import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
 import { Backoff, sleep } from './backoff';
@@ -14,6 +15,7 @@ import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
 import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
+import { QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 
@@ -45,6 +47,8 @@ export interface OperatorConfig {
    * before it closes (endpoint removal is asynchronous); default 0.
    */
   shutdownDelayMs?: number;
+  /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
+  quarantine?: QuarantineOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
 }
@@ -101,10 +105,18 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     informers: () => rules.informerStates(),
     certificateExpiry: () => (tls ? expiryOf(tls.current().cert) : null),
   });
-  const status =
-    config.writeStatus === false
-      ? null
-      : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
+  // Rules that keep running out of their share are quarantined (per replica) and shown Degraded on the ModRule.
+  const quarantine = new RuleQuarantine(config.quarantine, store);
+  const degraded =
+    config.writeStatus === false ? null : new QuarantineStatus({ client, logger, store, quarantine });
+  const status = degraded
+    ? new StatusReporter({
+        client,
+        logger,
+        onWrite: (result) => metrics.statusWrites.inc({ result }),
+        ready: (rule, problems, want) => degraded.ready(rule, problems, want),
+      })
+    : null;
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
@@ -112,6 +124,11 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     ...{ client, logger, registry, store, status, sync: () => rules },
   });
   const rules = new ClusterSync({ client, store, logger, status: scope.status });
+  if (status) degraded?.attach(status);
+  const stopQuarantine = (): void => {
+    degraded?.stop();
+    quarantine.close();
+  };
   let draining = false;
   rules.start();
   void rules.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
@@ -142,7 +159,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop()]);
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
     throw err;
   }
   tls = served;
@@ -165,9 +182,10 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
+      quarantine,
     });
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop()]);
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
     served.close();
     throw err;
   }
@@ -193,7 +211,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), audit?.stop()]);
+        await Promise.all([
+          rules.stop(),
+          status?.stop(),
+          certs?.stop(),
+          scope.stop(),
+          stopQuarantine(),
+          audit?.stop(),
+        ]);
         served.close();
         logger.info('operator stopped');
       })();

@@ -24,7 +24,8 @@ export interface ReadyCondition {
   observedGeneration?: number;
 }
 
-interface RuleIdentity {
+/** The parts of a ModRule's metadata status writes and Events name. */
+export interface RuleIdentity {
   namespace: string;
   name: string;
   uid: string;
@@ -32,7 +33,8 @@ interface RuleIdentity {
   resourceVersion: string;
 }
 
-function identity(rule: JsonObject): RuleIdentity | null {
+/** The rule's identity, or null without name/namespace. */
+export function identity(rule: JsonObject): RuleIdentity | null {
   const m = isJsonObject(rule.metadata) ? rule.metadata : null;
   if (!m || typeof m.name !== 'string' || typeof m.namespace !== 'string') return null;
   return {
@@ -134,7 +136,8 @@ export function demotedRuleEvent(
   return warningEvent(id, DEMOTED_EVENT_REASON, message, `${id.name}\n${reason}\n${minute}`, now, instance);
 }
 
-function warningEvent(
+/** A core/v1 Warning Event on a ModRule; the name hashes `digestOf`, so replicas create the same one once. */
+export function warningEvent(
   id: RuleIdentity,
   reason: string,
   message: string,
@@ -178,6 +181,15 @@ export interface StatusReporterOptions {
   backoffMs?: number;
   /** Told about every status write (metrics). */
   onWrite?: (result: 'ok' | 'failed') => void;
+  /**
+   * The Ready condition to write instead of `want` (operator/quarantine.ts: a quarantined rule is Degraded), or
+   * null to leave the rule's status as it is.
+   */
+  ready?: (
+    rule: JsonObject,
+    problems: readonly ValidationProblem[],
+    want: ReadyCondition,
+  ) => ReadyCondition | null;
 }
 
 interface Pending {
@@ -242,8 +254,9 @@ export class StatusReporter {
   private async write(key: string, { rule, problems }: Pending): Promise<void> {
     const id = identity(rule);
     if (!id) return;
-    const want = readyCondition(id.generation, problems);
-    if (statusUpToDate(rule, want)) return;
+    const computed = readyCondition(id.generation, problems);
+    const want = this.options.ready ? this.options.ready(rule, problems, computed) : computed;
+    if (want === null || statusUpToDate(rule, want)) return;
     // If the CRD prunes status, our write changes nothing and the rule never shows it: do not rewrite it forever.
     const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}`;
     if (this.written.get(key) === signature) return;
@@ -288,7 +301,7 @@ export class StatusReporter {
         if (this.pending.has(key)) return;
       }
     }
-    if (want.status === 'False') await this.emitEvent(rule, want.message);
+    if (want.reason === READY_REASON_INVALID) await this.emitEvent(rule, want.message);
   }
 
   /** Puts a Warning Event on each of a demoted namespace's rules that ran in the offending request. */
@@ -304,7 +317,8 @@ export class StatusReporter {
     await this.postEvent(invalidRuleEvent(rule, message, this.now(), this.instance));
   }
 
-  private async postEvent(event: JsonObject): Promise<void> {
+  /** Creates an Event; best-effort (logged at debug when it fails). */
+  async postEvent(event: JsonObject): Promise<void> {
     const ns = String((event.metadata as JsonObject).namespace);
     try {
       await this.options.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {

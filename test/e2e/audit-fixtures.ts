@@ -1,5 +1,5 @@
 import { JsonObject } from '../../util/json';
-import { stableStringify } from '../../engine/admit';
+import { stableStringify } from '../../engine/stable-stringify';
 
 /*
  * What the audit suite finds in its namespace before any rule exists, and the rules added afterwards: Deployments as

@@ -348,6 +348,68 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     await remove(admin, `${MODRULES(NS)}/reject-forbidden`);
   });
 
+  it('quarantines a ModRule that keeps running out of its share: Ready=False (Degraded) and a Warning Event, its neighbour still applies', async () => {
+    // Sorted before label-configmaps, which runs after it on every ConfigMap.
+    const heavy = (value: string) =>
+      modRule(NS, 'heavy-template', {
+        type: 'Patch',
+        match: [{ select: '$.kind', matchValue: 'ConfigMap' }],
+        patch: [{ op: 'add', path: '/metadata/annotations/heavy', value }],
+      });
+    await apply(admin, MODRULES(NS), heavy('{{ range $i := until 1000000 }}{{ end }}x'));
+    const started = Date.now();
+    const degraded = await waitFor('heavy-template to be quarantined (Ready=False, Degraded)', async () => {
+      const cm = await createConfigMap(admin);
+      // The neighbour applies on every answer, before and after the quarantine.
+      expect(labelsOf(cm)['e2e-color']).toBe('blue');
+      const rule = await admin.request('GET', `${MODRULES(NS)}/heavy-template`);
+      return readyCondition(rule)?.reason === 'Degraded' ? rule : undefined;
+    });
+    measured['heavy rule quarantined and shown Degraded'] = `${Date.now() - started} ms`;
+    expect(readyCondition(degraded)).toMatchObject({
+      status: 'False',
+      message: expect.stringMatching(
+        /^quarantined until \S+Z on replica \S+: ran out of its share of the request budget 3 times \(last: rule budget exhausted: more than 100000 evaluation steps/,
+      ),
+    });
+    const events = await waitFor('a ModRuleQuarantined event', async () => {
+      const list = await admin.request('GET', `/api/v1/namespaces/${NS}/events`, {
+        query: { fieldSelector: 'involvedObject.name=heavy-template' },
+      });
+      const items = (list.items ?? []) as JsonObject[];
+      return items.some((e) => e.reason === 'ModRuleQuarantined') ? items : undefined;
+    });
+    expect(events.find((e) => e.reason === 'ModRuleQuarantined')).toMatchObject({ type: 'Warning' });
+    if (cp?.kubectl) {
+      // What the tenant sees: the API server passes the webhook's warning on to kubectl.
+      const out = await kubectl(
+        cp.kubectl,
+        cp.kubeConfigPath,
+        ['create', '-f', '-', '-o', 'name'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `cm-quarantined-${run}`, namespace: NS },
+        }),
+      );
+      expect(out.code).toBe(0);
+      expect(out.stderr).toMatch(
+        new RegExp(`Warning: modrule ${NS}/heavy-template skipped: quarantined until \\S+Z on this replica`),
+      );
+    }
+    // The tenant slims the rule down: Ready again at once, and it applies.
+    await apply(admin, MODRULES(NS), heavy('slim'));
+    await waitFor('heavy-template to be Ready again', async () => {
+      const rule = await admin.request('GET', `${MODRULES(NS)}/heavy-template`);
+      return readyCondition(rule)?.status === 'True';
+    });
+    await waitFor('the slimmed rule to apply', async () => {
+      const cm = await createConfigMap(admin);
+      return ((cm.metadata as JsonObject).annotations as JsonObject | undefined)?.heavy === 'slim';
+    });
+    await remove(admin, `${MODRULES(NS)}/heavy-template`);
+  });
+
   it('applies rule updates and deletions', async () => {
     await apply(admin, MODRULES(NS), labelConfigMaps('green'));
     await colorTakesEffect(admin, 'green');
