@@ -16,7 +16,8 @@ export interface Point {
 
 /**
  * POSTs `body` (an AdmissionReview; several: each connection sends them in turn) to `url` for `seconds`;
- * `timeoutSeconds` counts slower answers as timeouts.
+ * `timeoutSeconds` counts slower answers as timeouts. With `rate`, an open loop of that many requests per second
+ * over the connections instead of a closed loop.
  */
 export async function load(
   url: string,
@@ -24,6 +25,7 @@ export async function load(
   connections: number,
   seconds: number,
   timeoutSeconds?: number,
+  rate?: number,
 ): Promise<Point> {
   const r = await autocannon({
     url,
@@ -33,6 +35,7 @@ export async function load(
     connections,
     duration: seconds,
     ...(timeoutSeconds === undefined ? {} : { timeout: timeoutSeconds }),
+    ...(rate === undefined ? {} : { overallRate: rate }),
   });
   return {
     requests: r.requests.total,
@@ -40,7 +43,7 @@ export async function load(
     p50: r.latency.p50,
     p99: r.latency.p99,
     max: r.latency.max,
-    mean: (connections / r.requests.average) * 1000,
+    mean: rate === undefined ? (connections / r.requests.average) * 1000 : r.latency.mean,
     bad: r.non2xx + r.errors + r.timeouts,
   };
 }

@@ -20,6 +20,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run ModRule test suites (modrule-test.yaml): expected patches and rejections',
     load: async () => (await import('./test')).run,
   },
+  audit: {
+    summary: 'what would the ModRules do to existing objects in a cluster; --apply brings them in line',
+    load: async () => (await import('./audit')).run,
+  },
   validate: {
     summary: 'check ModRule files offline as the admission webhook does (pre-commit, CI)',
     load: async () => (await import('./validate')).run,

@@ -8,6 +8,8 @@ import { loadClusterAccess } from '../operator/credentials';
 import { SERVICE_ACCOUNT_DIR } from '../operator/incluster';
 import { createKubeClient, KubeClient } from '../operator/kube';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
+import { REPORT_FORMATS, ReportFormat } from '../audit/report';
+import { BackgroundAuditConfig } from '../operator/audit/background';
 import { budgetHelp, parseBudget } from './budget';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
@@ -32,6 +34,10 @@ options (environment variable in brackets):
   --dragnet-scope MODE     rules: the API server sends the dragnet only what the ModRules in force can act on;
                            wide: the net as installed, every write of every listed resource (KubeMod's behaviour)
                            [MODRULE_DRAGNET_SCOPE] (default rules)
+  --reports FORMAT         off, openreports or wgpolicyk8s: audit existing objects in the background (after rule
+                           changes and every --reports-interval) and keep one report per namespace [MODRULE_REPORTS]
+                           (default off; needs the report CRDs and RBAC of config/reports, see docs/audit.md)
+  --reports-interval S     seconds between full background audits [MODRULE_REPORTS_INTERVAL] (default 3600)
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
@@ -86,6 +92,22 @@ function serviceAccountNamespace(): string | undefined {
   }
 }
 
+/** --reports and --reports-interval: undefined when off. */
+function reportsConfig(
+  format: string,
+  where: string,
+  interval: string,
+  intervalWhere: string,
+): BackgroundAuditConfig | undefined {
+  if (format === 'off') return undefined;
+  if (!(REPORT_FORMATS as readonly string[]).includes(format))
+    throw new UsageError(`${where} must be off, ${REPORT_FORMATS.join(' or ')}, got "${format}"`);
+  const seconds = Number(interval);
+  if (!/^\d+$/.test(interval) || seconds < 1)
+    throw new UsageError(`${intervalWhere} must be a whole number of seconds, got "${interval}"`);
+  return { format: format as ReportFormat, intervalSeconds: seconds };
+}
+
 /** Parses flags, falling back to the environment, then defaults; throws UsageError. */
 export function parseOperatorArgs(
   args: string[],
@@ -109,6 +131,8 @@ export function parseOperatorArgs(
         'dragnet-scope': { type: 'string' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
+        reports: { type: 'string' },
+        'reports-interval': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -152,6 +176,12 @@ export function parseOperatorArgs(
     { value: budgetMs || undefined, where: budgetMsWhere },
     { value: budgetSteps || undefined, where: budgetStepsWhere },
   );
+  const [reports, reportsWhere] = pick('reports', 'MODRULE_REPORTS', 'off');
+  const [reportsInterval, reportsIntervalWhere] = pick(
+    'reports-interval',
+    'MODRULE_REPORTS_INTERVAL',
+    '3600',
+  );
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
   return {
@@ -165,6 +195,7 @@ export function parseOperatorArgs(
     logLevel: logLevel as LogLevel,
     budget,
     dragnetScope,
+    reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
   };
 }
 

@@ -7,6 +7,7 @@ import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
+import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
 import { KubeClient } from './kube';
@@ -48,6 +49,8 @@ export interface OperatorConfig {
   shutdownDelayMs?: number;
   /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
   quarantine?: QuarantineOptions;
+  /** Background audit reports (--reports); off when absent. */
+  reports?: BackgroundAuditConfig;
 }
 
 /** A running operator. */
@@ -186,6 +189,11 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     served.close();
     throw err;
   }
+  // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
+  const audit = config.reports
+    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced })
+    : null;
+  audit?.start();
   logger.info('webhook listening', {
     url: webhook.url,
     health: webhook.healthUrl,
@@ -203,7 +211,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
+        await Promise.all([
+          rules.stop(),
+          status?.stop(),
+          certs?.stop(),
+          scope.stop(),
+          stopQuarantine(),
+          audit?.stop(),
+        ]);
         served.close();
         logger.info('operator stopped');
       })();

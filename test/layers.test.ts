@@ -14,6 +14,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['store'],
   ['engine', 'scope'],
   ['webhook'],
+  ['audit'],
   ['operator'],
   ['cli', 'image'],
   ['bench', 'test'],
