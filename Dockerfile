@@ -1,27 +1,37 @@
 # syntax=docker/dockerfile:1
-# Build: `make image` (docker build -t $(IMAGE) .). Runs `modrule <command>`; the bundle passes `operator`.
+# The Docker way to build the image (`make image` picks it where a Docker engine answers; without one it builds the
+# same image with buildah: docs/install.md#building-the-image). Both assemble the root filesystem with
+# image/rootfs.ts, so the layout is the same; image/dockerfile.test.ts holds the settings below to image/spec.ts.
+#   docker build --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) -t IMAGE .
+# Multi-arch: docker buildx build --platform linux/amd64,linux/arm64 ... (the build stage runs on each platform, so
+# the re2 addon is compiled for it).
 
-# --- build: compile TypeScript and the re2 native addon (needs python3, make, g++: all in this image).
+# --- build: compile TypeScript and the re2 addon, then assemble the root filesystem in /rootfs: Node's official
+# binary (npm package node-linux-<arch>, pinned by integrity), only the shared libraries it and re2 load (Debian
+# packages), dist/ as far as `modrule` reaches, production node_modules with only re2's addon kept.
 FROM node:20-bookworm AS build
 WORKDIR /src
+RUN apt-get update
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-# re2's build leaves ~100 MB of objects and vendored sources next to the one addon it loads: keep only the addon.
-RUN npm run build \
- && npm prune --omit=dev --no-audit --no-fund \
- && find node_modules/re2/build -mindepth 1 -maxdepth 1 ! -name Release -exec rm -rf {} + \
- && find node_modules/re2/build/Release -mindepth 1 ! -name re2.node -exec rm -rf {} + \
- && rm -rf node_modules/re2/vendor
+RUN npm run build && node dist/image/main.js rootfs --out /rootfs
 
-# --- runtime: same Debian release as the build stage, so the compiled re2 addon loads as is.
-FROM node:20-bookworm-slim
+# --- runtime: nothing but that root filesystem.
+FROM scratch
+COPY --from=build /rootfs /
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG SOURCE=https://github.com/modrule/modrule
+LABEL org.opencontainers.image.title="modrule" \
+      org.opencontainers.image.description="A drop-in, faster and safer successor to KubeMod" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=build /src/package.json ./package.json
-COPY --from=build /src/node_modules ./node_modules
-COPY --from=build /src/dist ./dist
 # Numeric, so Kubernetes can verify runAsNonRoot; matches runAsUser in config/manager/deployment.yaml.
 USER 65532:65532
 EXPOSE 9443 8081
-ENTRYPOINT ["node", "/app/dist/cli/main.js"]
+ENTRYPOINT ["/usr/local/bin/node", "/app/dist/cli/main.js"]

@@ -1,5 +1,10 @@
-# The image is named in one place; `make image IMAGE=...` overrides it.
+# The image is named in one place; `make image IMAGE=...` and `make bundle IMAGE=...` override it for one build
+# (config/default/kustomization.yaml names the same default; a test checks they agree).
 IMAGE ?= ghcr.io/modrule/modrule:0.1.0
+# auto: Docker (the Dockerfile) where a Docker engine answers, else buildah; or force one: BUILDER=buildah.
+BUILDER ?= auto
+# With buildah, also write the image as an OCI archive (e.g. OCI_ARCHIVE=modrule.tar) to load or push elsewhere.
+OCI_ARCHIVE ?=
 
 .PHONY: build test lint bench bundle image e2e clean
 
@@ -21,10 +26,14 @@ e2e:
 clean:
 	rm -rf dist coverage
 
-# bundle.yaml is generated from config/: never edit it by hand. config/build.ts assembles exactly
-# what `kubectl kustomize config/default` does for our kustomization (tests check both agree).
+# bundle.yaml is generated from config/: never edit it by hand. config/build.ts assembles exactly what
+# `kubectl kustomize config/default` does, sets the operator image to $(IMAGE) (refusing an invalid reference) and
+# refuses a bundle whose ports cannot work (metrics port = webhook port); a failed build leaves bundle.yaml as it was.
 bundle:
-	npm run bundle
+	npm run build --silent
+	node dist/config/build.js config/default --image '$(IMAGE)' --output bundle.yaml
 
+# Same layout either way: the Dockerfile's build stage and buildah both run image/rootfs.ts (docs/install.md).
 image:
-	docker build -t $(IMAGE) .
+	npm run build --silent
+	node dist/image/main.js build --image '$(IMAGE)' --builder $(BUILDER) $(if $(OCI_ARCHIVE),--oci-archive '$(OCI_ARCHIVE)')

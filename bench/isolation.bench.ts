@@ -108,7 +108,7 @@ function startWorker(input: WorkerInput): Promise<BenchServer> {
 }
 
 /** A ConfigMap CREATE review as the API server sends it. */
-function review(object: JsonObject): string {
+export function review(object: JsonObject): string {
   const meta = object.metadata as JsonObject;
   const gvr = { group: '', version: 'v1', resource: 'configmaps' };
   return JSON.stringify({

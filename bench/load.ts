@@ -14,22 +14,28 @@ export interface Point {
   bad: number;
 }
 
-/** POSTs `body` (an AdmissionReview) to `url` for `seconds`; `timeoutSeconds` counts slower answers as timeouts. */
+/**
+ * POSTs `body` (an AdmissionReview; several: each connection sends them in turn) to `url` for `seconds`;
+ * `timeoutSeconds` counts slower answers as timeouts. With `rate`, an open loop of that many requests per second
+ * over the connections instead of a closed loop.
+ */
 export async function load(
   url: string,
-  body: string,
+  body: string | readonly string[],
   connections: number,
   seconds: number,
   timeoutSeconds?: number,
+  rate?: number,
 ): Promise<Point> {
   const r = await autocannon({
     url,
     method: 'POST',
-    body,
+    ...(typeof body === 'string' ? { body } : { requests: body.map((b) => ({ method: 'POST', body: b })) }),
     headers: { 'Content-Type': 'application/json' },
     connections,
     duration: seconds,
     ...(timeoutSeconds === undefined ? {} : { timeout: timeoutSeconds }),
+    ...(rate === undefined ? {} : { overallRate: rate }),
   });
   return {
     requests: r.requests.total,
@@ -37,7 +43,7 @@ export async function load(
     p50: r.latency.p50,
     p99: r.latency.p99,
     max: r.latency.max,
-    mean: (connections / r.requests.average) * 1000,
+    mean: rate === undefined ? (connections / r.requests.average) * 1000 : r.latency.mean,
     bad: r.non2xx + r.errors + r.timeouts,
   };
 }

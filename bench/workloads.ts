@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { stableStringify } from '../engine/admit';
+import { stableStringify } from '../engine/stable-stringify';
 
 /** The namespace the realistic Deployment is created in. */
 export const APP_NAMESPACE = 'shop';

@@ -6,6 +6,7 @@ import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { applyPatch } from '../patch/rfc6902';
 import { run, ApplyVerdict } from './apply';
+import { EXIT } from './exit';
 import { CommandIO, UsageError } from './io';
 
 interface Result {
@@ -54,7 +55,7 @@ describe('KubeMod README examples through modrule apply', () => {
     const result = await apply(argsFor(dir, join(dir, 'input.yaml')));
     const rejection = join(dir, 'expected-rejection.txt');
     if (existsSync(rejection)) {
-      expect(result.code).toBe(2);
+      expect(result.code).toBe(EXIT.finding);
       expect(result.stdout).toBe('');
       expect(result.stderr.trim()).toBe(readFileSync(rejection, 'utf8').trim());
       return;
@@ -96,7 +97,7 @@ describe('targetNamespaceSelector with --cluster (examples/namespace-selector)',
 
   test('selector and regex both decide a rejection', async () => {
     const result = await apply([...rules, ...cluster, '--file', join(dir, 'input-rejected.yaml')]);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(EXIT.finding);
     expect(result.stderr.trim()).toBe(readFileSync(join(dir, 'expected-rejection.txt'), 'utf8').trim());
   });
 
@@ -177,7 +178,7 @@ describe('modrule apply', () => {
       ['--rules', rulesDir, '--rules', write('reject.yaml', rejectRule), '--file', '-', '--output', 'json'],
       JSON.stringify(list),
     );
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(EXIT.finding);
     const verdicts = JSON.parse(r.stdout) as ApplyVerdict[];
     expect(verdicts.map((v) => [v.kind, v.namespace, v.name, v.allowed, v.message])).toEqual([
       ['Deployment', 'default', 'nginx', true, null],
@@ -198,7 +199,7 @@ describe('modrule apply', () => {
       [bareDeployment(), loadFixture('service')].map((d) => stringify(d)).join('---\n'),
     );
     const r = await apply(['--rules', write('reject.yaml', rejectRule), '--file', input]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(EXIT.finding);
     expect((docs(r.stdout) as JsonObject[]).map((d) => d.kind)).toEqual(['Deployment']);
   });
 
@@ -234,7 +235,7 @@ describe('modrule apply', () => {
       '--operation',
       'DELETE',
     ]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(EXIT.finding);
     expect(r.stderr).toBe('rejected Deployment default/nginx by default/keep-deployments\n');
   });
 
@@ -269,6 +270,19 @@ describe('modrule apply', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/^warning: ModRule default\/broken failed on Deployment default\/nginx: /);
     expect(docs(r.stdout)).toEqual([bareDeployment()]);
+    const json = await apply([
+      '--rules',
+      write('broken.yaml', broken),
+      '--file',
+      write('b-in.yaml', bareDeployment()),
+      '--output',
+      'json',
+    ]);
+    const [verdict] = JSON.parse(json.stdout) as ApplyVerdict[];
+    expect(verdict.allowed).toBe(true);
+    expect(verdict.failures).toEqual([
+      { rule: 'default/broken', message: expect.stringContaining('/spec/missing/field') as string },
+    ]);
   });
 
   test('an invalid ModRule names its file, its name and the field (exit 1)', async () => {
@@ -301,7 +315,7 @@ describe('modrule apply', () => {
     expect((docs(viaDefault.stdout)[0] as JsonObject).metadata).toMatchObject({ labels: { one: 'set' } });
     // On a terminal nothing is piped in: say what is missing rather than wait for input.
     await expect(apply(['--rules', rulesDir], '', true)).rejects.toThrow(
-      /--file is required \(or pipe manifests in\)/,
+      'give --file FILE, or pipe the input in (or --file -)',
     );
   });
 
@@ -312,7 +326,7 @@ describe('modrule apply', () => {
     );
     const rules = ['--rules', rulesDir, '--rules', write('reject2.yaml', rejectRule)];
     const text = await apply([...rules, '--file', input, '--explain']);
-    expect(text.code).toBe(2);
+    expect(text.code).toBe(EXIT.finding);
     // stdout stays a clean manifest stream.
     expect(text.stdout).toBe((await apply([...rules, '--file', input])).stdout);
     expect(text.stderr).toContain(
@@ -339,9 +353,51 @@ describe('modrule apply', () => {
     expect(plain[0]).not.toHaveProperty('explanation');
   });
 
-  test('broken YAML input is a clear error', async () => {
-    await expect(apply(['--rules', rulesDir, '--file', '-'], 'a: [1')).rejects.toThrow(
-      /<stdin>: document 1: /,
+  test('broken YAML input is a clear error: file:line:column, and the line with a caret at that column', async () => {
+    const input =
+      'apiVersion: v1\nkind: ConfigMap\n---\nkind: ConfigMap\nmetadata: {name: a\ndata:\n  x: y\n';
+    await expect(apply(['--rules', rulesDir, '--file', '-'], input)).rejects.toThrow(
+      '<stdin>:6:1: document 2: Flow map in block collection must be sufficiently indented and end with a }\n' +
+        ' 5 | metadata: {name: a\n' +
+        ' 6 | data:\n' +
+        '   | ^',
+    );
+    const file = write('broken.yaml', input);
+    await expect(apply(['--rules', rulesDir, '-f', file])).rejects.toThrow(
+      `${file}:6:1: document 2: Flow map`,
+    );
+  });
+
+  test('--output json carries the rules that failed at run time, so CI reading it can tell', async () => {
+    const failing = labelRule('fails', 'x', {
+      patch: [{ op: 'replace', path: '/spec/nothing', value: 'x' }],
+    });
+    const rules = ['--rules', rulesDir, '--rules', write('failing.yaml', failing)];
+    const r = await apply([...rules, '-f', '-', '-o', 'json'], stringify(bareDeployment()));
+    // As the webhook does: the object is admitted with the other rules' changes, that rule's dropped.
+    expect(r.code).toBe(EXIT.ok);
+    const [verdict] = JSON.parse(r.stdout) as ApplyVerdict[];
+    expect(verdict.allowed).toBe(true);
+    expect(verdict.failures).toEqual([
+      { rule: 'default/fails', message: expect.stringContaining('replace /spec/nothing') as string },
+    ]);
+    expect((verdict.object.metadata as JsonObject).labels).toEqual({ app: 'nginx', one: 'set', two: 'set' });
+    expect(r.stderr).toContain('warning: ModRule default/fails failed on Deployment default/nginx');
+    // Without failures the field is there and empty: a consumer need not test for its presence.
+    const clean = await apply(['--rules', rulesDir, '-o', 'json'], stringify(bareDeployment()));
+    expect((JSON.parse(clean.stdout) as ApplyVerdict[])[0].failures).toEqual([]);
+  });
+
+  test('-f and -o are --file and --output, as for select', async () => {
+    const input = write('short.yaml', bareDeployment());
+    const long = await apply(['--rules', rulesDir, '--file', input, '--output', 'json']);
+    expect(await apply(['--rules', rulesDir, '-f', input, '-o', 'json'])).toEqual(long);
+    expect(long.code).toBe(EXIT.ok);
+  });
+
+  test('standard input can be given once', async () => {
+    await expect(apply(['--rules', '-', '--file', '-'], stringify(labelRule('one', 'one')))).rejects.toThrow(
+      'standard input ("-") is given twice',
     );
   });
 

@@ -8,8 +8,9 @@ import { compileModRule } from '../modrule/compile';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, ModRule, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
+import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette } from './explain';
-import { CommandIO, readInput, UsageError } from './io';
+import { CommandIO, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
 
 const USAGE = `usage: modrule apply --rules PATH... [--file PATH|-] [options]
 
@@ -17,18 +18,19 @@ Runs ModRules offline: manifests in, patched manifests out (ready for kubectl ap
 Without --file, manifests are read from standard input (so it works as a Helm post-renderer).
 
   --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
-  --file PATH|-         objects to admit (multi-document YAML/JSON or kind: List); - or no --file reads
+  -f, --file PATH|-     objects to admit (multi-document YAML/JSON or kind: List); - or no --file reads
                         standard input
   --cluster PATH        Namespace and Node manifests standing in for the cluster; repeatable
   --operation OP        CREATE (default), UPDATE or DELETE (--file then holds the objects being deleted)
   --old PATH            previous versions of the objects for UPDATE (matched by kind/namespace/name); repeatable
   --namespace NS        namespace for ModRules and namespaced objects that name none (default "default")
   --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
-  --output yaml|json    yaml (default): admitted objects as a YAML stream; json: one array with every verdict
+  -o, --output yaml|json  yaml (default): admitted objects as a YAML stream; json: one array with every verdict
+                        (rules that failed at run time in "failures")
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
+  -h, --help            show this help
 
-Exit status: 0 all admitted, 2 at least one rejected, 1 bad usage or bad input.
-`;
+${exitHelp('at least one object rejected')}`;
 
 /** Kinds the API server stores without a namespace (objects of other kinds take --namespace). */
 export const CLUSTER_SCOPED_KINDS: ReadonlySet<string> = new Set([
@@ -78,6 +80,8 @@ export interface ApplyVerdict {
   patch: JsonValue[];
   object: JsonObject;
   rules: string[];
+  /** ModRules that failed at run time on this object (skipped, as the webhook does), with why. */
+  failures: { rule: string; message: string }[];
   /** With --explain: every rule's part. */
   explanation?: AdmissionExplanation;
 }
@@ -90,13 +94,13 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       args,
       options: {
         rules: { type: 'string', multiple: true },
-        file: { type: 'string' },
+        file: { type: 'string', short: 'f' },
         cluster: { type: 'string', multiple: true },
         operation: { type: 'string', default: 'CREATE' },
         old: { type: 'string', multiple: true },
         namespace: { type: 'string', default: 'default' },
         'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
-        output: { type: 'string', default: 'yaml' },
+        output: { type: 'string', short: 'o', default: 'yaml' },
         explain: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
@@ -109,13 +113,11 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const opts = parsed.values;
   if (opts.help) {
     io.stdout(USAGE);
-    return 0;
+    return EXIT.ok;
   }
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
   // Helm runs post-renderers with the manifests on stdin and no file argument.
-  if (!opts.file && io.stdinIsTTY)
-    throw new UsageError(`--file is required (or pipe manifests in)\n\n${USAGE}`);
-  const file = opts.file ?? '-';
+  const file = fileOrStdin(opts.file, io);
   const operation = opts.operation.toUpperCase() as AdmissionOperation;
   if (!OPERATIONS.includes(operation)) throw new UsageError(`--operation must be CREATE, UPDATE or DELETE`);
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError(`--output must be yaml or json`);
@@ -185,13 +187,17 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       patch: outcome.patch as unknown as JsonValue[],
       object: result,
       rules: outcome.matched.map((r) => `${r.namespace}/${r.name}`),
+      failures: outcome.failures.map((f) => ({
+        rule: `${f.rule.namespace}/${f.rule.name}`,
+        message: f.message,
+      })),
       ...(explanation ? { explanation } : {}),
     });
   }
 
   if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
   else io.stdout(stringifyManifests(admitted));
-  return rejected ? 2 : 0;
+  return rejected ? EXIT.finding : EXIT.ok;
 }
 
 /** The request admit() sees for one object (on DELETE the object is the old one). */
@@ -325,7 +331,7 @@ export function parseDocuments(text: string, file: string): Loaded[] {
   try {
     return parseManifestObjects(text).map((object) => ({ file, object }));
   } catch (err) {
-    if (err instanceof ManifestSyntaxError) throw new UsageError(`${file}: ${err.message}`);
+    if (err instanceof ManifestSyntaxError) throw new UsageError(yamlErrorText(file, text, err));
     throw err;
   }
 }

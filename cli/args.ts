@@ -1,13 +1,13 @@
 import { parseArgs, ParseArgsConfig } from 'node:util';
+import { EXIT } from './exit';
 import { CommandIO } from './io';
 
 /** Parsed option values by name. */
 export type ArgValues = Record<string, string | boolean | Array<string | boolean> | undefined>;
 
 /**
- * Parses `modrule NAME PATH... [--output text|json] [-h] [options]` for the commands whose bad usage is exit 2:
- * the values (output is 'text' or 'json') and paths, or the exit code to return (0 after --help, 2 after a
- * message on stderr).
+ * Parses `modrule NAME PATH... [--output text|json] [-h] [options]`: the values (output is 'text' or 'json') and
+ * paths, or the exit code to return (EXIT.ok after --help, EXIT.error after a message on stderr).
  */
 export function parsePathArgs(
   name: string,
@@ -29,21 +29,21 @@ export function parsePathArgs(
     });
   } catch (err) {
     io.stderr(`modrule ${name}: ${(err as Error).message}\n\n${usage}`);
-    return 2;
+    return EXIT.error;
   }
   const { values, positionals } = parsed;
   if (values.help) {
     io.stdout(usage);
-    return 0;
+    return EXIT.ok;
   }
   const output = values.output;
   if (output !== 'text' && output !== 'json') {
     io.stderr(`modrule ${name}: --output must be text or json, not "${String(output)}"\n`);
-    return 2;
+    return EXIT.error;
   }
   if (positionals.length === 0) {
     io.stderr(`modrule ${name}: give at least one PATH\n\n${usage}`);
-    return 2;
+    return EXIT.error;
   }
   return { values, output, paths: positionals };
 }

@@ -1,4 +1,6 @@
 import { readFile } from 'node:fs/promises';
+import { excerpt } from '../util/excerpt';
+import { ManifestSyntaxError } from '../util/yaml';
 
 /** What a subcommand may touch: injected so tests can run commands in-process. */
 export interface CommandIO {
@@ -15,8 +17,29 @@ export interface CommandIO {
 /** A subcommand: takes its own arguments, returns the process exit code. */
 export type Command = (args: string[], io: CommandIO) => Promise<number>;
 
-/** Thrown for bad usage or bad input; the CLI prints the message and exits 1. */
+/** Thrown for bad usage or bad input; the CLI prints the message and exits 2 (EXIT.error). */
 export class UsageError extends Error {}
+
+/** The path that means standard input, wherever a subcommand takes a file. */
+export const STDIN = '-';
+
+/** A path as messages name it: `<stdin>` for `-`. */
+export function displayName(path: string): string {
+  return path === STDIN ? '<stdin>' : path;
+}
+
+/**
+ * The input a subcommand reads when it takes one stream of objects (apply, select): the file given, else standard
+ * input when something is piped in; a terminal with no file given is bad usage.
+ */
+export function fileOrStdin(file: string | undefined, io: CommandIO, flag = '--file'): string {
+  if (file !== undefined) return file;
+  if (io.stdinIsTTY) throw new UsageError(`give ${flag} FILE, or pipe the input in (or ${flag} -)`);
+  return STDIN;
+}
+
+// Standard input can be read once per run; a second `-` would silently read nothing.
+const stdinRead = new WeakSet<CommandIO>();
 
 /** The real process streams. */
 export function processIO(): CommandIO {
@@ -33,12 +56,29 @@ export function processIO(): CommandIO {
   };
 }
 
-/** Reads a file, or standard input when the path is `-`. */
+/** Reads a file, or standard input when the path is `-` (once per run: a second `-` is bad usage). */
 export async function readInput(path: string, io: CommandIO): Promise<string> {
-  if (path === '-') return io.readStdin();
+  if (path === STDIN) {
+    if (stdinRead.has(io))
+      throw new UsageError('standard input ("-") is given twice: only one file can be read from it');
+    stdinRead.add(io);
+    return io.readStdin();
+  }
   try {
     return await readFile(path, 'utf8');
   } catch (err) {
     throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
   }
+}
+
+/**
+ * A YAML error as `file:line:column: document N: reason` and the offending line with a caret (the prefix and the
+ * caret from the same position), or `file: document N: reason` when the error has no position.
+ */
+export function yamlErrorText(file: string, text: string, err: ManifestSyntaxError): string {
+  const { document, position } = err.details;
+  const name = displayName(file);
+  if (!position) return `${name}: ${err.message}`;
+  const doc = document === undefined ? '' : ` document ${document}:`;
+  return `${name}:${position.line}:${position.column}:${doc} ${err.reason}\n${excerpt(text, position).replace(/\n$/, '')}`;
 }

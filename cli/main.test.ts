@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { EXIT } from './exit';
 import { CommandIO } from './io';
 import { main } from './main';
 
@@ -13,11 +14,11 @@ function captured(): { io: CommandIO; out: () => string; err: () => string } {
 }
 
 describe('modrule command line', () => {
-  it('lists the commands and exits 1 without one', async () => {
+  it('lists the commands on stderr and exits 1 (bad usage) without one', async () => {
     const c = captured();
-    expect(await main([], c.io)).toBe(1);
+    expect(await main([], c.io)).toBe(EXIT.error);
     for (const name of ['select', 'apply', 'test', 'validate', 'serve', 'operator'])
-      expect(c.out()).toContain(name);
+      expect(c.err()).toContain(name);
   });
 
   it('exits 0 for --help', async () => {
@@ -28,7 +29,7 @@ describe('modrule command line', () => {
 
   it('names an unknown command', async () => {
     const c = captured();
-    expect(await main(['aply'], c.io)).toBe(1);
+    expect(await main(['aply'], c.io)).toBe(EXIT.error);
     expect(c.err()).toContain('unknown command "aply"');
   });
 
@@ -41,7 +42,7 @@ describe('modrule command line', () => {
 
   it("turns a subcommand's usage error into exit 1 with the command's name", async () => {
     const c = captured();
-    expect(await main(['apply', '--file', '/does/not/exist'], c.io)).toBe(1);
+    expect(await main(['apply', '--file', '/does/not/exist'], c.io)).toBe(EXIT.error);
     expect(c.err()).toMatch(/^modrule apply: /);
   });
 });

@@ -1,6 +1,8 @@
+import { EXIT } from './exit';
 import { Command, CommandIO, processIO, UsageError } from './io';
 
 // Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
+// A new subcommand is one entry here; it returns the statuses of ./exit.ts and throws UsageError for bad input.
 const commands: Record<string, { summary: string; load: () => Promise<Command> }> = {
   select: {
     summary: 'evaluate a JSONPath select against an object',
@@ -10,9 +12,17 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run ModRules offline: manifests in, patched manifests out',
     load: async () => (await import('./apply')).run,
   },
+  'post-render': {
+    summary: 'a Helm post-renderer: apply with Helm safeguards (Helm 4 plugin: helm-plugin/modrule)',
+    load: async () => (await import('./post-render')).run,
+  },
   test: {
     summary: 'run ModRule test suites (modrule-test.yaml): expected patches and rejections',
     load: async () => (await import('./test')).run,
+  },
+  audit: {
+    summary: 'what would the ModRules do to existing objects in a cluster; --apply brings them in line',
+    load: async () => (await import('./audit')).run,
   },
   export: {
     summary: 'compile ModRules to native admission policies (--native) for kubectl apply',
@@ -21,6 +31,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
   validate: {
     summary: 'check ModRule files offline as the admission webhook does (pre-commit, CI)',
     load: async () => (await import('./validate')).run,
+  },
+  scope: {
+    summary: 'show which requests the API server will send the dragnet for these ModRules',
+    load: async () => (await import('./scope')).run,
   },
   serve: {
     summary: 'run the admission webhook (--local: rules from files, no cluster)',
@@ -31,20 +45,29 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
-  return `usage: modrule <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun "modrule <command> --help" for a command's options.\n`;
+  return (
+    `usage: modrule <command> [options]\n\ncommands:\n${lines.join('\n')}\n\n` +
+    `Run "modrule <command> --help" for a command's options. Wherever a command takes a file, "-" is\n` +
+    `standard input. Exit status (every command): ${EXIT.ok} success, ${EXIT.error} bad usage or input, ${EXIT.finding}\n` +
+    `something found (an object rejected, a case failed, a rule with a problem).\n`
+  );
 }
 
 /** Runs the command line and returns the exit code. */
 export async function main(argv: string[], io: CommandIO = processIO()): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
+  if (!name) {
+    io.stderr(usage());
+    return EXIT.error;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     io.stdout(usage());
-    return name ? 0 : 1;
+    return EXIT.ok;
   }
   const command = commands[name];
   if (!command) {
     io.stderr(`modrule: unknown command "${name}"\n\n${usage()}`);
-    return 1;
+    return EXIT.error;
   }
   try {
     return await (
@@ -53,10 +76,11 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
   } catch (err) {
     if (err instanceof UsageError) {
       io.stderr(`modrule ${name}: ${err.message}\n`);
-      return 1;
+      return EXIT.error;
     }
+    // A bug or an environment failure is trouble too, never "found something".
     io.stderr(`modrule ${name}: ${(err as Error).stack ?? String(err)}\n`);
-    return 1;
+    return EXIT.error;
   }
 }
 

@@ -1,3 +1,4 @@
+import { moderateRules } from '../fixtures/hostile';
 import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
@@ -25,6 +26,16 @@ describe('parseOperatorArgs', () => {
       logLevel: 'info',
       budget: { ms: 100, steps: 1_000_000 },
       nativePolicies: 'opt-in',
+      dragnetScope: 'rules',
+    });
+  });
+
+  it('keeps the wide net with --dragnet-scope wide or MODRULE_DRAGNET_SCOPE=wide', () => {
+    expect(parseOperatorArgs(['--dragnet-scope', 'wide'], {}, noSaNamespace)).toMatchObject({
+      dragnetScope: 'wide',
+    });
+    expect(parseOperatorArgs([], { MODRULE_DRAGNET_SCOPE: 'wide' }, noSaNamespace)).toMatchObject({
+      dragnetScope: 'wide',
     });
   });
 
@@ -83,6 +94,7 @@ describe('parseOperatorArgs', () => {
       logLevel: 'debug',
       budget: { ms: 100, steps: 1_000_000 },
       nativePolicies: 'all',
+      dragnetScope: 'rules',
     });
     expect(
       parseOperatorArgs(
@@ -113,6 +125,7 @@ describe('parseOperatorArgs', () => {
     [['--cert-extra-sans', 'Not_A_Host'], {}, /"Not_A_Host" is neither a DNS name nor an IP/],
     [[], { MODRULE_CERT_EXTRA_SANS: '1.2.3.4.5' }, /MODRULE_CERT_EXTRA_SANS: "1.2.3.4.5"/],
     [['--cert-mode', 'external', '--cert-extra-sans', '127.0.0.1'], {}, /only applies to --cert-mode self/],
+    [['--dragnet-scope', 'narrow'], {}, /--dragnet-scope must be "rules" or "wide", got "narrow"/],
   ])('rejects %j %j', (args, env, message) => {
     expect(() => parseOperatorArgs(args, env, noSaNamespace)).toThrow(message);
   });
@@ -277,14 +290,8 @@ describe('modrule operator, in-process against the fake API server', () => {
   });
 
   it("puts a Warning Event on a demoted namespace's rules that exhausted the request budget", async () => {
-    api.put('modrules', {
-      ...labelRule('evil', 'expensive'),
-      spec: {
-        type: 'Patch',
-        match: [{ select: '$.kind', matchValue: 'ConfigMap' }],
-        patch: [{ op: 'add', path: '/metadata/annotations/x', value: '{{ range until 50000 }}{{ end }}x' }],
-      },
-    });
+    // Fourteen rules of ~750 steps: each within its share (1,000 of the 10,000), too much together.
+    for (const rule of moderateRules('evil', 14, 600)) api.put('modrules', rule);
     api.put('modrules', labelRule('evil', 'cheap'));
     const { operator, stop } = await start(['--request-budget-steps', '10000']);
     try {
@@ -302,14 +309,18 @@ describe('modrule operator, in-process against the fake API server', () => {
         operator.caBundle()!,
       );
       expect(review.response?.allowed).toBe(true);
-      expect(review.response?.warnings?.join()).toMatch(/evil\/expensive.*budget/);
-      await eventually(() => api.list('events').some((e) => e.reason === 'NamespaceDemoted'));
+      expect(review.response?.warnings?.join()).toMatch(
+        /evil\/moderate-\d+ failed: request budget exhausted/,
+      );
+      await eventually(() => api.list('events').filter((e) => e.reason === 'NamespaceDemoted').length === 14);
       const events = api.list('events').filter((e) => e.reason === 'NamespaceDemoted');
-      // Only the rule that ran is named, not the namespace's other rules.
-      expect(events).toHaveLength(1);
+      // Only the rules that ran are named, not the namespace's other rules.
+      expect(events.map((e) => (e.involvedObject as JsonObject).name).sort()).toEqual(
+        Array.from({ length: 14 }, (_, i) => `moderate-${String(i).padStart(2, '0')}`),
+      );
       expect(events[0]).toMatchObject({
         type: 'Warning',
-        involvedObject: { kind: 'ModRule', name: 'expensive', namespace: 'evil' },
+        involvedObject: { kind: 'ModRule', namespace: 'evil' },
         message: expect.stringContaining('budget exhausted'),
       });
     } finally {

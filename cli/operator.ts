@@ -9,7 +9,10 @@ import { SERVICE_ACCOUNT_DIR } from '../operator/incluster';
 import { createKubeClient, KubeClient } from '../operator/kube';
 import { NativeMode } from '../operator/native';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
+import { REPORT_FORMATS, ReportFormat } from '../audit/report';
+import { BackgroundAuditConfig } from '../operator/audit/background';
 import { budgetHelp, parseBudget } from './budget';
+import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
 const HELP = `usage: modrule operator [options]
@@ -29,13 +32,21 @@ options (environment variable in brackets):
   --cert-dir DIR           certificate folder for --cert-mode external [MODRULE_CERT_DIR]
                            (default /tmp/k8s-webhook-server/serving-certs)
   --log-level LEVEL        error|warn|info|debug [MODRULE_LOG_LEVEL] (default info)
+  --dragnet-scope MODE     rules: the API server sends the dragnet only what the ModRules in force can act on;
+                           wide: the net as installed, every write of every listed resource (KubeMod's behaviour)
+                           [MODRULE_DRAGNET_SCOPE] (default rules)
+  --reports FORMAT         off, openreports or wgpolicyk8s: audit existing objects in the background (after rule
+                           changes and every --reports-interval) and keep one report per namespace [MODRULE_REPORTS]
+                           (default off; needs the report CRDs and RBAC of config/reports, see docs/audit.md)
+  --reports-interval S     seconds between full background audits [MODRULE_REPORTS_INTERVAL] (default 3600)
   --native-policies MODE   serve ModRules that fit as admission policies the API server runs (docs/native.md):
                            opt-in: rules annotated native.modrule.io/serve=true; all: every rule not annotated
                            "false"; off [MODRULE_NATIVE_POLICIES] (default opt-in)
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
-else the cluster namespace.
-`;
+else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
+
+${exitHelp()}`;
 
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
 const NATIVE_MODES: readonly string[] = ['off', 'opt-in', 'all'];
@@ -86,6 +97,22 @@ function serviceAccountNamespace(): string | undefined {
   }
 }
 
+/** --reports and --reports-interval: undefined when off. */
+function reportsConfig(
+  format: string,
+  where: string,
+  interval: string,
+  intervalWhere: string,
+): BackgroundAuditConfig | undefined {
+  if (format === 'off') return undefined;
+  if (!(REPORT_FORMATS as readonly string[]).includes(format))
+    throw new UsageError(`${where} must be off, ${REPORT_FORMATS.join(' or ')}, got "${format}"`);
+  const seconds = Number(interval);
+  if (!/^\d+$/.test(interval) || seconds < 1)
+    throw new UsageError(`${intervalWhere} must be a whole number of seconds, got "${interval}"`);
+  return { format: format as ReportFormat, intervalSeconds: seconds };
+}
+
 /** Parses flags, falling back to the environment, then defaults; throws UsageError. */
 export function parseOperatorArgs(
   args: string[],
@@ -107,8 +134,11 @@ export function parseOperatorArgs(
         'cert-extra-sans': { type: 'string' },
         'log-level': { type: 'string' },
         'native-policies': { type: 'string' },
+        'dragnet-scope': { type: 'string' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
+        reports: { type: 'string' },
+        'reports-interval': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -143,6 +173,9 @@ export function parseOperatorArgs(
   }
   if (!LOG_LEVELS.includes(logLevel))
     throw new UsageError(`${logWhere} must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const [dragnetScope, dragnetScopeWhere] = pick('dragnet-scope', 'MODRULE_DRAGNET_SCOPE', 'rules');
+  if (dragnetScope !== 'rules' && dragnetScope !== 'wide')
+    throw new UsageError(`${dragnetScopeWhere} must be "rules" or "wide", got "${dragnetScope}"`);
   const extraHosts = sanList(extraSans, extraSansWhere);
   if (extraHosts.length > 0 && certMode !== 'self')
     throw new UsageError(`${extraSansWhere} only applies to --cert-mode self`);
@@ -151,6 +184,12 @@ export function parseOperatorArgs(
   const budget = parseBudget(
     { value: budgetMs || undefined, where: budgetMsWhere },
     { value: budgetSteps || undefined, where: budgetStepsWhere },
+  );
+  const [reports, reportsWhere] = pick('reports', 'MODRULE_REPORTS', 'off');
+  const [reportsInterval, reportsIntervalWhere] = pick(
+    'reports-interval',
+    'MODRULE_REPORTS_INTERVAL',
+    '3600',
   );
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
@@ -165,6 +204,8 @@ export function parseOperatorArgs(
     logLevel: logLevel as LogLevel,
     budget,
     nativePolicies: nativePolicies as NativeMode,
+    dragnetScope,
+    reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
   };
 }
 
@@ -184,7 +225,7 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   const options = parseOperatorArgs(args);
   if (options === 'help') {
     io.stdout(HELP);
-    return 0;
+    return EXIT.ok;
   }
   const logger = hooks.logger ?? createLogger(options.logLevel);
   let client = hooks.client;
@@ -218,9 +259,9 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
       else stopRequested.signal.addEventListener('abort', () => resolve(), { once: true });
     });
     await operator.stop();
-    return 0;
+    return EXIT.ok;
   } catch (err) {
-    if (stopRequested.signal.aborted) return 0; // stopped while still starting up
+    if (stopRequested.signal.aborted) return EXIT.ok; // stopped while still starting up
     throw err;
   } finally {
     process.off('SIGTERM', sigterm);

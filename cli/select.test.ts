@@ -2,17 +2,18 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { EXIT } from './exit';
 import { CommandIO, UsageError } from './io';
 import { caretLine, run } from './select';
 
 const fixture = (name: string) => join(__dirname, '..', 'fixtures', `${name}.yaml`);
 const tmp = mkdtempSync(join(tmpdir(), 'modrule-select-'));
 
-function captured(stdin = ''): { io: CommandIO; out: () => string; err: () => string } {
+function captured(stdin = '', stdinIsTTY = false): { io: CommandIO; out: () => string; err: () => string } {
   let out = '';
   let err = '';
   return {
-    io: { stdout: (t) => (out += t), stderr: (t) => (err += t), readStdin: async () => stdin },
+    io: { stdout: (t) => (out += t), stderr: (t) => (err += t), readStdin: async () => stdin, stdinIsTTY },
     out: () => out,
     err: () => err,
   };
@@ -129,7 +130,7 @@ describe('modrule select default (yaml) output', () => {
 describe('modrule select errors', () => {
   test('a syntax error shows the column with a caret under the expression and exits 1', async () => {
     const r = await select(['$.spec.containers[? @.name == "x"', '--file', fixture('pod')]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.error);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(
       "modrule select: invalid select: column 34: expected ']' but found end of input\n" +
@@ -144,7 +145,6 @@ describe('modrule select errors', () => {
 
   const usage: Array<[string, string[], RegExp]> = [
     ['missing expression', [], /missing EXPR/],
-    ['missing file', ['$.kind'], /missing --file/],
     ['bad output format', ['$.kind', '-f', 'x', '-o', 'xml'], /--output must be yaml or json/],
     ['unknown flag', ['$.kind', '--nope'], /Unknown option/],
     ['extra argument', ['$.kind', 'a', 'b'], /unexpected argument/],
@@ -154,16 +154,30 @@ describe('modrule select errors', () => {
     await expect(run(args, captured().io)).rejects.toThrow(message);
   });
 
+  test('no --file on a terminal is a usage error; with input piped in, standard input is read (as apply does)', async () => {
+    await expect(run(['$.kind'], captured('', true).io)).rejects.toThrow(
+      'give --file FILE, or pipe the input in (or --file -)',
+    );
+    const piped = await select(['$.kind', '-o', 'json'], 'kind: Pod\n');
+    expect(piped.code).toBe(EXIT.ok);
+    expect(JSON.parse(piped.stdout)).toEqual([{ value: 'Pod', path: '/kind', indices: [] }]);
+  });
+
   test('a missing file is a usage error naming the file', async () => {
     await expect(run(['$.kind', '-f', join(tmp, 'nope.yaml')], captured().io)).rejects.toThrow(
       /cannot read .*nope\.yaml/,
     );
   });
 
-  test('invalid YAML is a usage error', async () => {
+  test('invalid YAML is a usage error with file:line:column and a caret', async () => {
     const file = join(tmp, 'bad.yaml');
-    writeFileSync(file, 'kind: [unclosed\n');
-    await expect(run(['$.kind', '-f', file], captured().io)).rejects.toThrow(/invalid YAML\/JSON/);
+    writeFileSync(file, 'kind: Pod\nspec: {"a": 1,, "b": 2}\n');
+    await expect(run(['$.kind', '-f', file], captured().io)).rejects.toThrow(
+      `invalid YAML/JSON: ${file}:2:15: document 1: `,
+    );
+    await expect(run(['$.kind', '-'], captured('kind: Pod\nspec: {"a": 1,, "b": 2}\n').io)).rejects.toThrow(
+      /<stdin>:2:15: document 1: .*\n 1 \| kind: Pod\n 2 \| spec: \{"a": 1,, "b": 2\}\n {3}\| {15}\^$/,
+    );
   });
 
   test('an empty input is a usage error', async () => {

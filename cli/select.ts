@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { Document, isMap, isSeq } from 'yaml';
 import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
+import { caretLines } from '../util/excerpt';
 import { JsonValue } from '../util/json';
 import {
   compileJsonPath,
@@ -9,19 +10,21 @@ import {
   JsonPathSyntaxError,
   SelectResult,
 } from '../jsonpath';
-import { Command, CommandIO, readInput, UsageError } from './io';
+import { EXIT, exitHelp } from './exit';
+import { Command, CommandIO, displayName, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
 
-const USAGE = `usage: modrule select EXPR (--file FILE | -) [--output yaml|json]
+const USAGE = `usage: modrule select EXPR [--file FILE | -] [--output yaml|json]
 
 Evaluates a ModRule select expression (KubeMod's JSONPath) against an object, as the webhook would.
 
   EXPR               the select, e.g. '$.spec.template.spec.containers[*].image'
-  -f, --file FILE    the object, YAML or JSON ("-" reads standard input); with several YAML
-                     documents the first is used
+  -f, --file FILE    the object, YAML or JSON ("-", or no --file with input piped in, reads standard
+                     input); with several YAML documents the first is used
   -o, --output FMT   yaml (default): a readable list of path, indices and value
                      json: one JSON array of {"value", "path", "indices"}
   -h, --help         show this help
-`;
+
+${exitHelp()}`;
 
 interface Options {
   expression: string;
@@ -29,7 +32,7 @@ interface Options {
   output: 'yaml' | 'json';
 }
 
-function parseOptions(args: string[]): Options | 'help' {
+function parseOptions(args: string[], io: CommandIO): Options | 'help' {
   let parsed;
   try {
     parsed = parseArgs({
@@ -51,7 +54,7 @@ function parseOptions(args: string[]): Options | 'help' {
   let file = values.file;
   if (rest.length === 1 && rest[0] === '-' && file === undefined) file = '-';
   else if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"\n\n${USAGE}`);
-  if (file === undefined) throw new UsageError(`missing --file FILE (or "-" for standard input)\n\n${USAGE}`);
+  file = fileOrStdin(file, io);
   const output = values.output;
   if (output !== 'yaml' && output !== 'json')
     throw new UsageError(`--output must be yaml or json, not "${output}"`);
@@ -65,12 +68,13 @@ function parseObject(text: string, file: string, io: CommandIO): JsonValue {
     docs = parseYamlDocuments(text);
   } catch (err) {
     if (err instanceof ManifestSyntaxError)
-      throw new UsageError(`${file}: invalid YAML/JSON: ${err.message}`);
+      throw new UsageError(`invalid YAML/JSON: ${yamlErrorText(file, text, err)}`);
     throw err;
   }
-  if (docs.length === 0) throw new UsageError(`${file}: no object to evaluate (the input is empty)`);
+  const name = displayName(file);
+  if (docs.length === 0) throw new UsageError(`${name}: no object to evaluate (the input is empty)`);
   if (docs.length > 1) {
-    io.stderr(`note: ${file} holds ${docs.length} documents; evaluating the first one only\n`);
+    io.stderr(`note: ${name} holds ${docs.length} documents; evaluating the first one only\n`);
   }
   return docs[0];
 }
@@ -85,7 +89,7 @@ export function caretLine(expression: string, column: number): string {
     offset -= lines[i].length + 1;
     i++;
   }
-  return `  ${lines[i]}\n  ${' '.repeat(Math.max(0, offset))}^\n`;
+  return caretLines(lines[i], offset + 1);
 }
 
 function format(results: SelectResult[], output: 'yaml' | 'json'): string {
@@ -111,10 +115,10 @@ function format(results: SelectResult[], output: 'yaml' | 'json'): string {
 
 /** `modrule select`: evaluates a select against an object file and prints what it yields. */
 export const run: Command = async (args, io) => {
-  const options = parseOptions(args);
+  const options = parseOptions(args, io);
   if (options === 'help') {
     io.stdout(USAGE);
-    return 0;
+    return EXIT.ok;
   }
   let compiled: CompiledJsonPath;
   try {
@@ -122,7 +126,7 @@ export const run: Command = async (args, io) => {
   } catch (err) {
     if (!(err instanceof JsonPathSyntaxError)) throw err;
     io.stderr(`modrule select: invalid select: ${err.message}\n${caretLine(options.expression, err.column)}`);
-    return 1;
+    return EXIT.error;
   }
   const object = parseObject(await readInput(options.file, io), options.file, io);
   let results: SelectResult[];
@@ -131,14 +135,14 @@ export const run: Command = async (args, io) => {
   } catch (err) {
     if (!(err instanceof JsonPathLimitError)) throw err;
     io.stderr(`modrule select: ${err.message}\n`);
-    return 1;
+    return EXIT.error;
   }
   if (results.length === 0 && options.output === 'yaml') {
     io.stderr(
       'no results: the select yields nothing for this object (a missing property is undefined, and undefined values are dropped)\n',
     );
-    return 0;
+    return EXIT.ok;
   }
   io.stdout(format(results, options.output));
-  return 0;
+  return EXIT.ok;
 };

@@ -56,6 +56,7 @@ describe('parseServeArgs', () => {
     [['--local', '--log-level', 'loud'], /--log-level must be one of/],
     [['--local', '--cluster-namespace', 'Not_Valid'], /not a valid namespace name/],
     [['--local', '--bogus'], /Unknown option '--bogus'/],
+    [['--local', '-'], /cannot read them from standard input \("-"\)/],
   ])('refuses %j', (args, reason) => {
     expect(() => parseServeArgs(args)).toThrow(UsageError);
     expect(() => parseServeArgs(args)).toThrow(reason);

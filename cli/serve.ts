@@ -12,7 +12,8 @@ import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from '../webhook/se
 import { FileTlsSource, MemoryTlsSource, TlsSource } from '../webhook/tls';
 import { BudgetLimits } from '../util/budget';
 import { budgetHelp, parseBudget } from './budget';
-import { CommandIO, UsageError } from './io';
+import { EXIT, exitHelp } from './exit';
+import { CommandIO, STDIN, UsageError } from './io';
 
 const HELP = `usage: modrule serve --local [PATH...] [options]
 
@@ -30,7 +31,9 @@ options:
                              default: a generated CA and certificate for localhost, 127.0.0.1, ::1
   --cert-dir DIR             where generated ca.crt, tls.crt, tls.key go (default a new temp folder)
   --log-level LEVEL          error|warn|info|debug (default info)
-${budgetHelp(false)}`;
+${budgetHelp(false)}
+SIGTERM or SIGINT (Ctrl-C) stops it: in-flight requests finish (at most 10 s), then it exits 0.
+${exitHelp()}`;
 
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
 
@@ -96,6 +99,10 @@ export function parseServeArgs(args: string[]): ServeOptions | 'help' {
   }
   const v = parsed.values;
   if (v.help) return 'help';
+  if (parsed.positionals.includes(STDIN))
+    throw new UsageError(
+      'serve --local watches its rule files and reloads them: it cannot read them from standard input ("-")',
+    );
   if (!v.local) {
     throw new UsageError(`only --local is supported (run "modrule operator" in a cluster)\n\n${HELP}`);
   }
@@ -275,16 +282,25 @@ export async function startLocalServer(
 /** modrule serve --local [PATH...]: runs until SIGINT/SIGTERM, then closes gracefully. */
 export async function run(args: string[], io: CommandIO): Promise<number> {
   const server = await startLocalServer(args, io);
-  if (!server) return 0;
-  await new Promise<void>((done) => {
-    const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+  if (!server) return EXIT.ok;
+  // The handlers stay until the server is closed: under `npm start`, Ctrl-C reaches this process twice (from the
+  // terminal, and forwarded by npm), and a second SIGINT with no handler would kill it in the middle of draining.
+  // Closing is bounded (the webhook cuts connections after 10 s), so ignoring repeats cannot hang it.
+  let stopping = false;
+  let removeHandlers = (): void => undefined;
+  await new Promise<void>((done, fail) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) return;
+      stopping = true;
       io.stderr(`received ${signal}, finishing in-flight requests...\n`);
-      void server.close().then(done);
+      server.close().then(done, fail);
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
-  });
-  return 0;
+    removeHandlers = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    };
+  }).finally(() => removeHandlers());
+  return EXIT.ok;
 }

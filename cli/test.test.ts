@@ -6,7 +6,9 @@ import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { CommandIO } from './io';
 import { main } from './main';
-import { CaseReport, run } from './test';
+import { run } from './test';
+import { CaseReport } from './testcase';
+import { EXIT } from './exit';
 import { CommandResult, runCommand } from './testing';
 
 const modruleTest = (args: string[], tty = false): Promise<CommandResult> => runCommand(run, args, { tty });
@@ -152,7 +154,7 @@ describe('modrule test', () => {
     expect(r.stdout).not.toContain('\u001b[');
   });
 
-  test('a failing case: exit 1, a YAML diff of expected against got, and the explanation', async () => {
+  test('a failing case: exit 2, a YAML diff of expected against got, and the explanation', async () => {
     const dir = suite(
       base([
         {
@@ -167,7 +169,7 @@ describe('modrule test', () => {
       ]),
     );
     const r = await modruleTest([dir, '--junit', join(dir, 'junit.xml')]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.finding);
     expect(r.stdout).toContain('0 passed, 5 failed');
     expect(r.stdout).toContain('  at /metadata/labels/team: expected "payments", got "platform"\n');
     expect(r.stdout).toContain('  -     team: payments\n  +     team: platform\n');
@@ -198,7 +200,7 @@ describe('modrule test', () => {
       ]),
     );
     const r = await modruleTest([join(dir, 'modrule-test.yaml'), '--output', 'json']);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.finding);
     const report = JSON.parse(r.stdout) as { passed: number; failed: number; cases: CaseReport[] };
     expect([report.passed, report.failed]).toEqual([1, 1]);
     expect(report.cases[0]).toMatchObject({
@@ -241,7 +243,7 @@ describe('modrule test', () => {
     expect((JSON.parse(r.stdout) as { cases: unknown[] }).cases).toHaveLength(2);
   });
 
-  describe('bad input: exit 2 with the file and the field', () => {
+  describe('bad input: exit 1 with the file and the field', () => {
     test.each<[string, JsonObject | string, RegExp]>([
       [
         'an unknown top-level field',
@@ -304,7 +306,8 @@ describe('modrule test', () => {
       [
         'broken YAML',
         'apiVersion: modrule.io/v1alpha1\nkind: [ModRuleTest\n',
-        /modrule-test\.yaml: document 1: /,
+        // file:line:column and the caret come from the same position; the line before is shown for context.
+        /modrule-test\.yaml:3:1: document 1: Flow sequence .* end with a \]\n 2 \| kind: \[ModRuleTest\n 3 \| \n {3}\| \^/,
       ],
       [
         'patched on DELETE',
@@ -328,7 +331,7 @@ describe('modrule test', () => {
       const r = await modruleTest([suite(test)]);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(message);
-      expect(r.code).toBe(2);
+      expect(r.code).toBe(EXIT.error);
     });
 
     test('an invalid ModRule names the rule file, the rule and the field', async () => {
@@ -340,7 +343,7 @@ describe('modrule test', () => {
         stringify({ ...RULES[0], spec: { ...RULES[0].spec, match: [{ select: '$.kind ==' }] } }),
       );
       const r = await modruleTest([dir]);
-      expect(r.code).toBe(2);
+      expect(r.code).toBe(EXIT.error);
       expect(r.stderr).toContain(
         `${join(dir, 'rules.yaml')}: ModRule default/team-label: spec.match[0].select: column`,
       );
@@ -353,22 +356,59 @@ describe('modrule test', () => {
       [['--bogus'], /Unknown option '--bogus'/],
     ])('usage %j', async (args, message) => {
       const r = await modruleTest(args);
-      expect(r.code).toBe(2);
+      expect(r.code).toBe(EXIT.error);
       expect(r.stderr).toMatch(message);
+    });
+
+    test('--junit is still written when suites do not load: a failing "load" case per file, with the error', async () => {
+      const broken = suite('apiVersion: modrule.io/v1alpha1\nkind: [ModRuleTest\n');
+      const good = suite(base([{ resource: 'Service/nginx', operation: 'CREATE', unchanged: true }]));
+      const missing = join(root, 'no-such-suite');
+      const report = join(root, 'load-junit.xml');
+      const r = await modruleTest([good, broken, missing, '--junit', report]);
+      expect(r.code).toBe(EXIT.error);
+      expect(r.stdout).toBe('');
+      // Every suite that does not load is named, not only the first.
+      expect(r.stderr).toContain(`${join(broken, 'modrule-test.yaml')}:3:1: document 1: Flow sequence`);
+      expect(r.stderr).toContain(`cannot read ${missing}`);
+      const xml = readFileSync(report, 'utf8');
+      expect(xml).toContain('<testsuites name="modrule test" tests="2" failures="2">');
+      expect(xml).toContain(
+        `<testsuite name="${join(broken, 'modrule-test.yaml')}" file="${join(broken, 'modrule-test.yaml')}" tests="1" failures="1">`,
+      );
+      expect(xml).toMatch(
+        /<testcase classname="[^"]*modrule-test\.yaml" name="load">\n {6}<failure message="cannot load [^"]*modrule-test\.yaml">[^<]*:3:1: document 1: Flow sequence[^<]*<\/failure>/,
+      );
+      expect(xml).toContain(`<testsuite name="${missing}" file="${missing}" tests="1" failures="1">`);
+      expect(xml).not.toContain(good);
     });
 
     test('a folder without test files', async () => {
       const empty = mkdtempSync(join(tmpdir(), 'modrule-test-empty-'));
       const r = await modruleTest([empty]);
-      expect(r.code).toBe(2);
+      expect(r.code).toBe(EXIT.error);
       expect(r.stderr).toContain('no test files (modrule-test.yaml) found');
     });
   });
 
-  test('through the dispatcher: modrule test exits 2 on bad input, not the generic 1', async () => {
+  test('"-" reads a test file from standard input; its relative paths are taken from the current folder', async () => {
+    const dir = suite(base([{ resource: 'Service/nginx', operation: 'CREATE', unchanged: true }]));
+    const test = readFileSync(join(dir, 'modrule-test.yaml'), 'utf8');
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const r = await runCommand(run, ['-', '--output', 'json'], { stdin: test });
+      expect(r.code).toBe(EXIT.ok);
+      expect(JSON.parse(r.stdout)).toMatchObject({ passed: 1, failed: 0, cases: [{ file: '<stdin>' }] });
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  test('through the dispatcher: bad input is exit 1 (EXIT.error), as for every subcommand', async () => {
     let err = '';
     const io: CommandIO = { stdout: () => undefined, stderr: (t) => (err += t), readStdin: async () => '' };
-    expect(await main(['test', '/does/not/exist'], io)).toBe(2);
+    expect(await main(['test', '/does/not/exist'], io)).toBe(EXIT.error);
     expect(err).toMatch(/^modrule test: cannot read/);
   });
 });

@@ -1,4 +1,9 @@
-// Test helper (excluded from the build): runs a subcommand in-process with captured output.
+// Test helpers (excluded from the build): run a subcommand in-process with captured output; write a ModRule file.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { JsonObject } from '../util/json';
 import { Command, CommandIO } from './io';
 
 /** What a command returned and wrote. */
@@ -25,4 +30,17 @@ export async function runCommand(
   };
   const code = await command(args, io);
   return { code, stdout, stderr };
+}
+
+let rulesDir: string | undefined;
+
+/** Writes a ModRule `name` with `spec` (no namespace) to a YAML file of its own in a temp folder; returns the path. */
+export function writeRule(name: string, spec: JsonObject): string {
+  rulesDir ??= mkdtempSync(join(tmpdir(), 'modrule-rules-'));
+  const file = join(rulesDir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    stringify({ apiVersion: 'api.kubemod.io/v1beta1', kind: 'ModRule', metadata: { name }, spec }),
+  );
+  return file;
 }

@@ -1,11 +1,13 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { AdmissionRequest } from '../webhook/admission';
 import { JsonObject } from '../util/json';
 import { handleValidateModRule } from '../webhook/modrule';
 import { CommandResult, runCommand } from './testing';
+import { run as applyRun } from './apply';
+import { EXIT } from './exit';
 import { Finding, run } from './validate';
 
 const validate = (args: string[]): Promise<CommandResult> => runCommand(run, args);
@@ -23,10 +25,19 @@ const rule = (name: string, spec: string): string =>
   `apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: ${name}\nspec:\n${spec}`;
 
 describe('modrule validate', () => {
-  test('the shipped examples are valid and draw no warnings', async () => {
-    const r = await validate([join(ROOT, 'examples'), join(ROOT, 'config', 'testdata', 'valid')]);
+  // Each example is a rule set of its own (several copy KubeMod's "my-modrule"): validated together they would
+  // rightly be warned about as one ModRule defined twice.
+  const exampleSets = [
+    ...['helm', 'local', 'namespace-selector', 'testing'].map((d) => join(ROOT, 'examples', d)),
+    ...readdirSync(join(ROOT, 'examples', 'kubemod')).map((d) => join(ROOT, 'examples', 'kubemod', d)),
+    ...readdirSync(join(ROOT, 'config', 'testdata', 'valid')).map((f) =>
+      join(ROOT, 'config', 'testdata', 'valid', f),
+    ),
+  ];
+  test.each(exampleSets)('the shipped example %s is valid and draws no warnings', async (path) => {
+    const r = await validate([path]);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^\d+ ModRules in \d+ files: 0 problems, 0 warnings\n$/);
+    expect(r.stderr).toMatch(/^\d+ ModRules? in \d+ files?: 0 problems, 0 warnings\n$/);
     expect(r.code).toBe(0);
   });
 
@@ -49,14 +60,14 @@ describe('modrule validate', () => {
       const webhook = handleValidateModRule(request).response;
       const r = await validate([path, '--output', 'json']);
       const errors = (JSON.parse(r.stdout) as Finding[]).filter((f) => f.severity === 'error');
-      expect(r.code).toBe(webhook.allowed ? 0 : 1);
+      expect(r.code).toBe(webhook.allowed ? EXIT.ok : EXIT.finding);
       // Every problem the webhook names, offline names too, with its field.
       for (const e of errors) expect(webhook.status?.message).toContain(`${e.field}: ${e.message}`);
       expect(errors.length > 0).toBe(!webhook.allowed);
     },
   );
 
-  test('every problem with file, line, document, rule and field; other kinds skipped; exit 1', async () => {
+  test('every problem with file, line, document, rule and field; other kinds skipped; exit 2', async () => {
     const file = write(
       'rules/multi.yaml',
       [
@@ -70,7 +81,7 @@ describe('modrule validate', () => {
       ].join('---\n'),
     );
     const r = await validate([join(tmp, 'rules')]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.finding);
     expect(r.stdout.split('\n').filter(Boolean)).toEqual([
       expect.stringMatching(
         new RegExp(`^${file}:27: document 4: ModRule bad: spec\\.match\\[0\\]\\.select: column \\d+: `),
@@ -90,21 +101,49 @@ describe('modrule validate', () => {
       ),
     );
     const r = await validate([file]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.finding);
     expect(r.stdout).toBe(`${file}:2: document 1: ModRule t: kind: must be ModRule, got "Modrule"\n`);
   });
 
-  test('broken YAML and missing files are problems; the other documents are still checked', async () => {
-    const file = write('broken.yaml', `${rule('x', '  type: Nope\n  match: []\n')}---\nkey: [1\n`);
-    const r = await validate([file, join(tmp, 'missing.yaml'), '--output', 'json']);
-    expect(r.code).toBe(1);
+  test('broken YAML is a problem (exit 2) at the line the caret shows; the other documents are still checked', async () => {
+    const file = write(
+      'broken.yaml',
+      `${rule('x', '  type: Nope\n  match: []\n')}---\nkey: {a: 1\nother: 2\n`,
+    );
+    const r = await validate([file, '--output', 'json']);
+    expect(r.code).toBe(EXIT.finding);
     const findings = JSON.parse(r.stdout) as Finding[];
     expect(findings.map((f) => [f.document, f.line, f.field, f.message.split(':')[0]])).toEqual([
       [1, 6, 'spec.type', 'must be Patch or Reject, got "Nope"'],
       [1, 7, 'spec.match', 'must have at least one item'],
-      [2, 9, '', 'invalid YAML'],
-      [0, 0, '', `cannot read ${join(tmp, 'missing.yaml')}`],
+      [2, 10, '', 'invalid YAML'],
     ]);
+    expect(findings[2]).toMatchObject({ line: 10, column: 1 });
+    const text = await validate([file]);
+    expect(text.stdout).toContain(
+      `${file}:10:1: document 2: invalid YAML: Flow map in block collection must be sufficiently indented and end with a }\n` +
+        '  9 | key: {a: 1\n' +
+        ' 10 | other: 2\n' +
+        '    | ^\n',
+    );
+  });
+
+  test('a PATH that cannot be read is exit 1 (bad input), after the findings of the others', async () => {
+    const file = write('broken2.yaml', rule('x', '  type: Nope\n  match: []\n'));
+    const r = await validate([file, join(tmp, 'missing.yaml'), '--output', 'json']);
+    expect(r.code).toBe(EXIT.error);
+    const findings = JSON.parse(r.stdout) as Finding[];
+    expect(findings.map((f) => [f.document, f.line, f.message.split(':')[0]])).toEqual([
+      [1, 6, 'must be Patch or Reject, got "Nope"'],
+      [1, 7, 'must have at least one item'],
+      [0, 0, `cannot read ${join(tmp, 'missing.yaml')}`],
+    ]);
+  });
+
+  test('"-" reads standard input, named <stdin>', async () => {
+    const r = await runCommand(run, ['-'], { stdin: rule('s', '  type: Nope\n  match: []\n') });
+    expect(r.code).toBe(EXIT.finding);
+    expect(r.stdout).toContain('<stdin>:6: document 1: ModRule s: spec.type: must be Patch or Reject');
   });
 
   describe('warnings (exit 0 unless --strict)', () => {
@@ -159,8 +198,80 @@ describe('modrule validate', () => {
         'warning again: spec.patch: identical to the patch of ModRule /first (tier 0), which runs first: where both match, this rule changes nothing',
       ]);
       const strict = await validate([write('strict.yaml', text), '--strict']);
-      expect(strict.code).toBe(1);
+      expect(strict.code).toBe(EXIT.finding);
       expect(strict.stdout).toContain('warning: ');
+    });
+
+    const limitsRule = (select: string, rest: string): string =>
+      rule(
+        'limits',
+        `  type: Reject\n  rejectMessage: memory limits\n  match:\n    - select: '$.kind'\n      matchValue: Pod\n    - select: ${JSON.stringify(select)}\n${rest}`,
+      );
+    const allNegated = "      matchFor: All\n      matchRegex: 'memory'\n      negate: true\n";
+
+    test('matchFor: All with negate over a select that drops missing values, with the filter form', async () => {
+      const warnings = await warned(limitsRule('$.spec.containers[*].resources.limits', allNegated));
+      expect(warnings).toEqual([
+        "warning limits: spec.match[1].select: with matchFor: All and negate, an element of $.spec.containers[*] without .resources.limits is never seen: the select drops missing values, so such an element cannot make this item match (only all of them missing does); select the failing elements instead and drop matchFor, negate, matchRegex: select: '$.spec.containers[? !(@.resources.limits =~ `memory`)]'",
+      ]);
+      // Which selects are warned about, and the suggestions: modrule/lint.test.ts.
+    });
+
+    test('the suggested filter form rejects what the warned rule lets through', async () => {
+      const pod = (limits: boolean[]): string =>
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'p', namespace: 'default' },
+          spec: {
+            containers: limits.map((l, i) => ({
+              name: `c${i}`,
+              image: 'nginx',
+              ...(l ? { resources: { limits: { memory: '1Gi' } } } : {}),
+            })),
+          },
+        });
+      const warnedRule = write(
+        'limits-warned.yaml',
+        limitsRule('$.spec.containers[*].resources.limits', allNegated),
+      );
+      const [warning] = await warned(readFileSync(warnedRule, 'utf8'));
+      const suggested = /select: '(.*)'$/.exec(warning)?.[1].replace(/''/g, "'") ?? '';
+      const fixedRule = write('limits-fixed.yaml', limitsRule(suggested, ''));
+      const verdict = async (rules: string, limits: boolean[]): Promise<number> =>
+        (await runCommand(applyRun, ['--rules', rules], { stdin: pod(limits) })).code;
+      // One container without limits: the warned rule admits the Pod, the suggested one rejects it.
+      expect(await verdict(warnedRule, [true, false])).toBe(EXIT.ok);
+      expect(await verdict(fixedRule, [true, false])).toBe(EXIT.finding);
+      // Otherwise both agree.
+      for (const limits of [
+        [true, true],
+        [false, false],
+      ])
+        expect(await verdict(fixedRule, limits)).toBe(await verdict(warnedRule, limits));
+      expect(await verdict(fixedRule, [true, true])).toBe(EXIT.ok);
+    });
+
+    test('the same ModRule name in two files (as apply warns), not across namespaces', async () => {
+      const body = "  type: Reject\n  match:\n    - select: '$.kind'\n";
+      const dir = join(tmp, 'dup');
+      const a = write('dup/a.yaml', rule('same', body));
+      const b = write('dup/b.yaml', `${rule('other', body)}---\n${rule('same', body)}`);
+      write('dup/c.yaml', rule('same', body).replace('  name: same', '  name: same\n  namespace: team-b'));
+      const r = await validate([dir, '--output', 'json']);
+      expect(r.code).toBe(EXIT.ok);
+      expect(JSON.parse(r.stdout)).toEqual([
+        {
+          severity: 'warning',
+          file: b,
+          document: 2,
+          line: 13,
+          rule: 'same',
+          field: 'metadata.name',
+          message: `the same ModRule as at ${a}:4 (document 1): applied together, this one replaces that one`,
+        },
+      ]);
+      expect((await validate([dir, '--strict'])).code).toBe(EXIT.finding);
     });
   });
 
@@ -168,9 +279,9 @@ describe('modrule validate', () => {
     [[], /give at least one PATH/],
     [['x', '--output', 'xml'], /--output must be text or json/],
     [['--nope'], /Unknown option '--nope'/],
-  ])('usage %j: exit 2', async (args, message) => {
+  ])('usage %j: exit 1', async (args, message) => {
     const r = await validate(args);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(EXIT.error);
     expect(r.stderr).toMatch(message);
   });
 });

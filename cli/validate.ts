@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { isJsonObject, JsonObject } from '../util/json';
+import { excerpt } from '../util/excerpt';
 import { LocatedDocument, parseLocatedDocuments } from '../util/yaml';
 import { analyzeModRule, CompiledRule } from '../modrule/compile';
 import { findShadowedRules, lintModRule } from '../modrule/lint';
@@ -7,23 +7,24 @@ import { MODRULE_KIND } from '../modrule/types';
 import { validateModRule } from '../modrule/validate';
 import { expandPath } from './apply';
 import { parsePathArgs } from './args';
-import { Command } from './io';
+import { EXIT, exitHelp } from './exit';
+import { Command, CommandIO, displayName, readInput } from './io';
 
 const USAGE = `usage: modrule validate PATH... [--output text|json] [--strict]
 
 Checks ModRule files offline exactly as the admission webhook does, and reports every problem with its file,
-line, document, field and message. Folders are searched recursively for .yaml, .yml and .json files; documents
-of other kinds are skipped. Suitable for pre-commit hooks and CI.
+line, document, field and message. Folders are searched recursively for .yaml, .yml and .json files ("-" reads
+standard input); documents of other kinds are skipped. Suitable for pre-commit hooks and CI.
 
 Also warns (without failing) about rules that are valid but probably wrong: #N placeholders never used, a
-select that can never match its matchValue, a Patch rule repeating the patch of an earlier tier.
+select that can never match its matchValue, matchFor: All with negate over a select that drops missing values,
+a Patch rule repeating the patch of an earlier tier, the same ModRule name in two places.
 
-  --output text|json   text (default): one line per finding; json: one array of findings
-  --strict             warnings fail too
-  -h, --help           show this help
+  -o, --output text|json  text (default): one line per finding; json: one array of findings
+  --strict                warnings fail too
+  -h, --help              show this help
 
-Exit status: 0 no problems (warnings allowed unless --strict), 1 at least one problem, 2 bad usage.
-`;
+${exitHelp('at least one problem (broken YAML included; warnings too with --strict)', 'a PATH that cannot be read')}`;
 
 /** One finding of `modrule validate`. */
 export interface Finding {
@@ -32,6 +33,10 @@ export interface Finding {
   /** 1-based document in the file (empty documents counted). */
   document: number;
   line: number;
+  /** 1-based column, for YAML syntax errors. */
+  column?: number;
+  /** The offending line with a caret under the column, for YAML syntax errors. */
+  excerpt?: string;
   /** "namespace/name" or "name" of the ModRule, when it has one. */
   rule: string | null;
   field: string;
@@ -47,7 +52,7 @@ export const run: Command = async (args, io) => {
   });
   if (typeof parsed === 'number') return parsed;
   const { values, output, paths: positionals } = parsed;
-  const { findings, files, rules } = await validatePaths(positionals);
+  const { findings, files, rules, unreadable } = await validatePaths(positionals, io);
   const errors = findings.filter((f) => f.severity === 'error').length;
   const warnings = findings.length - errors;
   if (output === 'json') io.stdout(JSON.stringify(findings, null, 2) + '\n');
@@ -58,47 +63,62 @@ export const run: Command = async (args, io) => {
       `${count(rules, 'ModRule')} in ${count(files, 'file')}: ${count(errors, 'problem')}, ${count(warnings, 'warning')}\n`,
     );
   }
-  return errors > 0 || (values.strict === true && warnings > 0) ? 1 : 0;
+  if (unreadable > 0) return EXIT.error;
+  return errors > 0 || (values.strict === true && warnings > 0) ? EXIT.finding : EXIT.ok;
 };
 
-/** "file:line: document N: ModRule x: field: message", with "warning: " in front of warnings. */
+/**
+ * "file:line: document N: ModRule x: field: message", with "warning: " in front of warnings; a YAML syntax error
+ * as "file:line:column: ..." and its line with a caret below.
+ */
 export function formatFinding(f: Finding): string {
-  const at = f.document === 0 ? `${f.file}: ` : `${f.file}:${f.line}: document ${f.document}: `;
+  const line = `${f.line}${f.column ? `:${f.column}` : ''}`;
+  const at = f.document === 0 ? `${f.file}: ` : `${f.file}:${line}: document ${f.document}: `;
   const where = `${at}${f.rule ? `ModRule ${f.rule}: ` : ''}`;
-  return `${f.severity === 'warning' ? 'warning: ' : ''}${where}${f.field ? `${f.field}: ` : ''}${f.message}`;
+  const text = `${f.severity === 'warning' ? 'warning: ' : ''}${where}${f.field ? `${f.field}: ` : ''}${f.message}`;
+  return f.excerpt ? `${text}\n${f.excerpt.replace(/\n$/, '')}` : text;
 }
 
-/** Validates every ModRule document under the paths; unreadable paths and broken YAML are findings too. */
+/**
+ * Validates every ModRule document under the paths (`-`: standard input); unreadable paths
+ * and broken YAML are findings too, and `unreadable` counts the paths and files that could not be read.
+ */
 export async function validatePaths(
   paths: readonly string[],
-): Promise<{ findings: Finding[]; files: number; rules: number }> {
+  io: CommandIO,
+): Promise<{ findings: Finding[]; files: number; rules: number; unreadable: number }> {
   const findings: Finding[] = [];
   let fileCount = 0;
   let ruleCount = 0;
+  let unreadable = 0;
   const valid: Array<{ rule: CompiledRule; file: string; doc: LocatedDocument }> = [];
+  const names = new Names();
   for (const path of paths) {
     let files: string[];
     try {
       files = await expandPath(path);
     } catch (err) {
+      unreadable++;
       findings.push(finding('error', path, 0, 0, null, '', (err as Error).message));
       continue;
     }
     if (files.length === 0)
       findings.push(finding('warning', path, 0, 0, null, '', 'no .yaml, .yml or .json files'));
-    for (const file of files) {
+    for (const source of files) {
+      const file = displayName(source);
       let text: string;
       try {
-        text = await readFile(file, 'utf8');
+        text = await readInput(source, io);
       } catch (err) {
-        findings.push(finding('error', file, 0, 0, null, '', `cannot read: ${(err as Error).message}`));
+        unreadable++;
+        findings.push(finding('error', file, 0, 0, null, '', (err as Error).message));
         continue;
       }
       fileCount++;
       let count = 0;
       for (const doc of parseLocatedDocuments(text)) {
         if (doc.error) {
-          findings.push(finding('error', file, doc.index, doc.line, null, '', `invalid YAML: ${doc.error}`));
+          findings.push(yamlFinding(file, text, doc, doc.error));
           continue;
         }
         const value = doc.value;
@@ -106,6 +126,19 @@ export async function validatePaths(
         count++;
         ruleCount++;
         const rule = ruleName(value);
+        const again = names.add(value, file, doc);
+        if (again)
+          findings.push(
+            finding(
+              'warning',
+              file,
+              doc.index,
+              doc.lineOf(['metadata', 'name']),
+              rule,
+              'metadata.name',
+              again,
+            ),
+          );
         // The same function the validating webhook calls (webhook/modrule.ts).
         const problems = validateModRule(value);
         for (const p of problems)
@@ -141,7 +174,7 @@ export async function validatePaths(
       ),
     );
   }
-  return { findings, files: fileCount, rules: ruleCount };
+  return { findings, files: fileCount, rules: ruleCount, unreadable };
 }
 
 function finding(
@@ -154,6 +187,18 @@ function finding(
   message: string,
 ): Finding {
   return { severity, file, document, line, rule, field, message };
+}
+
+// The line and column of the prefix are those the caret points at.
+function yamlFinding(file: string, text: string, doc: LocatedDocument, error: string): Finding {
+  const message = `invalid YAML: ${error}`;
+  if (!doc.errorAt) return finding('error', file, doc.index, doc.line, null, '', message);
+  const { line, column } = doc.errorAt;
+  return {
+    ...finding('error', file, doc.index, line, null, '', message),
+    column,
+    excerpt: excerpt(text, doc.errorAt),
+  };
 }
 
 // kind ModRule, or anything in KubeMod's API group (so `kind: Modrule` is reported, not skipped).
@@ -174,4 +219,22 @@ export function fieldPath(field: string): Array<string | number> {
   const out: Array<string | number> = [];
   for (const m of field.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push(m[2] !== undefined ? Number(m[2]) : m[1]);
   return out;
+}
+
+// The same namespace/name twice: applied together, the later one replaces the earlier (as `modrule apply` warns).
+class Names {
+  private readonly seen = new Map<string, string>();
+
+  /** Records a rule's name; returns the warning when the name was seen before. */
+  add(doc: JsonObject, file: string, at: LocatedDocument): string | undefined {
+    const meta = doc.metadata;
+    if (!isJsonObject(meta) || typeof meta.name !== 'string' || meta.name === '') return undefined;
+    const key = `${typeof meta.namespace === 'string' ? meta.namespace : ''}/${meta.name}`;
+    const before = this.seen.get(key);
+    if (before === undefined) {
+      this.seen.set(key, `${file}:${at.lineOf(['metadata', 'name'])} (document ${at.index})`);
+      return undefined;
+    }
+    return `the same ModRule as at ${before}: applied together, this one replaces that one`;
+  }
 }

@@ -1,40 +1,66 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { JsonObject, JsonValue, isJsonObject } from '../util/json';
 import { emitYamlDocuments } from './emit';
+import { ImageOverride, imageOverride } from './image';
+import { checkBundle } from './check';
 
 // A tiny `kubectl kustomize` for CI machines without kubectl. It knows exactly the kustomize
-// features config/ uses (resources, images, sortOptions fifo) and refuses anything else, so a
-// kustomization that grows past it fails loudly instead of building a different bundle.
+// features config/ uses (resources, images, kustomize's default "legacy" order or sortOptions) and
+// refuses anything else, so a kustomization that grows past it fails loudly instead of building a
+// different bundle.
 
 /** A kustomization this assembler cannot build exactly like kustomize. */
 export class KustomizeError extends Error {}
 
-/** One `images:` entry of a kustomization. */
-export interface ImageOverride {
-  name: string;
-  newName?: string;
-  newTag?: string;
-  digest?: string;
-}
 
 const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
 const ALLOWED_KEYS = new Set(['apiVersion', 'kind', 'resources', 'images', 'sortOptions']);
 
 /** Builds `dir` like `kubectl kustomize dir` and returns the YAML stream. */
-export function buildKustomization(dir: string): string {
-  return emitYamlDocuments(loadKustomization(dir));
+export function buildKustomization(dir: string, options: BuildOptions = {}): string {
+  return emitYamlDocuments(loadKustomization(dir, options));
 }
 
-// Without fifo, kustomize reorders the output by kind ("legacy" order), which this assembler does not do.
-function requireFifo(file: string, k: JsonObject): void {
-  if (!isJsonObject(k.sortOptions) || k.sortOptions.order !== 'fifo')
-    throw new KustomizeError(`${file}: the top-level kustomization needs sortOptions: {order: fifo}`);
+/** Options of a build beyond what the kustomization says. */
+export interface BuildOptions {
+  /** Replaces every `images:` entry of this name, at any level (`make bundle IMAGE=...`). */
+  image?: ImageOverride;
+}
+
+type SortOrder = 'fifo' | 'legacy';
+
+// Without sortOptions kustomize sorts "legacy"; the field itself needs kustomize v5 (kubectl 1.27+), so
+// config/ leaves it out and older kubectl can build every overlay.
+function sortOrderOf(file: string, k: JsonObject): SortOrder {
+  if (k.sortOptions === undefined) return 'legacy';
+  const order = isJsonObject(k.sortOptions) ? k.sortOptions.order : undefined;
+  if (
+    !isJsonObject(k.sortOptions) ||
+    Object.keys(k.sortOptions).length !== 1 ||
+    (order !== 'fifo' && order !== 'legacy')
+  )
+    throw new KustomizeError(`${file}: sortOptions must be {order: fifo} or {order: legacy}`);
+  return order;
 }
 
 /** The resources of `dir`'s kustomization, in output order, with its transformations applied. */
-export function loadKustomization(dir: string, seen: ReadonlySet<string> = new Set()): JsonObject[] {
+export function loadKustomization(dir: string, options: BuildOptions = {}): JsonObject[] {
+  const k = readKustomization(dir, new Set());
+  const resources = collect(k, options);
+  return sortOrderOf(k.file, k.body) === 'legacy' ? legacySort(resources) : resources;
+}
+
+interface Kustomization {
+  file: string;
+  dir: string;
+  body: JsonObject;
+  seen: ReadonlySet<string>;
+}
+
+function readKustomization(dir: string, seen: ReadonlySet<string>): Kustomization {
   const abs = path.resolve(dir);
   if (seen.has(abs)) throw new KustomizeError(`${dir}: kustomization cycle`);
   const file = KUSTOMIZATION_FILES.map((f) => path.join(abs, f)).find((f) => fs.existsSync(f));
@@ -46,20 +72,103 @@ export function loadKustomization(dir: string, seen: ReadonlySet<string> = new S
     if (!ALLOWED_KEYS.has(key))
       throw new KustomizeError(`${file}: "${key}" is not supported by config/build.ts`);
   }
-  if (seen.size === 0) requireFifo(file, k);
-  else if (k.sortOptions !== undefined)
+  // kustomize ignores sortOptions below the top level: refuse it rather than let it look effective.
+  if (seen.size > 0 && k.sortOptions !== undefined)
     throw new KustomizeError(`${file}: sortOptions only at the top level`);
+  return { file, dir: abs, body: k, seen };
+}
 
-  const inner = new Set(seen).add(abs);
+// Resources in fifo order, each level's images applied (inner levels first, as kustomize does).
+function collect(k: Kustomization, options: BuildOptions): JsonObject[] {
+  const inner = new Set(k.seen).add(k.dir);
   const resources: JsonObject[] = [];
-  for (const entry of stringList(k.resources, file, 'resources')) {
-    const target = path.resolve(abs, entry);
-    if (!fs.existsSync(target)) throw new KustomizeError(`${file}: resource ${entry} does not exist`);
-    if (fs.statSync(target).isDirectory()) resources.push(...loadKustomization(target, inner));
+  for (const entry of stringList(k.body.resources, k.file, 'resources')) {
+    const target = path.resolve(k.dir, entry);
+    if (!fs.existsSync(target)) throw new KustomizeError(`${k.file}: resource ${entry} does not exist`);
+    if (fs.statSync(target).isDirectory()) resources.push(...collect(readKustomization(target, inner), options));
     else resources.push(...readResources(target));
   }
-  const images = imageList(k.images, file);
+  const override = options.image;
+  const images = imageList(k.body.images, k.file).map((i) =>
+    override && i.name === override.name ? override : i,
+  );
   return resources.map((r) => setImages(r, images) as JsonObject);
+}
+
+// kustomize's legacy order (kyaml resid.Gvk): these kinds first and last, in this order; then by group/version/kind,
+// then by namespace and name.
+const LEGACY_FIRST = [
+  'Namespace',
+  'ResourceQuota',
+  'StorageClass',
+  'CustomResourceDefinition',
+  'ServiceAccount',
+  'PodSecurityPolicy',
+  'Role',
+  'ClusterRole',
+  'RoleBinding',
+  'ClusterRoleBinding',
+  'ConfigMap',
+  'Secret',
+  'Endpoints',
+  'Service',
+  'LimitRange',
+  'PriorityClass',
+  'PersistentVolume',
+  'PersistentVolumeClaim',
+  'Deployment',
+  'StatefulSet',
+  'CronJob',
+  'PodDisruptionBudget',
+];
+const LEGACY_LAST = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
+
+function kindRank(kind: string): number {
+  const first = LEGACY_FIRST.indexOf(kind);
+  if (first >= 0) return first - LEGACY_FIRST.length;
+  const last = LEGACY_LAST.indexOf(kind);
+  return last >= 0 ? last + 1 : 0;
+}
+
+interface ResId {
+  group: string;
+  kind: string;
+  gvk: string;
+  id: string;
+}
+
+function resIdOf(r: JsonObject): ResId {
+  const apiVersion = String(r.apiVersion);
+  const slash = apiVersion.indexOf('/');
+  const group = slash >= 0 ? apiVersion.slice(0, slash) : '';
+  const version = slash >= 0 ? apiVersion.slice(slash + 1) : apiVersion;
+  const kind = String(r.kind);
+  const gvk = [group || '~G', version || '~V', kind || '~K'].join('_');
+  const meta = isJsonObject(r.metadata) ? r.metadata : {};
+  const ns = typeof meta.namespace === 'string' && meta.namespace ? meta.namespace : '~X';
+  const name = typeof meta.name === 'string' && meta.name ? meta.name : '~N';
+  return { group, kind, gvk, id: `${gvk}|${ns}|${name}` };
+}
+
+// Byte order, as Go compares strings (all names here are ASCII).
+const byteOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function compareLegacy(a: ResId, b: ResId): number {
+  if (a.gvk === b.gvk) return byteOrder(a.id, b.id);
+  const rank = kindRank(a.kind) - kindRank(b.kind);
+  if (rank !== 0) return rank;
+  // kustomize puts the core Namespace before a Namespace kind of another group.
+  if (a.kind === 'Namespace' && b.kind === 'Namespace' && (a.group === '' || b.group === ''))
+    return byteOrder(b.gvk, a.gvk);
+  return byteOrder(a.gvk, b.gvk);
+}
+
+/** Sorts resources the way kustomize does without sortOptions ("legacy"). */
+export function legacySort(resources: readonly JsonObject[]): JsonObject[] {
+  return resources
+    .map((r) => ({ r, id: resIdOf(r) }))
+    .sort((x, y) => compareLegacy(x.id, y.id))
+    .map((x) => x.r);
 }
 
 function stringList(value: JsonValue | undefined, file: string, field: string): string[] {
@@ -136,24 +245,67 @@ export function rewriteImage(image: string, images: readonly ImageOverride[]): s
   const override = images.find((i) => i.name === name);
   if (!override) return image;
   if (override.newName !== undefined) name = override.newName;
-  if (override.newTag !== undefined) {
+  // As kustomize's imagetag filter: a new tag or digest replaces both; both given name both.
+  if (override.newTag !== undefined || override.digest !== undefined) {
     tag = override.newTag;
-    digest = undefined;
-  }
-  if (override.digest !== undefined) {
     digest = override.digest;
-    tag = undefined;
   }
   return `${name}${tag !== undefined ? `:${tag}` : ''}${digest !== undefined ? `@${digest}` : ''}`;
 }
 
-// `node dist/config/build.js [dir]` prints the bundle, like `kubectl kustomize [dir]` (default config/default).
-if (require.main === module) {
-  const dir = process.argv[2] ?? 'config/default';
+/** The name config/manager/deployment.yaml gives the operator image; config/default maps it to the real one. */
+export const IMAGE_PLACEHOLDER = 'modrule';
+
+function containerImages(value: JsonValue): string[] {
+  if (Array.isArray(value)) return value.flatMap(containerImages);
+  if (!isJsonObject(value)) return [];
+  return Object.entries(value).flatMap(([key, child]) =>
+    CONTAINER_LISTS.has(key) && Array.isArray(child)
+      ? child.flatMap((c) => (isJsonObject(c) && typeof c.image === 'string' ? [c.image] : []))
+      : containerImages(child),
+  );
+}
+
+/** The bundle for `dir`: built, checked (config/check.ts), as text. Throws KustomizeError or ImageReferenceError. */
+export function buildBundle(dir: string, image?: string): string {
+  const override = image === undefined ? undefined : imageOverride(IMAGE_PLACEHOLDER, image);
+  const resources = loadKustomization(dir, { image: override });
+  const problems = checkBundle(resources);
+  if (override && !containerImages(resources).includes(rewriteImage(IMAGE_PLACEHOLDER, [override])))
+    problems.push(`no kustomization under it has an images: entry named "${IMAGE_PLACEHOLDER}" to set to ${image}`);
+  if (problems.length > 0) throw new KustomizeError(`${dir}: ${problems.join('; ')}`);
+  return emitYamlDocuments(resources);
+}
+
+// Written beside the target and renamed over it: a failed build never leaves a truncated bundle.yaml behind.
+function writeAtomically(file: string, text: string): void {
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  fs.writeFileSync(temp, text);
+  fs.renameSync(temp, file);
+}
+
+const USAGE = 'usage: node dist/config/build.js [DIR] [--image REF] [--output FILE]';
+
+/**
+ * `node dist/config/build.js [DIR] [--image REF] [--output FILE]`: the bundle of DIR (default config/default), like
+ * `kubectl kustomize DIR`, with the operator image set to REF (`make bundle IMAGE=...`), on stdout or into FILE.
+ */
+export function main(argv: readonly string[]): number {
   try {
-    process.stdout.write(buildKustomization(dir));
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      options: { image: { type: 'string' }, output: { type: 'string', short: 'o' } },
+    });
+    if (positionals.length > 1) throw new KustomizeError(`one directory at most\n${USAGE}`);
+    const text = buildBundle(positionals[0] ?? 'config/default', values.image);
+    if (values.output) writeAtomically(values.output, text);
+    else process.stdout.write(text);
+    return 0;
   } catch (err) {
     process.stderr.write(`config/build: ${(err as Error).message}\n`);
-    process.exitCode = 1;
+    return 1;
   }
 }
+
+if (require.main === module) process.exitCode = main(process.argv.slice(2));

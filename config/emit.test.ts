@@ -94,6 +94,7 @@ describe('rewriteImage', () => {
     { name: 'busybox', newTag: '1.36' },
     { name: 'registry.local:5000/app', newName: 'ghcr.io/acme/app' },
     { name: 'pinned', digest: 'sha256:abc' },
+    { name: 'both', newTag: '2', digest: 'sha256:def' },
   ];
   it.each([
     ['modrule', 'ghcr.io/modrule/modrule:0.1.0'],
@@ -102,6 +103,7 @@ describe('rewriteImage', () => {
     ['registry.local:5000/app', 'ghcr.io/acme/app'],
     ['registry.local:5000/app:1.0@sha256:abc', 'ghcr.io/acme/app:1.0@sha256:abc'],
     ['pinned:1', 'pinned@sha256:abc'],
+    ['both:1@sha256:abc', 'both:2@sha256:def'],
     ['other:1', 'other:1'],
   ])('%s -> %s', (image, expected) => {
     expect(rewriteImage(image, images)).toBe(expected);
@@ -122,7 +124,10 @@ describe('buildKustomization', () => {
 
   function tempKustomization(files: Record<string, string>): string {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'modrule-kustomize-'));
-    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+    for (const [name, text] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+      fs.writeFileSync(path.join(dir, name), text);
+    }
     return dir;
   }
   const FIFO = 'sortOptions: {order: fifo}\n';
@@ -134,8 +139,16 @@ describe('buildKustomization', () => {
       { 'kustomization.yaml': `${FIFO}namePrefix: a-\nresources: [cm.yaml]\n`, 'cm.yaml': configMap },
       /namePrefix/,
     ],
-    ['legacy sort order', { 'kustomization.yaml': 'sortOptions: {order: legacy}\n' }, /fifo/],
-    ['no sort order', { 'kustomization.yaml': 'resources: [cm.yaml]\n', 'cm.yaml': configMap }, /fifo/],
+    ['an unknown sort order', { 'kustomization.yaml': 'sortOptions: {order: alphabetical}\n' }, /fifo.*legacy/],
+    [
+      'sortOptions below the top level (kustomize ignores it there)',
+      {
+        'kustomization.yaml': 'resources: [inner]\n',
+        'inner/kustomization.yaml': `${FIFO}resources: [../cm.yaml]\n`,
+        'cm.yaml': configMap,
+      },
+      /only at the top level/,
+    ],
     ['a missing resource', { 'kustomization.yaml': `${FIFO}resources: [nope.yaml]\n` }, /does not exist/],
     [
       'a non-object document',
@@ -151,6 +164,29 @@ describe('buildKustomization', () => {
     const dir = tempKustomization(files);
     expect(() => buildKustomization(dir)).toThrow(KustomizeError);
     expect(() => buildKustomization(dir)).toThrow(message);
+  });
+
+  it("sorts without sortOptions as kustomize's legacy order does (testdata/legacy-order/expected.yaml)", () => {
+    const dir = path.join(__dirname, 'testdata/legacy-order');
+    expect(buildKustomization(dir)).toBe(fs.readFileSync(path.join(dir, 'expected.yaml'), 'utf8'));
+  });
+
+  (hasKubectl ? it : it.skip)('sorts like kubectl kustomize on the legacy-order cases', () => {
+    const dir = path.join(__dirname, 'testdata/legacy-order');
+    const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+    expect(r.stdout).toBe(buildKustomization(dir));
+  });
+
+  it('sets an image override at whatever level names the placeholder (make bundle IMAGE=...)', () => {
+    const dir = tempKustomization({
+      'kustomization.yaml': 'resources: [inner]\n',
+      'inner/kustomization.yaml': 'resources: [pod.yaml]\nimages: [{name: app, newName: example.com/app, newTag: "1"}]\n',
+      'inner/pod.yaml':
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: app}]\n',
+    });
+    const image = { name: 'app', newName: 'registry.local:5000/team/app', newTag: '2.0' };
+    expect(buildKustomization(dir, { image })).toContain('- image: registry.local:5000/team/app:2.0\n');
+    expect(buildKustomization(dir)).toContain('- image: example.com/app:1\n');
   });
 
   it('refuses a directory without a kustomization', () => {

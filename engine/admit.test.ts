@@ -4,7 +4,8 @@ import { JsonObject } from '../util/json';
 import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { escapeToken } from '../patch/pointer';
 import { RuleStore } from '../store/rules';
-import { AdmissionOutcome, stableStringify } from './admit';
+import { AdmissionOutcome } from './admit';
+import { stableStringify } from './stable-stringify';
 import { admitChecked, storeFromYaml } from './testing';
 
 const storeWith = (

@@ -5,20 +5,25 @@ import { storeFromYaml } from './testing';
 
 // Issue 12: a tenant's expensive Patch rules must not use up the budget the cluster's Reject rules need, and a
 // Reject rule the budget cannot pay for rejects (fail closed) instead of letting the object through.
+// Issue 24: each rule also has its own share (a tenth of the budget), so what exhausts the request here is many
+// moderately expensive rules together, each within its share.
 
-// Expensive but valid Patch rules in the tenant's own namespace: ~600k template steps each.
-const hostilePatches = Array.from(
-  { length: 4 },
-  (_, i) => `
+// Moderately expensive but valid Patch rules in the tenant's own namespace: ~80k template steps each, under a
+// rule's share (100k of the 1M budget); ten of them are more than the Patch rules' 750k.
+const spins = (count: number) =>
+  Array.from(
+    { length: count },
+    (_, i) => `
 apiVersion: api.kubemod.io/v1beta1
 kind: ModRule
 metadata: {name: spin-${i}, namespace: evil}
 spec:
   type: Patch
   match: [{select: '$.kind', matchValue: ConfigMap}]
-  patch: [{op: add, path: /metadata/annotations/spin-${i}, value: '{{ range until 300000 }}{{ end }}x'}]
+  patch: [{op: add, path: /metadata/annotations/spin-${i}, value: '{{ range until 40000 }}{{ end }}x'}]
 `,
-).join('---\n');
+  ).join('---\n');
+const hostilePatches = spins(10);
 
 // A cluster-wide policy from kubemod-system that the tenant's ConfigMap breaks (no owner label).
 const clusterReject = `
@@ -60,39 +65,48 @@ describe('Reject rules under the request budget', () => {
         message: 'ConfigMap settings has no owner label',
       },
     ]);
-    // The Patch rules ran out of their share, and say so.
-    expect(out.failures.map((f) => f.rule.name)).toContain('spin-3');
+    // The Patch rules ran out of their part together (none of them alone), and say so.
+    expect(out.failures.map((f) => f.rule.name)).toContain('spin-9');
     expect(out.failures[0].message).toMatch(/request budget exhausted: Patch rules used more than 750000 of/);
+    expect(out.overBudget).toEqual([]);
     expect(budget.exhausted).toMatch(/request budget exhausted/);
   });
 
   test('the same holds when the time, not the steps, runs out', () => {
     let t = 0;
-    // Every clock read moves time on by 1 ms: the Patch rules use up their 75 ms long before their steps.
-    const budget = new RequestBudget({ steps: 1e12, ms: 100 }, () => t++);
+    // Every clock read moves time on by 1 ms: the Patch rules use up their 75 ms long before their steps. No CPU
+    // time passes, so no rule runs out of its own share of time.
+    const budget = new RequestBudget({ steps: 1e12, ms: 100 }, { now: () => t++, cpu: () => 0 });
     const out = admitWith(hostilePatches + '---\n' + clusterReject, budget);
     expect(out.allowed).toBe(false);
     expect(out.rejections.map((r) => r.message)).toEqual(['ConfigMap settings has no owner label']);
     expect(out.failures[0].message).toMatch(/Patch rules took longer than 75 of 100 ms/);
   });
 
-  test('a Reject rule the budget cannot pay for rejects, naming itself and the budget', () => {
-    // The tenant's own Reject rule (sorted before kubemod-system? no: "evil" < "kubemod-system") eats the reserve.
-    const hostileReject = `
+  test('Reject rules the budget cannot pay for reject, naming themselves and the budget', () => {
+    // The tenant's own Reject rules (sorted before kubemod-system: "evil" < "kubemod-system") eat the reserve
+    // together, each within its share.
+    const costlyChecks = Array.from(
+      { length: 4 },
+      (_, i) => `
 apiVersion: api.kubemod.io/v1beta1
 kind: ModRule
-metadata: {name: costly-check, namespace: evil}
+metadata: {name: costly-check-${i}, namespace: evil}
 spec:
   type: Reject
-  rejectMessage: '{{ range until 400000 }}{{ end }}never'
+  rejectMessage: '{{ range until 40000 }}{{ end }}never'
   match: [{select: '$.kind', matchValue: ConfigMap}]
-`;
+`,
+    );
     const budget = new RequestBudget({ steps: 1_000_000, ms: 60_000 });
-    const out = admitWith([hostilePatches, hostileReject, clusterReject].join('---\n'), budget);
+    const out = admitWith([hostilePatches, ...costlyChecks, clusterReject].join('---\n'), budget);
     expect(out.allowed).toBe(false);
-    expect(out.rejections).toEqual([
+    expect(out.rejections.slice(0, 3)).toEqual(
+      [0, 1, 2].map((i) => ({ rule: { namespace: 'evil', name: `costly-check-${i}` }, message: 'never' })),
+    );
+    expect(out.rejections.slice(3)).toEqual([
       {
-        rule: { namespace: 'evil', name: 'costly-check' },
+        rule: { namespace: 'evil', name: 'costly-check-3' },
         message: expect.stringMatching(/^could not be evaluated within the request budget \(request budget/),
       },
       {
@@ -102,18 +116,17 @@ spec:
     ]);
     // Reported as failures too (warned and counted per rule).
     expect(out.failures.map((f) => f.rule.name)).toEqual(
-      expect.arrayContaining(['costly-check', 'require-owner']),
+      expect.arrayContaining(['costly-check-3', 'require-owner']),
     );
     expect(out.patch).toEqual([]);
   });
 
   test('without Reject rules the Patch rules may use the whole budget', () => {
-    const budget = new RequestBudget({ steps: 1_300_000, ms: 60_000 });
-    // Two spins (~1.2M steps) fit in the whole budget; with a quarter held back they would not.
-    const two = hostilePatches.split('---\n').slice(0, 2).join('---\n');
-    const out = admitWith(two, budget);
+    const budget = new RequestBudget({ steps: 1_000_000, ms: 60_000 });
+    // Eleven spins (~880k steps) fit in the whole budget; with a quarter held back they would not.
+    const out = admitWith(spins(11), budget);
     expect(out.failures).toEqual([]);
-    expect(out.patched.map((r) => r.name)).toEqual(['spin-0', 'spin-1']);
+    expect(out.patched).toHaveLength(11);
   });
 
   test('a compliant object is still admitted (and patched) when the Reject rules run within the reserve', () => {
@@ -122,7 +135,7 @@ spec:
       ...configMap,
       metadata: { name: 'settings', namespace: 'evil', labels: { owner: 'me' } },
     };
-    const out = admitWith(hostilePatches.split('---\n')[0] + '---\n' + clusterReject, budget, owned);
+    const out = admitWith(spins(1) + '---\n' + clusterReject, budget, owned);
     expect(out.allowed).toBe(true);
     expect(out.failures).toEqual([]);
     expect(out.patched.map((r) => r.name)).toEqual(['spin-0']);
@@ -132,11 +145,7 @@ spec:
     let inner: JsonObject = { leaf: 'x' };
     for (let i = 0; i < 2_000; i++) inner = { a: inner };
     const deep = { ...configMap, data: inner };
-    const out = admitWith(
-      hostilePatches.split('---\n')[0] + '---\n' + clusterReject,
-      RequestBudget.unlimited(),
-      deep,
-    );
+    const out = admitWith(spins(1) + '---\n' + clusterReject, RequestBudget.unlimited(), deep);
     expect(out.allowed).toBe(false);
     expect(out.rejections).toEqual([
       {

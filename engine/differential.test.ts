@@ -10,7 +10,8 @@ import { createPatch } from '../patch/diff';
 import { applyKubeModOperation } from '../patch/kubemod';
 import { formatPointer } from '../patch/pointer';
 import { RuleSnapshot, RuleStore } from '../store/rules';
-import { admit, AdmissionInput, AdmissionOutcome, RuleRef, stableStringify } from './admit';
+import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from './admit';
+import { stableStringify } from './stable-stringify';
 import { itemMatches } from './match';
 import { Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
 
@@ -27,6 +28,8 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     patched: [],
     failures: [],
     ignored: false,
+    overBudget: [],
+    quarantined: [],
   };
   const subject = input.operation === 'DELETE' ? input.oldObject : input.object;
   if (!subject) return outcome;

@@ -9,7 +9,8 @@ import { AdmissionOperation, IGNORE_LABEL } from '../modrule/types';
 import { formatPointer } from '../patch/pointer';
 import { itemMatches, ruleMatches, valueMatches } from './match';
 import { applyOperations, Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
-import { AdmissionInput, isIgnored, prepare, scopeOf } from './admit';
+import { AdmissionInput } from './admit';
+import { isIgnored, prepare, scopeOf } from './subject';
 import { compareRules, RuleSnapshot } from '../store/rules';
 
 /** How many select results an explanation lists per match item. */

@@ -1,8 +1,9 @@
 // Warnings for valid ModRules: legal, accepted by the webhook, but almost certainly not what the author meant.
 // Offline only (`modrule validate`); nothing here runs at admission.
 import { isJsonObject, jsonEqual, JsonValue } from '../util/json';
-import { JsonPathNode } from '../jsonpath';
-import { CompiledRule, placeholderCapacity } from './compile';
+import { compileJsonPath, JsonPathNode, parseJsonPath } from '../jsonpath';
+import { isAmbiguous } from '../jsonpath/ast';
+import { CompiledMatchItem, CompiledRule, placeholderCapacity } from './compile';
 
 /** A warning about one rule, with the field it is about. */
 export interface LintWarning {
@@ -38,7 +39,10 @@ export function staticType(node: JsonPathNode): StaticType {
   }
 }
 
-/** Warnings about one valid rule: match items that can never compare, `#N` placeholders never used. */
+/**
+ * Warnings about one valid rule: match items that can never compare, matchFor: All with negate over a select that
+ * drops missing values, `#N` placeholders never used.
+ */
 export function lintModRule(rule: CompiledRule): LintWarning[] {
   const warnings: LintWarning[] = [];
   rule.match.forEach((item, i) => {
@@ -67,6 +71,8 @@ export function lintModRule(rule: CompiledRule): LintWarning[] {
         });
       }
     }
+    const hidden = missingHiddenFromAll(item);
+    if (hidden) warnings.push({ field: `${at}.select`, message: hidden });
   });
 
   const rawPatch = isJsonObject(rule.source?.spec)
@@ -126,4 +132,95 @@ export function findShadowedRules(
     }
   }
   return out;
+}
+
+/**
+ * matchFor: All with negate means "not every element passes", but a select such as
+ * `$.spec.containers[*].resources.limits` yields nothing for a container without limits: All then sees only the
+ * containers that have them, and the one that does not can never make the item match. The warning suggests the
+ * filter form, which selects the failing elements themselves, missing ones included.
+ */
+function missingHiddenFromAll(item: CompiledMatchItem): string | undefined {
+  if (item.matchFor !== 'All' || !item.negate) return undefined;
+  const ast = item.select.ast;
+  if (ast.kind !== 'path' || ast.root !== '$') return undefined;
+  const last = ast.segments.reduce((found, s, i) => (isAmbiguous(s) ? i : found), -1);
+  const tail = ast.segments.slice(last + 1);
+  // Members after the last wildcard or filter are what can be missing (`..name` searches, by design).
+  if (last < 0 || ast.segments[last].type === 'descent' || tail.length === 0) return undefined;
+  if (!tail.every((s) => s.type === 'name' || s.type === 'index')) return undefined;
+  const parts = splitAtSegment(item.select.source, last);
+  if (!parts) return undefined;
+  const { base, step, rest } = parts;
+  const message =
+    `with matchFor: All and negate, an element of ${base}${step} without ${rest} is never seen: the select ` +
+    `drops missing values, so such an element cannot make this item match (only all of them missing does)`;
+  const suggestion = filterForm(item, parts, ast.segments[last].type);
+  return suggestion
+    ? `${message}; select the failing elements instead and drop ${['matchFor', 'negate', ...matchField(item)].join(', ')}: select: '${suggestion.replace(/'/g, "''")}'`
+    : `${message}; select the failing elements instead with a filter (e.g. [? isUndefined(@${rest})])`;
+}
+
+/** The select's text split around its segment `index`: before it, the segment itself, the rest after it. */
+function splitAtSegment(
+  source: string,
+  index: number,
+): { base: string; step: string; rest: string } | undefined {
+  const segmentsOf = (text: string): number => {
+    try {
+      const ast = parseJsonPath(text);
+      return ast.kind === 'path' ? ast.segments.length : -1;
+    } catch {
+      return -1;
+    }
+  };
+  // The select is parsed back from cut points, so the user's own spelling (['a'], .a, spaces) is kept.
+  const cuts = [...source.matchAll(/[.[]/g)].map((m) => m.index).filter((i) => i > 0);
+  const after = cuts.filter((i) => segmentsOf(source.slice(0, i)) === index + 1).pop();
+  const before = cuts.filter((i) => segmentsOf(source.slice(0, i)) === index).pop();
+  if (after === undefined || before === undefined || before >= after) return undefined;
+  return { base: source.slice(0, before), step: source.slice(before, after), rest: source.slice(after) };
+}
+
+function matchField(item: CompiledMatchItem): string[] {
+  if (item.matchRegex !== undefined) return ['matchRegex'];
+  if (item.matchValue !== undefined) return ['matchValue'];
+  return item.matchValues !== undefined ? ['matchValues'] : [];
+}
+
+// A string literal of the select language: raw (no escapes to get wrong in a regex) unless it holds a backquote.
+function literal(text: string): string {
+  return text.includes('`') ? JSON.stringify(text) : `\`${text}\``;
+}
+
+/** The select of the filter form, or undefined when the last step is not a wildcard or a filter. */
+function filterForm(
+  item: CompiledMatchItem,
+  { base, step, rest }: { base: string; step: string; rest: string },
+  type: string,
+): string | undefined {
+  const value = `@${rest}`;
+  // Every comparison with a missing value is false, so its negation selects the missing elements too.
+  const fails =
+    item.matchRegex !== undefined
+      ? `!(${value} =~ ${literal(item.matchRegex.source)})`
+      : item.matchValue !== undefined
+        ? `!(${value} == ${literal(item.matchValue)})`
+        : item.matchValues !== undefined
+          ? `!(${item.matchValues.map((v) => `${value} == ${literal(v)}`).join(' || ')})`
+          : `isUndefined(${value})`;
+  let filter: string;
+  if (type === 'wildcard') filter = `[? ${fails}]`;
+  else if (type === 'filter') {
+    const predicate = /^\[\?\s*([\s\S]*)\]$/.exec(step)?.[1];
+    if (predicate === undefined) return undefined;
+    filter = `[? (${predicate.trim()}) && ${fails}]`;
+  } else return undefined;
+  const select = `${base}${filter}`;
+  try {
+    compileJsonPath(select);
+  } catch {
+    return undefined;
+  }
+  return select;
 }

@@ -80,6 +80,12 @@ export const MAX_EXECUTION_TIER = 32766;
 /** The namespace whose ModRules are cluster-wide (configurable at run time). */
 export const DEFAULT_CLUSTER_NAMESPACE = 'kubemod-system';
 
+/**
+ * The control plane's own namespace. The bundle's webhooks exclude it by name (KubeMod asked users to label it
+ * ignored); offline `apply` still patches what it is given, e.g. a chart installed into kube-system.
+ */
+export const SYSTEM_NAMESPACE = 'kube-system';
+
 /** Labels and annotations KubeMod users rely on. */
 export const IGNORE_LABEL = 'admission.kubemod.io/ignore';
 export const INJECT_NODE_REF_ANNOTATION = 'ref.kubemod.io/inject-node-ref';

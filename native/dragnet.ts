@@ -48,7 +48,11 @@ export function defaultDragnetScope(podNamespace = 'kubemod-system'): DragnetSco
     namespaceSelector: {
       matchExpressions: [
         { key: 'admission.kubemod.io/ignore', operator: 'NotIn', values: ['true'] },
-        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [podNamespace] },
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'NotIn',
+          values: [...new Set([podNamespace, 'kube-system'])],
+        },
       ],
     },
   };

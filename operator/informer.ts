@@ -62,6 +62,11 @@ export class Informer {
   readonly synced: Promise<void> = new Promise((r) => (this.resolveSynced = r));
   /** How many full lists have been handed over (tests and metrics). */
   listCount = 0;
+  /**
+   * The resourceVersion the handlers have caught up with (a list's, then each event's and bookmark's); null before
+   * the first list. Set before the handler runs, so a handler (and anything it triggers) reads its own event's.
+   */
+  resourceVersion: string | null = null;
 
   constructor(private readonly options: InformerOptions) {}
 
@@ -151,6 +156,7 @@ export class Informer {
       for (const item of pageItems) if (isJsonObject(item)) items.push({ apiVersion, kind, ...item });
     } while (token && !this.stopped);
     if (this.stopped) return version;
+    this.resourceVersion = version || this.resourceVersion;
     this.safely('replace', () => handlers.replace(items));
     this.listCount++;
     if (!this.syncedFlag) {
@@ -186,7 +192,7 @@ export class Informer {
           return;
         }
         const version = resourceVersionOf(event.object);
-        if (version) lastVersion = version;
+        if (version) lastVersion = this.resourceVersion = version;
         if (event.type === 'BOOKMARK') return;
         const obj: JsonObject = { apiVersion, kind, ...event.object };
         if (event.type === 'DELETED') this.safely('remove', () => handlers.remove(obj));

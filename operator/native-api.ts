@@ -1,6 +1,10 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
+import { readLive } from '../scope/ownership';
+import { registrationJson } from '../scope/registration';
 import {
+  DRAGNET_WEBHOOK,
   DragnetScope,
+  dragnetScopeOf,
   POLICY_API_VERSION,
   policyCollection,
   policyPath,
@@ -206,4 +210,17 @@ export function probeNamespace(
     const labels = namespaceLabels(snapshot.namespace(ns));
     return labels !== undefined && selector.matches({ 'kubernetes.io/metadata.name': ns, ...labels });
   });
+}
+
+/**
+ * The policies' scope: the dragnet webhook's net as installed (bundle.yaml, or a user's edit of it), not the
+ * registration narrowed to the rules the webhook serves (scope/, issue 18), which leaves out the rules served
+ * natively and would take their namespaces and resources away from their own policies. Undefined: no dragnet.
+ */
+export function configuredDragnetScope(config: JsonObject): DragnetScope | undefined {
+  const hooks = Array.isArray(config.webhooks) ? config.webhooks : [];
+  const hook = hooks.find((w) => isJsonObject(w) && w.name === DRAGNET_WEBHOOK);
+  if (!isJsonObject(hook)) return undefined;
+  const { configured } = readLive(config, hook);
+  return dragnetScopeOf({ webhooks: [{ ...hook, ...registrationJson(configured) }] });
 }

@@ -1,13 +1,12 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
-import { analyzeModRule, CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../modrule/compile';
 import { formatProblems } from '../modrule/problems';
 import { RuleStore } from '../store/rules';
 import {
   compileNative,
   defaultDragnetScope,
   DragnetScope,
-  dragnetScopeOf,
   effectsOf,
   interferenceProblem,
   NativeFit,
@@ -23,6 +22,7 @@ import { Informer, InformerHandlers } from './informer';
 import { KubeClient } from './kube';
 import {
   applyOwned,
+  configuredDragnetScope,
   contains,
   deleteOwned,
   isOwned,
@@ -36,6 +36,7 @@ import {
   unavailableReason,
 } from './native-api';
 import { Serving, StatusReporter } from './status';
+import { StatusSink } from './sync';
 
 /*
  * Serves ModRules natively where they fit (issue 19): compiles each rule that asks for it to a policy and binding,
@@ -61,6 +62,8 @@ export interface NativeControllerOptions {
   client: KubeClient;
   store: RuleStore;
   status: StatusReporter | null;
+  /** Where Ready reports go (the dragnet scope's gate); default `status`. */
+  sink?: StatusSink | null;
   logger: Logger;
   mode: Exclude<NativeMode, 'off'>;
   clusterNamespace: string;
@@ -217,9 +220,7 @@ export class NativeController implements InformerHandlers {
     }
     if (!held) return this.teardown(key, raw, undefined);
     if (this.unavailable) return this.teardown(key, raw, webhook(READY_REASON_UNAVAILABLE, this.unavailable));
-    const compiled = analyzeModRule(raw).rule;
-    if (!compiled) return this.teardown(key, raw, undefined);
-    const fit = compileNative(compiled, {
+    const fit = compileNative(held, {
       clusterNamespace: this.options.clusterNamespace,
       dragnet: this.dragnet,
     });
@@ -265,7 +266,7 @@ export class NativeController implements InformerHandlers {
       state.inForce = false;
       state.native = false;
       store.serveByWebhook(held.namespace, held.name);
-      status?.setServing(raw, {
+      this.show(raw, {
         servedBy: 'Webhook',
         reason: READY_REASON_PENDING,
         message: `${kind} ${policyName(held)} accepted; the webhook hands the rule over shortly`,
@@ -287,7 +288,7 @@ export class NativeController implements InformerHandlers {
     }
     state.native = true;
     const partial = fit.guards.list.length > 0;
-    status?.setServing(raw, {
+    this.show(raw, {
       servedBy: 'Native',
       reason: READY_REASON_NATIVE,
       message:
@@ -322,6 +323,16 @@ export class NativeController implements InformerHandlers {
     return false;
   }
 
+  /** Records which path serves the rule; a change is reported (Ready reason, servedBy) with the rule's problems. */
+  private show(raw: JsonObject, serving: Serving | undefined): void {
+    const { status, store } = this.options;
+    if (!status?.setServing(raw, serving)) return;
+    const [namespace, name] = splitKey(keyOf(raw));
+    // A rule the store does not hold was refused: its problems stay what ClusterSync reported.
+    const problems = store.ruleOf(namespace, name) ? [] : store.compileRule(raw).problems;
+    (this.options.sink ?? status).report(raw, problems);
+  }
+
   /** The webhook serves the rule in full; its policy and binding (if any) go. */
   private async teardown(
     key: string,
@@ -331,7 +342,7 @@ export class NativeController implements InformerHandlers {
     const state = this.states.get(key);
     const [namespace, name] = splitKey(key);
     this.options.store.serveByWebhook(namespace, name);
-    if (raw) this.options.status?.setServing(raw, serving);
+    if (raw) this.show(raw, serving);
     const policy = `modrule.${namespace}.${name}`;
     for (const kind of state?.kind ? [state.kind] : ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy'])
       await this.deletePolicies(kind, policy);
@@ -408,7 +419,7 @@ export class NativeController implements InformerHandlers {
   /** Whether an owned object still says what the operator wrote for the rule. */
   private stillAsWritten(key: string, obj: JsonObject): boolean {
     const raw = this.rules.get(key);
-    const compiled = raw ? analyzeModRule(raw).rule : undefined;
+    const compiled = raw ? this.options.store.ruleOf(...splitKey(key)) : undefined;
     if (!raw || !compiled) return false;
     const fit = compileNative(compiled, {
       clusterNamespace: this.options.clusterNamespace,
@@ -436,7 +447,7 @@ export class NativeController implements InformerHandlers {
         'GET',
         `${MUTATING_WEBHOOK}/${this.options.webhookConfiguration ?? 'kubemod-mutating-webhook-configuration'}`,
       );
-      const scope = dragnetScopeOf(config);
+      const scope = configuredDragnetScope(config);
       if (scope) this.dragnet = scope;
     } catch {
       // No dragnet configuration to read (yet): bundle.yaml's scope.

@@ -1,17 +1,22 @@
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
+import type { ScopeMode } from '../scope/ownership';
 import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
+import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
+import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
+import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
 import { NativeController, NativeMode } from './native';
+import { QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 
@@ -40,11 +45,17 @@ export interface OperatorConfig {
   nativePolicies?: NativeMode;
   /** How long an accepted policy runs alongside the webhook before the webhook leaves the rule to it. */
   nativeSettleMs?: number;
+  /** `rules` (default): the dragnet's registration follows the ModRules in force; `wide`: it stays as configured. */
+  dragnetScope?: ScopeMode;
   /**
    * On stop, how long to keep serving while reporting unready, so the API server stops routing to this replica
    * before it closes (endpoint removal is asynchronous); default 0.
    */
   shutdownDelayMs?: number;
+  /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
+  quarantine?: QuarantineOptions;
+  /** Background audit reports (--reports); off when absent. */
+  reports?: BackgroundAuditConfig;
 }
 
 /** A running operator. */
@@ -101,10 +112,24 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     informers: () => rules.informerStates(),
     certificateExpiry: () => (tls ? expiryOf(tls.current().cert) : null),
   });
-  const status =
-    config.writeStatus === false
-      ? null
-      : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
+  // Rules that keep running out of their share are quarantined (per replica) and shown Degraded on the ModRule.
+  const quarantine = new RuleQuarantine(config.quarantine, store);
+  const degraded =
+    config.writeStatus === false ? null : new QuarantineStatus({ client, logger, store, quarantine });
+  const status = degraded
+    ? new StatusReporter({
+        client,
+        logger,
+        onWrite: (result) => metrics.statusWrites.inc({ result }),
+        ready: (rule, problems, want) => degraded.ready(rule, problems, want),
+      })
+    : null;
+  // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
+  const scope = startDragnetScope({
+    mode: config.dragnetScope ?? 'rules',
+    clusterNamespace: config.clusterNamespace,
+    ...{ client, logger, registry, store, status, sync: () => rules },
+  });
   const mode = config.nativePolicies ?? 'opt-in';
   const native =
     mode === 'off'
@@ -113,13 +138,26 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
           client,
           store,
           status,
+          // Ready reports go through the scope's gate, as ClusterSync's do.
+          sink: scope.status,
           logger,
           mode,
           clusterNamespace: config.clusterNamespace,
           podNamespace: config.podNamespace,
           settleMs: config.nativeSettleMs,
         });
-  const rules = new ClusterSync({ client, store, logger, status, observer: native ?? undefined });
+  const rules = new ClusterSync({
+    client,
+    store,
+    logger,
+    status: scope.status,
+    observer: native ?? undefined,
+  });
+  if (status) degraded?.attach(status);
+  const stopQuarantine = (): void => {
+    degraded?.stop();
+    quarantine.close();
+  };
   let draining = false;
   rules.start();
   void native
@@ -153,7 +191,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([rules.stop(), native?.stop(), status?.stop(), certs?.stop()]);
+    await Promise.all([
+      rules.stop(),
+      status?.stop(),
+      certs?.stop(),
+      scope.stop(),
+      stopQuarantine(),
+      native?.stop(),
+    ]);
     throw err;
   }
   tls = served;
@@ -176,12 +221,25 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
+      quarantine,
     });
   } catch (err) {
-    await Promise.all([rules.stop(), native?.stop(), status?.stop(), certs?.stop()]);
+    await Promise.all([
+      rules.stop(),
+      status?.stop(),
+      certs?.stop(),
+      scope.stop(),
+      stopQuarantine(),
+      native?.stop(),
+    ]);
     served.close();
     throw err;
   }
+  // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
+  const audit = config.reports
+    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced })
+    : null;
+  audit?.start();
   logger.info('webhook listening', {
     url: webhook.url,
     health: webhook.healthUrl,
@@ -200,7 +258,15 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([rules.stop(), native?.stop(), status?.stop(), certs?.stop()]);
+        await Promise.all([
+          rules.stop(),
+          status?.stop(),
+          certs?.stop(),
+          scope.stop(),
+          stopQuarantine(),
+          audit?.stop(),
+          native?.stop(),
+        ]);
         served.close();
         logger.info('operator stopped');
       })();

@@ -34,7 +34,8 @@ export interface Serving {
   message: string;
 }
 
-interface RuleIdentity {
+/** The parts of a ModRule's metadata status writes and Events name. */
+export interface RuleIdentity {
   namespace: string;
   name: string;
   uid: string;
@@ -42,7 +43,8 @@ interface RuleIdentity {
   resourceVersion: string;
 }
 
-function identity(rule: JsonObject): RuleIdentity | null {
+/** The rule's identity, or null without name/namespace. */
+export function identity(rule: JsonObject): RuleIdentity | null {
   const m = isJsonObject(rule.metadata) ? rule.metadata : null;
   if (!m || typeof m.name !== 'string' || typeof m.namespace !== 'string') return null;
   return {
@@ -157,7 +159,8 @@ export function demotedRuleEvent(
   return warningEvent(id, DEMOTED_EVENT_REASON, message, `${id.name}\n${reason}\n${minute}`, now, instance);
 }
 
-function warningEvent(
+/** A core/v1 Warning Event on a ModRule; the name hashes `digestOf`, so replicas create the same one once. */
+export function warningEvent(
   id: RuleIdentity,
   reason: string,
   message: string,
@@ -201,6 +204,15 @@ export interface StatusReporterOptions {
   backoffMs?: number;
   /** Told about every status write (metrics). */
   onWrite?: (result: 'ok' | 'failed') => void;
+  /**
+   * The Ready condition to write instead of `want` (operator/quarantine.ts: a quarantined rule is Degraded), or
+   * null to leave the rule's status as it is.
+   */
+  ready?: (
+    rule: JsonObject,
+    problems: readonly ValidationProblem[],
+    want: ReadyCondition,
+  ) => ReadyCondition | null;
 }
 
 interface Pending {
@@ -253,15 +265,18 @@ export class StatusReporter {
   // Which path serves the rules that asked to be served natively (set by operator/native.ts).
   private readonly serving = new Map<string, Serving>();
 
-  /** Records which path serves a rule (undefined: it no longer asks) and writes its status again. */
-  setServing(rule: JsonObject, serving: Serving | undefined): void {
+  /**
+   * Records which path serves a rule (undefined: it no longer asks); true when that changed, and the rule's status
+   * must be reported again (by the caller, through the same gate as every report).
+   */
+  setServing(rule: JsonObject, serving: Serving | undefined): boolean {
     const id = identity(rule);
-    if (!id) return;
+    if (!id) return false;
     const key = `${id.namespace}/${id.name}`;
     const before = this.serving.get(key);
     if (serving) this.serving.set(key, serving);
     else this.serving.delete(key);
-    if (JSON.stringify(before) !== JSON.stringify(serving)) this.report(rule, []);
+    return JSON.stringify(before) !== JSON.stringify(serving);
   }
 
   /** A Warning Event on a rule, written once per distinct message (e.g. a policy the API server refused). */
@@ -296,8 +311,9 @@ export class StatusReporter {
     const id = identity(rule);
     if (!id) return;
     const serving = problems.length === 0 ? this.serving.get(key) : undefined;
-    const want = readyCondition(id.generation, problems, serving);
-    if (statusUpToDate(rule, want, serving?.servedBy)) return;
+    const computed = readyCondition(id.generation, problems, serving);
+    const want = this.options.ready ? this.options.ready(rule, problems, computed) : computed;
+    if (want === null || statusUpToDate(rule, want, serving?.servedBy)) return;
     // If the CRD prunes status, our write changes nothing and the rule never shows it: do not rewrite it forever.
     const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}|${serving?.servedBy ?? ''}`;
     if (this.written.get(key) === signature) return;
@@ -342,7 +358,7 @@ export class StatusReporter {
         if (this.pending.has(key)) return;
       }
     }
-    if (want.status === 'False') await this.emitEvent(rule, want.message);
+    if (want.reason === READY_REASON_INVALID) await this.emitEvent(rule, want.message);
   }
 
   /** Puts a Warning Event on each of a demoted namespace's rules that ran in the offending request. */
@@ -358,7 +374,8 @@ export class StatusReporter {
     await this.postEvent(invalidRuleEvent(rule, message, this.now(), this.instance));
   }
 
-  private async postEvent(event: JsonObject): Promise<void> {
+  /** Creates an Event; best-effort (logged at debug when it fails). */
+  async postEvent(event: JsonObject): Promise<void> {
     const ns = String((event.metadata as JsonObject).namespace);
     try {
       await this.options.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {

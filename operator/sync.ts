@@ -12,12 +12,15 @@ export const MODRULES_PATH = '/apis/api.kubemod.io/v1beta1/modrules';
 export const NAMESPACES_PATH = '/api/v1/namespaces';
 export const NODES_PATH = '/api/v1/nodes';
 
+/** Where rule verdicts go: the StatusReporter, or something that holds them back first (operator/ready-gate.ts). */
+export type StatusSink = Pick<StatusReporter, 'report' | 'forget'>;
+
 export interface ClusterSyncOptions {
   client: KubeClient;
   store: RuleStore;
   logger: Logger;
   /** Where Ready conditions and events go; null to write nothing back (read-only runs). */
-  status: StatusReporter | null;
+  status: StatusSink | null;
   backoff?: BackoffOptions;
   watchTimeoutSeconds?: number;
   /** Told about every ModRule after the store took it (operator/native.ts). */
@@ -95,6 +98,11 @@ export class ClusterSync {
   informerStates(): Array<{ resource: string; synced: boolean; lists: number }> {
     const names = ['modrules', 'namespaces', 'nodes'];
     return this.informers.map((i, n) => ({ resource: names[n], synced: i.hasSynced(), lists: i.listCount }));
+  }
+
+  /** The ModRule resourceVersion the store has caught up with; null before the first list. */
+  rulesVersion(): string | null {
+    return this.informers[0].resourceVersion;
   }
 
   /** True once ModRules, Namespaces and Nodes have all been listed. */

@@ -16,13 +16,18 @@ export interface ProcessResult {
 
 let binDir: string | undefined;
 
-/** A folder holding an executable named `modrule` (put it first on PATH). */
+/** A folder holding the executables `modrule` and `modrule-post-renderer` (put it first on PATH). */
 export function modruleBinDir(): string {
   if (binDir) return binDir;
   binDir = mkdtempSync(join(tmpdir(), 'modrule-bin-'));
-  const script = `#!/bin/sh\nexec "${process.execPath}" -r "${join(ROOT, 'test', 'ts-register.js')}" "${join(ROOT, 'cli', 'main.ts')}" "$@"\n`;
-  writeFileSync(join(binDir, 'modrule'), script);
-  chmodSync(join(binDir, 'modrule'), 0o755);
+  const run = `exec "${process.execPath}" -r "${join(ROOT, 'test', 'ts-register.js')}" "${join(ROOT, 'cli', 'main.ts')}"`;
+  for (const [name, command] of [
+    ['modrule', `${run} "$@"`],
+    ['modrule-post-renderer', `${run} post-render "$@"`],
+  ]) {
+    writeFileSync(join(binDir, name), `#!/bin/sh\n${command}\n`);
+    chmodSync(join(binDir, name), 0o755);
+  }
   return binDir;
 }
 
@@ -30,10 +35,11 @@ export function modruleBinDir(): string {
 export function runProcess(
   command: string,
   args: readonly string[],
-  options: { stdin?: string; cwd?: string } = {},
+  options: { stdin?: string; cwd?: string; env?: Record<string, string> } = {},
 ): Promise<ProcessResult> {
   const env = {
     ...process.env,
+    ...options.env,
     PATH: `${modruleBinDir()}${delimiter}${process.env.PATH ?? ''}`,
     NO_COLOR: '1',
   };

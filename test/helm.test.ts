@@ -5,8 +5,8 @@ import { parseAllDocuments } from 'yaml';
 import { JsonObject } from '../util/json';
 import { runProcess } from './cli';
 
-// Helm runs a post-renderer as `exec.Command(path-from-PATH, args...)` with the rendered chart on stdin, reads the
-// manifests from stdout and fails the install with the command's stderr when it exits non-zero. Do exactly that.
+// `helm template ... | modrule apply`: the rendered chart on stdin, the manifests on stdout, exit non-zero with the
+// reason on stderr, as a separate process. (Helm itself runs `modrule post-render`: test/helm/, with the real Helm.)
 const CHART_OUTPUT = readFileSync(join(__dirname, '..', 'fixtures', 'helm-template.yaml'), 'utf8');
 const RULES = join(__dirname, '..', 'examples', 'helm', 'rules');
 const helmArgs = (...args: string[]): string[] => ['apply', '--rules', ...args];
@@ -20,7 +20,7 @@ type Container = { name: string; image: string };
 const podSpec = (d: JsonObject): JsonObject =>
   ((d.spec as JsonObject).template as JsonObject).spec as JsonObject;
 
-describe('modrule apply as a Helm post-renderer', () => {
+describe('modrule apply on the output of helm template, in a pipe', () => {
   it('patches a chart: stdin to stdout, every object kept, List items and empty documents handled', async () => {
     const r = await runProcess('modrule', helmArgs(RULES), { stdin: CHART_OUTPUT });
     expect(r.stderr).toBe('');

@@ -12,10 +12,11 @@ const LAYERS: readonly (readonly string[])[] = [
   ['jsonpath', 'template', 'patch', 'config', 'fixtures'],
   ['modrule'],
   ['store', 'native'],
-  ['engine'],
+  ['engine', 'scope'],
   ['webhook'],
+  ['audit'],
   ['operator'],
-  ['cli'],
+  ['cli', 'image'],
   ['bench', 'test'],
 ];
 

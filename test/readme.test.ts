@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { EXIT } from '../cli/exit';
 import { TEMPLATE_FUNCTIONS } from '../template';
 
 // The README promises a complete list of template functions; keep it true as functions are added.
@@ -21,6 +22,15 @@ describe('README', () => {
       const text = readFileSync(join(__dirname, '..', 'examples', 'testing', file), 'utf8');
       expect(section).toContain('```yaml\n' + text + '```');
     }
+  });
+
+  it('gives the exit-status table of cli/exit.ts, one for every subcommand', () => {
+    const section = readme.slice(readme.indexOf('## Command line'), readme.indexOf('## Operating it'));
+    expect(section).toContain(`| ${EXIT.ok} | success |`);
+    expect(section).toContain(`| ${EXIT.finding} | the command found something |`);
+    expect(section).toContain(`| ${EXIT.error} | bad usage or input |`);
+    for (const name of ['apply', 'post-render', 'test', 'validate', 'select', 'serve', 'operator'])
+      expect(section).toMatch(new RegExp(`^\\| Status \\|.*\`${name}\``, 'm'));
   });
 
   it('shows the two set-up commands', () => {

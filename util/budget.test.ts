@@ -1,6 +1,13 @@
 import { compileJsonPath, JsonPathLimitError, MAX_VISITS } from '../jsonpath';
 import { compileTemplate, TemplateRuntimeError } from '../template';
-import { BUDGET_CHECK_STEPS, BudgetExhaustedError, RequestBudget } from './budget';
+import {
+  BUDGET_CHECK_STEPS,
+  BudgetExhaustedError,
+  RequestBudget,
+  RULE_TIMED_AFTER_STEPS,
+  RuleBudgetExhaustedError,
+  ruleShareOf,
+} from './budget';
 
 // A clock the test moves by hand.
 function manualClock(): { now: () => number; advance: (ms: number) => void; reads: () => number } {
@@ -81,6 +88,129 @@ describe('RequestBudget', () => {
     const b = RequestBudget.unlimited();
     for (let i = 0; i < 10; i++) b.charge(1e12);
     expect(() => b.check()).not.toThrow();
+  });
+});
+
+describe("a rule's own share (issue 24)", () => {
+  test('a tenth of the configured budget, at most 40% of the budget in force', () => {
+    expect(ruleShareOf({ steps: 1_000_000, ms: 100 })).toEqual({ steps: 100_000, ms: 10 });
+    // A demoted namespace's request: 50,000 steps and 5 ms.
+    expect(ruleShareOf({ steps: 50_000, ms: 5 }, { steps: 1_000_000, ms: 100 })).toEqual({
+      steps: 20_000,
+      ms: 2,
+    });
+    expect(ruleShareOf({ steps: 1_000_000, ms: Infinity })).toEqual({ steps: 100_000, ms: Infinity });
+  });
+
+  test('a rule that spends its share fails alone: the request goes on, and the overshoot is not charged', () => {
+    const b = new RequestBudget({ steps: 100_000, ms: 1e9 });
+    b.beginRule();
+    b.charge(9_000);
+    // One large charge (paid before the work it stands for) past the rule's 10,000.
+    expect(() => b.charge(500_000)).toThrow(RuleBudgetExhaustedError);
+    expect(b.stepsLeft).toBe(90_000);
+    expect(() => b.check()).toThrow(
+      /rule budget exhausted: more than 10000 evaluation steps \(one rule's share\)/,
+    );
+    b.endRule();
+    expect(b.exhausted).toBeNull();
+    // The next rule has its own share.
+    b.beginRule();
+    b.charge(9_999);
+    b.check();
+    b.endRule();
+    // Outside rules only the request's limit counts.
+    b.charge(80_000);
+    expect(() => b.charge(2)).toThrow(BudgetExhaustedError);
+    expect(() => b.charge(0)).not.toThrow(RuleBudgetExhaustedError);
+    expect(b.exhausted).toMatch(/request budget exhausted: more than 100000/);
+  });
+
+  test("when the request (or its Patch phase) ends before the rule's share, the request ran out", () => {
+    const b = new RequestBudget({ steps: 100_000, ms: 1e9 });
+    b.reserve(0.25);
+    b.charge(70_000);
+    b.beginRule();
+    let err: unknown;
+    try {
+      b.charge(8_000);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(BudgetExhaustedError);
+    expect(err).not.toBeInstanceOf(RuleBudgetExhaustedError);
+    expect(b.exhausted).toMatch(/Patch rules used more than 75000/);
+  });
+
+  test('a rule is timed on CPU time, once it has spent RULE_TIMED_AFTER_STEPS steps itself', () => {
+    const wall = manualClock();
+    let cpu = 0;
+    const b = new RequestBudget({ steps: 1e9, ms: 100 }, { now: wall.now, cpu: () => cpu });
+    b.beginRule();
+    // A slow start (a first run, a pause) before the rule has done real work is not held against it.
+    wall.advance(50);
+    cpu += 50;
+    b.charge(RULE_TIMED_AFTER_STEPS - 1);
+    b.check();
+    b.charge(1);
+    wall.advance(11);
+    cpu += 11;
+    expect(() => b.check()).toThrow(/rule budget exhausted: took longer than 10 ms \(one rule's share\)/);
+    b.endRule();
+    expect(b.exhausted).toBeNull();
+    b.check();
+  });
+
+  test('while the process is paused (no CPU time) a rule does not run out; the request deadline still counts', () => {
+    const wall = manualClock();
+    let cpu = 0;
+    const b = new RequestBudget({ steps: 1e9, ms: 100 }, { now: wall.now, cpu: () => cpu });
+    b.beginRule();
+    b.charge(RULE_TIMED_AFTER_STEPS);
+    wall.advance(30);
+    cpu += 2;
+    b.check();
+    // 8 ms of CPU left to the rule: its share ends 8 ms of CPU later, not before.
+    wall.advance(7);
+    cpu += 7;
+    b.check();
+    wall.advance(2);
+    cpu += 2;
+    expect(() => b.check()).toThrow(RuleBudgetExhaustedError);
+    b.endRule();
+    // The request's own deadline counts wall time. When it passes during a rule (one that has done real work) that
+    // took more than half of it, that rule fails alone, and the rules after it find the time gone.
+    b.beginRule();
+    b.charge(RULE_TIMED_AFTER_STEPS);
+    wall.advance(70);
+    expect(() => b.check()).toThrow(/^rule budget exhausted: took more than half of the request's 100 ms/);
+    b.endRule();
+    b.beginRule();
+    expect(() => b.check()).toThrow(/^request budget exhausted: evaluation took longer than 100 ms/);
+  });
+
+  test('when the deadline passes during a rule that took less than half of the time, the request ran out', () => {
+    const wall = manualClock();
+    const b = new RequestBudget({ steps: 1e9, ms: 100 }, { now: wall.now, cpu: () => 0 });
+    wall.advance(60);
+    b.check();
+    b.beginRule();
+    b.charge(RULE_TIMED_AFTER_STEPS);
+    wall.advance(41);
+    expect(() => b.check()).toThrow(/^request budget exhausted: evaluation took longer than 100 ms/);
+  });
+
+  test('unlimited and untimed budgets give rules no limit they can reach', () => {
+    const u = RequestBudget.unlimited();
+    u.beginRule();
+    u.charge(1e12);
+    u.check();
+    u.endRule();
+    const untimed = new RequestBudget({ steps: 1_000_000, ms: Infinity });
+    untimed.beginRule();
+    untimed.charge(99_999);
+    untimed.check();
+    expect(() => untimed.charge(2)).toThrow(RuleBudgetExhaustedError);
   });
 });
 

@@ -1,8 +1,47 @@
-import { isMap, isNode, isScalar, isSeq, LineCounter, parseAllDocuments, stringify, Tags } from 'yaml';
+import {
+  Document,
+  isMap,
+  isNode,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseAllDocuments,
+  stringify,
+  Tags,
+  YAMLError,
+} from 'yaml';
+import { TextPosition } from './excerpt';
 import { isJsonObject, JsonObject, JsonValue } from './json';
 
-/** Thrown for YAML that does not parse or has no JSON form; says which document. */
-export class ManifestSyntaxError extends Error {}
+/** Thrown for YAML that does not parse or has no JSON form; says which document and, for syntax errors, where. */
+export class ManifestSyntaxError extends Error {
+  constructor(
+    message: string,
+    /** The parts of the message, for callers that print the file, line and a caret themselves. */
+    readonly details: { reason?: string; document?: number; position?: TextPosition } = {},
+  ) {
+    super(message);
+  }
+
+  /** Why, without the document and position. */
+  get reason(): string {
+    return this.details.reason ?? this.message;
+  }
+}
+
+// yaml's message says "REASON at line L, column C:" and then draws the place; keep the reason, position apart.
+function yamlError(err: YAMLError): { reason: string; position?: TextPosition } {
+  const reason = firstLine(err.message).replace(/ at line \d+, column \d+:?$/, '');
+  const at = err.linePos?.[0];
+  return { reason, ...(at ? { position: { line: at.line, column: at.col } } : {}) };
+}
+
+/** A YAML syntax error of document `document` (1-based) as 'document N: line L, column C: reason'. */
+export function yamlSyntaxError(err: YAMLError, document: number): ManifestSyntaxError {
+  const { reason, position } = yamlError(err);
+  const where = position ? `: line ${position.line}, column ${position.column}` : '';
+  return new ManifestSyntaxError(`document ${document}${where}: ${reason}`, { reason, document, position });
+}
 
 // go-yaml v2's float syntax: a lone '.' (a managedFields key) or '.e5' is a string there, a float in yaml's 1.1 schema.
 const GO_YAML_FLOAT = /^[-+]?(?:\.[0-9_]+|[0-9][0-9_]*\.[0-9_]*)$/;
@@ -25,6 +64,9 @@ function goYamlTags(tags: Tags): Tags {
 // Duplicate keys are a clear error rather than a silent "last one wins".
 const readOptions = { version: '1.1' as const, customTags: goYamlTags, uniqueKeys: true };
 
+/** The options every manifest is parsed with (YAML 1.1 as go-yaml v2 reads it, unique keys). */
+export const MANIFEST_READ_OPTIONS: Readonly<typeof readOptions> = readOptions;
+
 // Input can come from tenants (rule values) or from files: cap alias expansion so a YAML bomb cannot blow up memory.
 const MAX_ALIAS_COUNT = 100;
 
@@ -33,21 +75,25 @@ export function parseYamlDocuments(text: string): JsonValue[] {
   const out: JsonValue[] = [];
   for (const [i, doc] of parseAllDocuments(text, readOptions).entries()) {
     const where = `document ${i + 1}`;
-    if (doc.errors.length > 0) throw new ManifestSyntaxError(`${where}: ${firstLine(doc.errors[0].message)}`);
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-    } catch (err) {
-      throw new ManifestSyntaxError(`${where}: ${firstLine((err as Error).message)}`);
-    }
-    if (value === null || value === undefined) {
-      if (doc.contents === null) continue; // an empty document between separators
-    }
-    // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
-    // text, and one kept string (a rule's name) would keep the file alive for as long as the rule lives.
-    out.push(JSON.parse(JSON.stringify(toJsonValue(value, ''))) as JsonValue);
+    if (doc.errors.length > 0) throw yamlSyntaxError(doc.errors[0], i + 1);
+    if (doc.contents === null) continue; // an empty document between separators
+    out.push(documentJson(doc, where));
   }
   return out;
+}
+
+/** A parsed document's JSON value (null when empty); throws ManifestSyntaxError prefixed with `where`. */
+export function documentJson(doc: Document, where: string): JsonValue {
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    const reason = firstLine((err as Error).message);
+    throw new ManifestSyntaxError(`${where}: ${reason}`, { reason });
+  }
+  // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
+  // text, and one kept string (a rule's name) would keep the file alive for as long as the rule lives.
+  return JSON.parse(JSON.stringify(toJsonValue(value, ''))) as JsonValue;
 }
 
 /** One document of a YAML stream, where it is, and how to find a field's line in it. */
@@ -60,6 +106,8 @@ export interface LocatedDocument {
   value?: JsonValue;
   /** Why the document does not parse. */
   error?: string;
+  /** Where a syntax error is in the whole text (absent for errors found after parsing). */
+  errorAt?: TextPosition;
   /** 1-based line of the deepest existing field along `path` (the document's line when none exists). */
   lineOf(path: ReadonlyArray<string | number>): number;
 }
@@ -95,7 +143,10 @@ export function parseLocatedDocuments(text: string): LocatedDocument[] {
         return line;
       },
     };
-    if (doc.errors.length > 0) return { ...located, error: firstLine(doc.errors[0].message) };
+    if (doc.errors.length > 0) {
+      const { reason, position } = yamlError(doc.errors[0]);
+      return { ...located, error: reason, ...(position ? { errorAt: position } : {}) };
+    }
     if (doc.contents === null) return located;
     try {
       return { ...located, value: toJsonValue(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), '') };

@@ -1,5 +1,5 @@
 import { AdmissionRequest, AdmissionResponse } from './admission';
-import { admit, AdmissionOutcome, RuleRef } from '../engine/admit';
+import { admit, AdmissionOutcome, AdmitOptions, RuleRef } from '../engine/admit';
 import { JsonObject } from '../util/json';
 import { RequestBudget } from '../util/budget';
 import { RuleSnapshot } from '../store/rules';
@@ -63,24 +63,28 @@ function truncate(s: string, max: number): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
-function failureWarnings(failures: AdmissionOutcome['failures']): string[] {
-  const out = failures
-    .slice(0, MAX_WARNINGS)
-    .map((f) => truncate(`modrule ${ruleName(f.rule)} failed: ${f.message}`, MAX_WARNING_CHARS));
-  if (failures.length > MAX_WARNINGS)
-    out.push(`... and ${failures.length - MAX_WARNINGS} more ModRule failures`);
+// Failed rules, then quarantined ones ("modrule ns/name skipped: quarantined ..."), at most MAX_WARNINGS.
+function failureWarnings(outcome: AdmissionOutcome): string[] {
+  const all = [
+    ...outcome.failures.map((f) => `modrule ${ruleName(f.rule)} failed: ${f.message}`),
+    ...outcome.quarantined.map((q) => `modrule ${ruleName(q.rule)} ${q.message}`),
+  ];
+  const out = all.slice(0, MAX_WARNINGS).map((w) => truncate(w, MAX_WARNING_CHARS));
+  if (all.length > MAX_WARNINGS) out.push(`... and ${all.length - MAX_WARNINGS} more ModRule failures`);
   return out;
 }
 
 /**
  * Answers one /dragnet-webhook request against one snapshot: pure apart from reading the snapshot.
  * Engine failures answer allowed (KubeMod fails open: a broken rule must not block every deployment).
- * `budget` bounds the evaluation of all rules together (default: admit's, UNTIMED_BUDGET).
+ * `budget` bounds the evaluation of all rules together (default: admit's, UNTIMED_BUDGET); `options` says which
+ * rules are quarantined.
  */
 export function handleDragnet(
   request: AdmissionRequest,
   snapshot: RuleSnapshot,
   budget?: RequestBudget,
+  options?: AdmitOptions,
 ): DragnetDecision {
   const uid = request.uid;
   if (request.subResource) {
@@ -103,7 +107,7 @@ export function handleDragnet(
 
   let outcome: AdmissionOutcome;
   try {
-    outcome = admit({ operation, object, oldObject, namespace }, snapshot, budget);
+    outcome = admit({ operation, object, oldObject, namespace }, snapshot, budget, options);
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));
     return {
@@ -131,7 +135,7 @@ export function handleDragnet(
     };
   }
 
-  const warnings = failureWarnings(outcome.failures);
+  const warnings = failureWarnings(outcome);
   let response: AdmissionResponse;
   let result: AdmissionResult;
   let applied: RuleRef[] = [];

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { BudgetLimits, DEFAULT_BUDGET, RequestBudget } from '../util/budget';
+import { BudgetLimits, DEFAULT_BUDGET, RequestBudget, ruleShareOf } from '../util/budget';
 
 /** How namespaces share the one event loop that evaluates every admission. */
 export interface FairnessOptions {
@@ -122,14 +122,16 @@ export class NamespaceFairness {
     });
   }
 
-  // The budget starts when evaluation does, not while the request waits in the queue.
+  // The budget starts when evaluation does, not while the request waits in the queue. A rule's share is a tenth of
+  // the configured budget, at most half of a demoted one: a rule that runs out of it fails alone, and does not
+  // exhaust the request (what demotes for "budget exhausted").
   private evaluate<T>(
     namespace: string,
     limits: BudgetLimits,
     demoted: boolean,
     evaluate: (budget: RequestBudget) => T,
   ): FairRun<T> {
-    const budget = new RequestBudget(limits);
+    const budget = new RequestBudget(limits, { now: this.now }, ruleShareOf(limits, this.budget));
     const started = this.now();
     let value: T;
     try {

@@ -1,6 +1,6 @@
 import { connect, TLSSocket } from 'node:tls';
 import { AdmissionReview } from './admission';
-import { benignRule, bigConfigMap, deepObject, hostileRules, smallConfigMap } from '../fixtures/hostile';
+import { benignRule, bigConfigMap, deepObject, moderateRules, smallConfigMap } from '../fixtures/hostile';
 import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates, GeneratedCertificates } from './certs';
@@ -15,6 +15,10 @@ import {
 import { decodePatch, makeReview, postReview, send } from './testing';
 import { MemoryTlsSource } from './tls';
 
+// Issue 12's budget, issue 24's shares: with a budget of 200,000 steps a rule's share is 20,000. Twelve rules of
+// ~18,000 steps each fit their shares and exhaust the request together (what demotes a namespace).
+const moderate = () => moderateRules('evil', 12, 18_000);
+
 let certs: GeneratedCertificates;
 beforeAll(() => {
   certs = generateCertificates({ hosts: ['127.0.0.1'] });
@@ -22,9 +26,7 @@ beforeAll(() => {
 
 async function start(extra: Partial<Parameters<typeof startWebhookServer>[0]> = {}): Promise<RunningWebhook> {
   const store = new RuleStore();
-  expect(store.replaceRules([...hostileRules('evil', 10), benignRule('evil'), benignRule('good')])).toEqual(
-    [],
-  );
+  expect(store.replaceRules([...moderate(), benignRule('evil'), benignRule('good')])).toEqual([]);
   return startWebhookServer({
     store,
     tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
@@ -45,7 +47,7 @@ async function metric(server: RunningWebhook, name: string): Promise<string[]> {
 describe('per-request budget over HTTP', () => {
   let server: RunningWebhook;
   beforeAll(async () => {
-    // A budget small enough that the hostile rules run out of it, with demotion switched off (slowMs huge).
+    // A budget small enough that the moderate rules run out of it, with demotion switched off (slowMs huge).
     server = await start({
       budget: { steps: 200_000, ms: 5_000 },
       fairness: { slowMs: 1e9, shareMsPerSecond: 1e9, demotionMs: 1 },
@@ -65,15 +67,15 @@ describe('per-request budget over HTTP', () => {
     const warnings = response.warnings ?? [];
     expect(
       warnings.some((w) =>
-        /^modrule evil\/hostile-\d+ failed: request budget exhausted: more than 200000/.test(w),
+        /^modrule evil\/moderate-\d+ failed: request budget exhausted: more than 200000/.test(w),
       ),
     ).toBe(true);
     const exhausted = await metric(server, 'modrule_request_budget_exhausted_total');
     expect(exhausted).toContain('modrule_request_budget_exhausted_total{namespace="evil"} 1');
     const errors = await metric(server, 'modrule_rule_errors_total{');
-    // Every rule from the one that ran out on is counted as failed (11 rules in evil; at least the last ones).
+    // Every rule from the one that ran out on is counted as failed (13 rules in evil; at least the last ones).
     expect(
-      errors.some((l) => l.startsWith('modrule_rule_errors_total{namespace="evil",name="hostile-9"} 1')),
+      errors.some((l) => l.startsWith('modrule_rule_errors_total{namespace="evil",name="moderate-11"} 1')),
     ).toBe(true);
   });
 
@@ -127,7 +129,7 @@ describe('Reject rules under the request budget over HTTP', () => {
         ],
       },
     };
-    expect(store.replaceRules([...hostileRules('evil', 10), policy])).toEqual([]);
+    expect(store.replaceRules([...moderate(), policy])).toEqual([]);
     server = await start({
       store,
       budget: { steps: 200_000, ms: 5_000 },
@@ -136,7 +138,7 @@ describe('Reject rules under the request budget over HTTP', () => {
   });
   afterAll(() => server.close());
 
-  it("a tenant's hostile Patch rules exhaust the budget, the cluster's Reject rule still rejects the object", async () => {
+  it("a tenant's costly Patch rules exhaust the budget, the cluster's Reject rule still rejects the object", async () => {
     const { review } = await postReview(
       server.url,
       WEBHOOK_PATHS.dragnet,
@@ -148,7 +150,7 @@ describe('Reject rules under the request budget over HTTP', () => {
       'operation rejected by the following ModRule(s): kubemod-system/require-owner: "no owner label"',
     );
     expect(review.response?.warnings?.[0]).toMatch(
-      /^modrule evil\/hostile-\d+ failed: request budget exhausted: Patch rules used more than 150000 of 200000/,
+      /^modrule evil\/moderate-\d+ failed: request budget exhausted: Patch rules used more than 150000 of 200000/,
     );
     expect(await metric(server, 'modrule_request_budget_exhausted_total')).toContain(
       'modrule_request_budget_exhausted_total{namespace="evil"} 1',
@@ -178,16 +180,19 @@ describe('demotion', () => {
       'modrule_namespace_demotions_total{namespace="evil",reason="budget exhausted"} 1',
     );
     expect(await metric(server, 'modrule_demoted_namespaces')).toContain('modrule_demoted_namespaces 1');
-    // Demoted: 1,000 steps. The hostile request fails sooner...
+    // Demoted: 1,000 steps, 400 a rule. The costly request fails sooner...
     const { review } = await postReview(
       server.url,
       WEBHOOK_PATHS.dragnet,
       makeReview('CREATE', bigConfigMap('evil')),
       certs.caCert,
     );
-    expect(review.response?.warnings?.[0]).toMatch(
-      /request budget exhausted: more than 1000 evaluation steps/,
-    );
+    // (two rules run out of their shares, 400 steps each, the next one of what the request has left)
+    expect(review.response?.warnings?.slice(0, 3)).toEqual([
+      "modrule evil/moderate-00 failed: rule budget exhausted: more than 400 evaluation steps (one rule's share)",
+      "modrule evil/moderate-01 failed: rule budget exhausted: more than 400 evaluation steps (one rule's share)",
+      'modrule evil/moderate-02 failed: request budget exhausted: more than 1000 evaluation steps',
+    ]);
     // ...while a small object of the demoted namespace still gets its cheap rule.
     const small = await postReview(
       server.url,
@@ -215,7 +220,7 @@ describe('onDemotion', () => {
         patch: [{ op: 'add', path: '/metadata/labels/seen', value: 'yes' }],
       },
     };
-    expect(store.replaceRules([...hostileRules('evil', 3), policy])).toEqual([]);
+    expect(store.replaceRules([...moderate(), policy])).toEqual([]);
     const server = await start({
       store,
       budget: { steps: 200_000, ms: 5_000 },
@@ -235,7 +240,7 @@ describe('onDemotion', () => {
         {
           namespace: 'evil',
           reason: 'budget exhausted',
-          rules: ['hostile-0', 'hostile-1', 'hostile-2'].map((name) => ({ namespace: 'evil', name })),
+          rules: moderate().map((r) => ({ namespace: 'evil', name: (r.metadata as { name: string }).name })),
         },
       ]);
     } finally {

@@ -5,7 +5,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './admission';
 import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
-import { RuleStore } from '../store/rules';
+import { RuleSnapshot, RuleStore } from '../store/rules';
 import { BudgetLimits, DEFAULT_BUDGET } from '../util/budget';
 import { RuleRef } from '../engine/admit';
 import {
@@ -23,6 +23,7 @@ import { WebhookMetrics } from './metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
 import { holdBudgetMs, within } from './hold';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
+import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
 import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
 import { TLS_MIN_VERSION, TlsSource } from './tls';
 
@@ -83,6 +84,11 @@ export interface WebhookServerOptions {
    * Event on them. Errors are logged.
    */
   onDemotion?: (demotion: NamespaceDemotion) => unknown;
+  /**
+   * Rules that keep running out of their own share of the budget are quarantined (webhook/quarantine.ts): its
+   * options, or one the caller keeps (the operator reports quarantines on the ModRules).
+   */
+  quarantine?: QuarantineOptions | RuleQuarantine;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -175,6 +181,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
   const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
   const metrics = new WebhookMetrics(registry, store, () => fairness.demotedCount());
+  const ownQuarantine = !(options.quarantine instanceof RuleQuarantine);
+  const quarantine =
+    options.quarantine instanceof RuleQuarantine
+      ? options.quarantine
+      : new RuleQuarantine(options.quarantine, store);
+  const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
   let closing = false;
   let loaded = !options.rulesLoaded;
   void options.rulesLoaded?.then(() => (loaded = true));
@@ -216,8 +228,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   // The dragnet's evaluation runs under the namespace's budget; a demoted namespace's requests wait their turn.
   const answerDragnet = async (request: AdmissionRequest): Promise<DragnetDecision> => {
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
-    const run = await fairness.run(namespace, (budget) => handleDragnet(request, store.snapshot(), budget));
+    let snapshot: RuleSnapshot | undefined;
+    const run = await fairness.run(namespace, (budget) =>
+      handleDragnet(request, (snapshot = store.snapshot()), budget, { quarantined: quarantine.gate() }),
+    );
     const decision = run.value;
+    if (decision.outcome && snapshot) quarantine.record(decision.outcome, snapshot);
     logDragnet(request, decision);
     if (run.budget.exhausted) {
       metrics.budgetExhausted.inc({ namespace });
@@ -462,6 +478,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
           () => {
             unsubscribeTls();
             metrics.close();
+            unwatchQuarantine();
+            if (ownQuarantine) quarantine.close();
           },
         );
       }

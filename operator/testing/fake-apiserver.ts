@@ -1,43 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import http, { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import { AddressInfo, Socket } from 'node:net';
-import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../../util/json';
+import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
 import { ClusterAccess, setHeader } from '../access';
+import { HttpError, mergePatch, sendError, sendJson } from './fake-http';
+import { FAKE_RESOURCES, FakeResource, Route, routeOf } from './fake-resources';
+import { FakeStore, meta } from './fake-store';
+import { FakeWatches } from './fake-watches';
 
-/** The resources the fake serves, as the real API server names them. */
-export const FAKE_RESOURCES = {
-  modrules: {
-    prefix: '/apis/api.kubemod.io/v1beta1',
-    namespaced: true,
-    kind: 'ModRule',
-    apiVersion: 'api.kubemod.io/v1beta1',
-    status: true,
-  },
-  namespaces: { prefix: '/api/v1', namespaced: false, kind: 'Namespace', apiVersion: 'v1', status: true },
-  nodes: { prefix: '/api/v1', namespaced: false, kind: 'Node', apiVersion: 'v1', status: true },
-  pods: { prefix: '/api/v1', namespaced: true, kind: 'Pod', apiVersion: 'v1', status: true },
-  secrets: { prefix: '/api/v1', namespaced: true, kind: 'Secret', apiVersion: 'v1', status: false },
-  events: { prefix: '/api/v1', namespaced: true, kind: 'Event', apiVersion: 'v1', status: false },
-  mutatingwebhookconfigurations: {
-    prefix: '/apis/admissionregistration.k8s.io/v1',
-    namespaced: false,
-    kind: 'MutatingWebhookConfiguration',
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    status: false,
-  },
-  validatingwebhookconfigurations: {
-    prefix: '/apis/admissionregistration.k8s.io/v1',
-    namespaced: false,
-    kind: 'ValidatingWebhookConfiguration',
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    status: false,
-  },
-} as const;
-
-export type FakeResource = keyof typeof FAKE_RESOURCES;
+export { FAKE_RESOURCES } from './fake-resources';
+export type { FakeResource } from './fake-resources';
+export { mergePatch } from './fake-http';
 
 /** One request the fake received, for assertions. */
 export interface RecordedRequest {
@@ -62,68 +37,16 @@ export interface FakeApiServerOptions {
 /** The bearer token access() sends. */
 export const FAKE_TOKEN = 'test-token';
 
-interface Route {
-  resource: FakeResource;
-  namespace: string | null;
-  name: string | null;
-  subresource: string | null;
-}
-
-interface HistoryEntry {
-  rv: number;
-  resource: FakeResource;
-  type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  object: JsonObject;
-}
-
-interface OpenWatch {
-  route: Route;
-  fieldSelector: Record<string, string>;
-  res: ServerResponse;
-}
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly reason: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-function keyOf(namespace: string | null, name: string): string {
-  return `${namespace ?? ''}/${name}`;
-}
-
-function meta(obj: JsonObject): JsonObject {
-  if (!isJsonObject(obj.metadata)) obj.metadata = {};
-  return obj.metadata as JsonObject;
-}
-
-/** RFC 7386 JSON merge patch. */
-export function mergePatch(target: JsonValue, patch: JsonValue): JsonValue {
-  if (!isJsonObject(patch)) return cloneJson(patch);
-  const out: JsonObject = isJsonObject(target) ? cloneJson(target) : {};
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k] ?? null, v);
-  }
-  return out;
-}
-
 /**
  * An in-process Kubernetes API server on 127.0.0.1 for tests: list/watch with resourceVersions, create/replace/
  * patch/delete with conflicts, status subresources, and controls to drop watches, compact history (410 Gone),
- * go down and come back, fail or delay requests.
+ * go down and come back, fail or delay requests. What it serves and how paths route: fake-resources.ts; objects,
+ * resourceVersions and write rules: fake-store.ts; watch streams: fake-watches.ts; Status answers: fake-http.ts.
  */
 export class FakeApiServer {
-  private readonly data = new Map<FakeResource, Map<string, JsonObject>>();
-  private readonly history: HistoryEntry[] = [];
-  private readonly watches = new Set<OpenWatch>();
+  private readonly watches = new FakeWatches();
+  private readonly store = new FakeStore((entry) => this.watches.notify(entry));
   private readonly sockets = new Set<Socket>();
-  private rv = 100;
-  private compactedBefore = 0;
   private server: http.Server | https.Server;
   private port = 0;
   /** Every request received, in order. */
@@ -167,43 +90,33 @@ export class FakeApiServer {
     const namespace = FAKE_RESOURCES[resource].namespaced ? String(m.namespace ?? 'default') : null;
     const existing = this.get(resource, namespace, String(m.name));
     return existing
-      ? this.update(resource, namespace, cloneJson(obj), existing, false)
-      : this.create(resource, namespace, cloneJson(obj));
+      ? this.store.update(resource, namespace, cloneJson(obj), existing, false)
+      : this.store.create(resource, namespace, cloneJson(obj));
   }
 
   /** Deletes an object directly; false when it did not exist. */
   remove(resource: FakeResource, namespace: string | null, name: string): boolean {
-    const store = this.collection(resource);
-    const key = keyOf(namespace, name);
-    const existing = store.get(key);
-    if (!existing) return false;
-    store.delete(key);
-    const deleted = cloneJson(existing);
-    meta(deleted).resourceVersion = String(++this.rv);
-    this.emit(resource, 'DELETED', deleted);
-    return true;
+    return this.store.remove(resource, namespace, name);
   }
 
   /** A copy of the stored object. */
   get(resource: FakeResource, namespace: string | null, name: string): JsonObject | undefined {
-    const obj = this.collection(resource).get(keyOf(namespace, name));
-    return obj ? cloneJson(obj) : undefined;
+    return this.store.get(resource, namespace, name);
   }
 
   /** Copies of every stored object of a resource. */
   list(resource: FakeResource): JsonObject[] {
-    return [...this.collection(resource).values()].map((o) => cloneJson(o));
+    return this.store.list(resource);
   }
 
   /** Ends every open watch stream (a network blip or an API server rolling update). */
   dropWatches(): void {
-    for (const w of this.watches) w.res.destroy();
-    this.watches.clear();
+    this.watches.drop();
   }
 
   /** Forgets the event history: watches from any version seen so far get 410 Gone. */
   compact(): void {
-    this.compactedBefore = this.rv + 1;
+    this.store.compact();
   }
 
   /** Number of open watch streams. */
@@ -257,12 +170,6 @@ export class FakeApiServer {
     });
   }
 
-  private collection(resource: FakeResource): Map<string, JsonObject> {
-    let m = this.data.get(resource);
-    if (!m) this.data.set(resource, (m = new Map()));
-    return m;
-  }
-
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://x');
     const chunks: Buffer[] = [];
@@ -281,56 +188,29 @@ export class FakeApiServer {
       recorded.body = body;
     } catch {
       this.requests.push(recorded);
-      this.sendError(res, new HttpError(400, 'BadRequest', 'body is not JSON'));
+      sendError(res, new HttpError(400, 'BadRequest', 'body is not JSON'));
       return;
     }
     this.requests.push(recorded);
     if (this.token !== null && req.headers.authorization !== `Bearer ${this.token}`) {
-      this.sendError(res, new HttpError(401, 'Unauthorized', 'Unauthorized'));
+      sendError(res, new HttpError(401, 'Unauthorized', 'Unauthorized'));
       return;
     }
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     const injected = this.interceptor?.(recorded);
     if (injected) {
-      this.sendError(res, new HttpError(injected.status, 'Injected', injected.message ?? 'injected failure'));
+      sendError(res, new HttpError(injected.status, 'Injected', injected.message ?? 'injected failure'));
       return;
     }
     try {
-      const route = this.route(url.pathname);
+      const route = routeOf(url.pathname);
       this.dispatch(recorded, route, res);
     } catch (err) {
-      this.sendError(
+      sendError(
         res,
         err instanceof HttpError ? err : new HttpError(500, 'InternalError', (err as Error).message),
       );
     }
-  }
-
-  private route(path: string): Route {
-    const entries = Object.entries(FAKE_RESOURCES) as Array<
-      [FakeResource, (typeof FAKE_RESOURCES)[FakeResource]]
-    >;
-    const segsFor = (prefix: string) =>
-      path.startsWith(prefix + '/')
-        ? path
-            .slice(prefix.length + 1)
-            .split('/')
-            .map(decodeURIComponent)
-        : null;
-    // Namespaced paths first: /api/v1/namespaces/NS/pods is not the namespace "NS".
-    for (const [resource, def] of entries) {
-      const segs = segsFor(def.prefix);
-      if (segs && def.namespaced && segs[0] === 'namespaces' && segs[2] === resource) {
-        return { resource, namespace: segs[1], name: segs[3] ?? null, subresource: segs[4] ?? null };
-      }
-    }
-    for (const [resource, def] of entries) {
-      const segs = segsFor(def.prefix);
-      if (segs && segs[0] === resource && (!def.namespaced || segs.length === 1)) {
-        return { resource, namespace: null, name: segs[1] ?? null, subresource: segs[2] ?? null };
-      }
-    }
-    throw new HttpError(404, 'NotFound', `no route for ${path}`);
   }
 
   private dispatch(req: RecordedRequest, route: Route, res: ServerResponse): void {
@@ -339,15 +219,16 @@ export class FakeApiServer {
       throw new HttpError(404, 'NotFound', `subresource ${route.subresource} not found`);
     }
     if (req.method === 'GET' && route.name === null) {
-      if (req.query.watch === 'true' || req.query.watch === '1') this.startWatch(route, req.query, res);
-      else this.sendJson(res, 200, this.listObjects(route, req.query));
+      if (req.query.watch === 'true' || req.query.watch === '1')
+        this.watches.start(this.store, route, req.query, res, this.expiredAs);
+      else sendJson(res, 200, this.store.listObjects(route, req.query));
       return;
     }
     if (req.method === 'POST' && route.name === null) {
       if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
       const ns = def.namespaced ? (route.namespace ?? String(meta(req.body).namespace ?? '')) : null;
       if (def.namespaced && !ns) throw new HttpError(400, 'BadRequest', 'namespace required');
-      this.sendJson(res, 201, this.create(route.resource, ns, cloneJson(req.body)));
+      sendJson(res, 201, this.store.create(route.resource, ns, cloneJson(req.body)));
       return;
     }
     if (route.name === null) throw new HttpError(405, 'MethodNotAllowed', `${req.method} on a collection`);
@@ -356,18 +237,25 @@ export class FakeApiServer {
     const status = route.subresource === 'status';
     switch (req.method) {
       case 'GET':
-        this.sendJson(res, 200, existing);
+        sendJson(res, 200, existing);
         return;
       case 'DELETE':
         this.remove(route.resource, route.namespace, route.name);
-        this.sendJson(res, 200, existing);
+        sendJson(res, 200, existing);
         return;
       case 'PUT': {
         if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
-        this.sendJson(
+        sendJson(
           res,
           200,
-          this.update(route.resource, route.namespace, cloneJson(req.body), existing, status, def.status),
+          this.store.update(
+            route.resource,
+            route.namespace,
+            cloneJson(req.body),
+            existing,
+            status,
+            def.status,
+          ),
         );
         return;
       }
@@ -388,10 +276,10 @@ export class FakeApiServer {
           throw new HttpError(415, 'UnsupportedMediaType', `unsupported patch type ${req.contentType}`);
         }
         if (!isJsonObject(patched)) throw new HttpError(422, 'Invalid', 'patch result is not an object');
-        this.sendJson(
+        sendJson(
           res,
           200,
-          this.update(route.resource, route.namespace, patched, existing, status, def.status),
+          this.store.update(route.resource, route.namespace, patched, existing, status, def.status),
         );
         return;
       }
@@ -399,188 +287,4 @@ export class FakeApiServer {
         throw new HttpError(405, 'MethodNotAllowed', String(req.method));
     }
   }
-
-  private create(resource: FakeResource, namespace: string | null, obj: JsonObject): JsonObject {
-    const def = FAKE_RESOURCES[resource];
-    const m = meta(obj);
-    if (!m.name && typeof m.generateName === 'string') m.name = m.generateName + randomUUID().slice(0, 5);
-    if (typeof m.name !== 'string' || !m.name) throw new HttpError(422, 'Invalid', 'metadata.name required');
-    const store = this.collection(resource);
-    const key = keyOf(namespace, m.name);
-    if (store.has(key)) throw new HttpError(409, 'AlreadyExists', `${resource} "${m.name}" already exists`);
-    obj.apiVersion = def.apiVersion;
-    obj.kind = def.kind;
-    if (namespace !== null) m.namespace = namespace;
-    m.uid = randomUUID();
-    m.creationTimestamp = new Date().toISOString();
-    m.resourceVersion = String(++this.rv);
-    if (resource === 'modrules') m.generation = 1;
-    store.set(key, obj);
-    this.emit(resource, 'ADDED', obj);
-    return cloneJson(obj);
-  }
-
-  private update(
-    resource: FakeResource,
-    namespace: string | null,
-    obj: JsonObject,
-    existing: JsonObject,
-    statusOnly: boolean,
-    hasStatus = false,
-  ): JsonObject {
-    const m = meta(obj);
-    const old = meta(existing);
-    if (m.resourceVersion !== undefined && m.resourceVersion !== old.resourceVersion) {
-      throw new HttpError(
-        409,
-        'Conflict',
-        `the object has been modified; please apply your changes to the latest version`,
-      );
-    }
-    let next: JsonObject;
-    if (statusOnly) {
-      next = cloneJson(existing);
-      if (obj.status === undefined) delete next.status;
-      else next.status = obj.status;
-    } else {
-      next = obj;
-      // With a status subresource, writes to the main resource cannot change status.
-      if (hasStatus) {
-        if (existing.status === undefined) delete next.status;
-        else next.status = cloneJson(existing.status);
-      }
-      const nm = meta(next);
-      nm.uid = old.uid;
-      nm.creationTimestamp = old.creationTimestamp;
-      nm.name = old.name;
-      if (namespace !== null) nm.namespace = namespace;
-      if (old.generation !== undefined) {
-        nm.generation = jsonEqual(existing.spec ?? null, next.spec ?? null)
-          ? old.generation
-          : Number(old.generation) + 1;
-      }
-    }
-    next.apiVersion = existing.apiVersion;
-    next.kind = existing.kind;
-    const nm = meta(next);
-    nm.resourceVersion = old.resourceVersion;
-    // No-op writes do not bump the resourceVersion or notify watches, as with the real API server.
-    if (jsonEqual(next, existing)) return cloneJson(existing);
-    nm.resourceVersion = String(++this.rv);
-    this.collection(resource).set(keyOf(namespace, String(nm.name)), next);
-    this.emit(resource, 'MODIFIED', next);
-    return cloneJson(next);
-  }
-
-  private listObjects(route: Route, query: Record<string, string>): JsonObject {
-    const def = FAKE_RESOURCES[route.resource];
-    const selector = parseFieldSelector(query.fieldSelector);
-    const items = this.list(route.resource)
-      .filter((o) => matches(o, route, selector))
-      .map((o) => {
-        // Core lists carry no apiVersion/kind on items; CRD lists do.
-        if (def.prefix === '/api/v1') {
-          delete o.apiVersion;
-          delete o.kind;
-        }
-        return o;
-      });
-    return {
-      apiVersion: def.apiVersion,
-      kind: `${def.kind}List`,
-      metadata: { resourceVersion: String(this.rv) },
-      items,
-    };
-  }
-
-  private startWatch(route: Route, query: Record<string, string>, res: ServerResponse): void {
-    const from = query.resourceVersion ? Number(query.resourceVersion) : NaN;
-    const fieldSelector = parseFieldSelector(query.fieldSelector);
-    if (!Number.isNaN(from) && from !== 0 && from < this.compactedBefore - 1) {
-      const status = {
-        kind: 'Status',
-        apiVersion: 'v1',
-        status: 'Failure',
-        reason: 'Expired',
-        code: 410,
-        message: `too old resource version: ${from}`,
-      };
-      if (this.expiredAs === 'status') {
-        this.sendJson(res, 410, status);
-      } else {
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ type: 'ERROR', object: status }) + '\n');
-      }
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
-    const watch: OpenWatch = { route, fieldSelector, res };
-    if (Number.isNaN(from) || from === 0) {
-      for (const o of this.list(route.resource)) if (matches(o, route, fieldSelector)) write(res, 'ADDED', o);
-    } else {
-      for (const h of this.history) {
-        if (h.rv > from && h.resource === route.resource && matches(h.object, route, fieldSelector))
-          write(res, h.type, h.object);
-      }
-    }
-    this.watches.add(watch);
-    const timeout = Number(query.timeoutSeconds ?? 0);
-    const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : null;
-    res.on('close', () => {
-      if (timer) clearTimeout(timer);
-      this.watches.delete(watch);
-    });
-  }
-
-  private emit(resource: FakeResource, type: HistoryEntry['type'], obj: JsonObject): void {
-    const object = cloneJson(obj);
-    this.history.push({ rv: this.rv, resource, type, object });
-    for (const w of this.watches) {
-      if (w.route.resource === resource && matches(object, w.route, w.fieldSelector))
-        write(w.res, type, object);
-    }
-  }
-
-  private sendJson(res: ServerResponse, status: number, body: JsonValue): void {
-    res.writeHead(status, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(body));
-  }
-
-  private sendError(res: ServerResponse, err: HttpError): void {
-    this.sendJson(res, err.status, {
-      kind: 'Status',
-      apiVersion: 'v1',
-      status: 'Failure',
-      reason: err.reason,
-      message: err.message,
-      code: err.status,
-    });
-  }
-}
-
-function write(res: ServerResponse, type: string, object: JsonObject): void {
-  if (!res.writableEnded) res.write(JSON.stringify({ type, object }) + '\n');
-}
-
-function parseFieldSelector(selector: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const part of (selector ?? '').split(',')) {
-    const [k, v] = part.split('=');
-    if (k && v !== undefined) out[k] = v;
-  }
-  return out;
-}
-
-function matches(obj: JsonObject, route: Route, selector: Record<string, string>): boolean {
-  const m = isJsonObject(obj.metadata) ? obj.metadata : {};
-  if (
-    route.namespace !== null &&
-    FAKE_RESOURCES[route.resource].namespaced &&
-    m.namespace !== route.namespace
-  )
-    return false;
-  if (selector['metadata.name'] !== undefined && m.name !== selector['metadata.name']) return false;
-  if (selector['metadata.namespace'] !== undefined && m.namespace !== selector['metadata.namespace'])
-    return false;
-  return true;
 }

@@ -3,7 +3,7 @@ import { silentLogger } from '../../util/logger';
 import { analyzeModRule } from '../../modrule/compile';
 import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
 import { RuleStore } from '../../store/rules';
-import { stableStringify } from '../../engine/admit';
+import { stableStringify } from '../../engine/stable-stringify';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
 import { issueServingCert, newCa } from '../../webhook/certs';

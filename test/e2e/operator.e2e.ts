@@ -1,13 +1,8 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { createLogger, silentLogger } from '../../util/logger';
-import { ClusterAccess } from '../../operator/access';
-import { InClusterAccess } from '../../operator/incluster';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess, loadKubeConfig } from '../../operator/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
@@ -23,6 +18,9 @@ import {
   webhookManifests,
 } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
+import { serviceAccountClient } from './credentials';
+import { installBundle } from './install';
+import { kubectl } from './kubectl';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL.
@@ -124,25 +122,6 @@ function slowFirstList(client: KubeClient, path: string, delayMs: number): KubeC
   };
 }
 
-/** kubectl with the given kubeconfig; resolves with its exit code and output. */
-function kubectl(
-  bin: string,
-  kubeconfig: string,
-  args: string[],
-  stdin: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      bin,
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig } },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-    child.stdin?.end(stdin);
-  });
-}
-
 describeCluster(`operator against a real API server (namespace ${NS})`, () => {
   let cp: LocalControlPlane | null = null;
   let admin: KubeClient;
@@ -174,49 +153,11 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     );
   }
 
-  /**
-   * Credentials of the bundle's ServiceAccount (TokenRequest), so the bundle's RBAC is what is tested. Laid out as a
-   * pod's service-account folder (token, ca.crt) and read by the in-cluster loader, so the operator runs on the
-   * credentials path it has in a pod; a kubeconfig without a CA (insecure) keeps the kubeconfig path.
-   */
-  async function serviceAccountClient(base: KubeConfig): Promise<KubeClient> {
-    const path = `/api/v1/namespaces/${settings.clusterNamespace}/serviceaccounts/${OPERATOR_SA}/token`;
-    const answer = await waitFor('a token for the operator ServiceAccount', () =>
-      admin.request('POST', path, {
-        body: {
-          apiVersion: 'authentication.k8s.io/v1',
-          kind: 'TokenRequest',
-          spec: { expirationSeconds: 3600 },
-        },
-      }),
-    );
-    const token = String((answer.status as JsonObject).token);
-    const cluster = base.getCurrentCluster()!;
-    const ca = cluster.caData
-      ? Buffer.from(cluster.caData, 'base64').toString('utf8')
-      : cluster.caFile
-        ? readFileSync(cluster.caFile, 'utf8')
-        : null;
-    let access: ClusterAccess;
-    if (ca) {
-      serviceAccountDir = mkdtempSync(join(tmpdir(), 'modrule-e2e-sa-'));
-      writeFileSync(join(serviceAccountDir, 'token'), token, { mode: 0o600 });
-      writeFileSync(join(serviceAccountDir, 'ca.crt'), ca);
-      access = new InClusterAccess(cluster.server, { dir: serviceAccountDir });
-      measured['operator credentials'] = 'in-cluster loader (service-account token + ca.crt)';
-    } else {
-      const { KubeConfig } = await import('@kubernetes/client-node');
-      const kc = new KubeConfig();
-      kc.loadFromOptions({
-        clusters: [cluster],
-        users: [{ name: OPERATOR_SA, token }],
-        contexts: [{ name: 'sa', cluster: cluster.name, user: OPERATOR_SA }],
-        currentContext: 'sa',
-      });
-      access = kubeConfigAccess(kc);
-      measured['operator credentials'] = 'kubeconfig (the cluster has no CA)';
-    }
-    return createKubeClient(access);
+  async function operatorServiceAccountClient(base: KubeConfig): Promise<KubeClient> {
+    const sa = await serviceAccountClient(admin, base, settings.clusterNamespace, OPERATOR_SA);
+    serviceAccountDir = sa.dir;
+    measured['operator credentials'] = sa.how;
+    return sa.client;
   }
 
   beforeAll(async () => {
@@ -235,8 +176,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     admin = createKubeClient(kubeConfigAccess(kc));
     ledger = new ClusterLedger(admin);
 
-    // bundle.yaml as a user applies it, except what the server does not serve (1.20: no policy/v1) and the
-    // webhook configurations, which call this process by URL instead of the Service (no pods run here).
+    // bundle.yaml as a user applies it, every object, except the webhook configurations, which call this process by
+    // URL instead of the Service (no pods run here). test/e2e/bundle.e2e.ts applies it whole with kubectl.
     for (const ns of bundleObjects().filter((o) => o.kind === 'Namespace')) {
       const name = String((ns.metadata as JsonObject).name);
       await namespaceLabels(name).then(
@@ -244,24 +185,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
         () => undefined,
       );
     }
-    const policyV1 = await admin.request('GET', '/apis/policy/v1').then(
-      () => true,
-      () => false,
-    );
-    for (const obj of bundleObjects()) {
-      if (obj.kind === 'MutatingWebhookConfiguration' || obj.kind === 'ValidatingWebhookConfiguration')
-        continue;
-      if (obj.apiVersion === 'policy/v1' && !policyV1) continue;
-      await ledger.apply(obj);
-    }
-    await waitFor('the ModRule CRD to be established', async () => {
-      const got = await admin.request(
-        'GET',
-        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/modrules.api.kubemod.io',
-      );
-      const conditions = ((got.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
-      return conditions.some((c) => c.type === 'Established' && c.status === 'True');
-    });
+    await installBundle(admin, ledger);
     await ledger.apply({
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -283,7 +207,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     await ledger.apply(validating);
     ledger.track(`/api/v1/namespaces/${settings.clusterNamespace}/secrets/kubemod-webhook-server-cert`);
 
-    operatorClient = settings.clusterNamespace === 'kubemod-system' ? await serviceAccountClient(kc) : admin;
+    operatorClient =
+      settings.clusterNamespace === 'kubemod-system' ? await operatorServiceAccountClient(kc) : admin;
     operator = await startUnderTest(operatorClient);
     await waitFor('the operator to be ready', async () => operator?.isReady());
     // caBundle is set by the operator at start-up; wait until the API server can call us.
@@ -421,6 +346,68 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     expect(err.message).toContain('forbidden ConfigMaps are not allowed here');
     await createConfigMap(admin, { forbidden: 'no' }); // others still pass
     await remove(admin, `${MODRULES(NS)}/reject-forbidden`);
+  });
+
+  it('quarantines a ModRule that keeps running out of its share: Ready=False (Degraded) and a Warning Event, its neighbour still applies', async () => {
+    // Sorted before label-configmaps, which runs after it on every ConfigMap.
+    const heavy = (value: string) =>
+      modRule(NS, 'heavy-template', {
+        type: 'Patch',
+        match: [{ select: '$.kind', matchValue: 'ConfigMap' }],
+        patch: [{ op: 'add', path: '/metadata/annotations/heavy', value }],
+      });
+    await apply(admin, MODRULES(NS), heavy('{{ range $i := until 1000000 }}{{ end }}x'));
+    const started = Date.now();
+    const degraded = await waitFor('heavy-template to be quarantined (Ready=False, Degraded)', async () => {
+      const cm = await createConfigMap(admin);
+      // The neighbour applies on every answer, before and after the quarantine.
+      expect(labelsOf(cm)['e2e-color']).toBe('blue');
+      const rule = await admin.request('GET', `${MODRULES(NS)}/heavy-template`);
+      return readyCondition(rule)?.reason === 'Degraded' ? rule : undefined;
+    });
+    measured['heavy rule quarantined and shown Degraded'] = `${Date.now() - started} ms`;
+    expect(readyCondition(degraded)).toMatchObject({
+      status: 'False',
+      message: expect.stringMatching(
+        /^quarantined until \S+Z on replica \S+: ran out of its share of the request budget 3 times \(last: rule budget exhausted: more than 100000 evaluation steps/,
+      ),
+    });
+    const events = await waitFor('a ModRuleQuarantined event', async () => {
+      const list = await admin.request('GET', `/api/v1/namespaces/${NS}/events`, {
+        query: { fieldSelector: 'involvedObject.name=heavy-template' },
+      });
+      const items = (list.items ?? []) as JsonObject[];
+      return items.some((e) => e.reason === 'ModRuleQuarantined') ? items : undefined;
+    });
+    expect(events.find((e) => e.reason === 'ModRuleQuarantined')).toMatchObject({ type: 'Warning' });
+    if (cp?.kubectl) {
+      // What the tenant sees: the API server passes the webhook's warning on to kubectl.
+      const out = await kubectl(
+        cp.kubectl,
+        cp.kubeConfigPath,
+        ['create', '-f', '-', '-o', 'name'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `cm-quarantined-${run}`, namespace: NS },
+        }),
+      );
+      expect(out.code).toBe(0);
+      expect(out.stderr).toMatch(
+        new RegExp(`Warning: modrule ${NS}/heavy-template skipped: quarantined until \\S+Z on this replica`),
+      );
+    }
+    // The tenant slims the rule down: Ready again at once, and it applies.
+    await apply(admin, MODRULES(NS), heavy('slim'));
+    await waitFor('heavy-template to be Ready again', async () => {
+      const rule = await admin.request('GET', `${MODRULES(NS)}/heavy-template`);
+      return readyCondition(rule)?.status === 'True';
+    });
+    await waitFor('the slimmed rule to apply', async () => {
+      const cm = await createConfigMap(admin);
+      return ((cm.metadata as JsonObject).annotations as JsonObject | undefined)?.heavy === 'slim';
+    });
+    await remove(admin, `${MODRULES(NS)}/heavy-template`);
   });
 
   it('applies rule updates and deletions', async () => {

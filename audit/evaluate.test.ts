@@ -1,0 +1,263 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { JsonObject } from '../util/json';
+import { parseManifestObjects } from '../util/yaml';
+import { loadFixture } from '../fixtures/load';
+import { storeFromYaml } from '../engine/testing';
+import { CLUSTER_SCOPED_KINDS, run as applyCommand } from '../cli/apply';
+import { runCommand } from '../cli/testing';
+import { auditObject } from './evaluate';
+import { ListableResource } from './types';
+
+const DEPLOYMENTS: ListableResource = {
+  group: 'apps',
+  version: 'v1',
+  resource: 'deployments',
+  kind: 'Deployment',
+  namespaced: true,
+  verbs: ['get', 'list', 'patch'],
+};
+
+/** The served resource an object of a manifest comes from. */
+function resourceOf(obj: JsonObject): ListableResource {
+  const [group, version] = String(obj.apiVersion).includes('/')
+    ? String(obj.apiVersion).split('/')
+    : ['', String(obj.apiVersion)];
+  const kind = String(obj.kind);
+  return {
+    group,
+    version,
+    kind,
+    resource: `${kind.toLowerCase()}s`,
+    namespaced: !CLUSTER_SCOPED_KINDS.has(kind),
+    verbs: ['list'],
+  };
+}
+
+function deployment(name: string, labels: Record<string, string> = {}): JsonObject {
+  const d = loadFixture('deployment');
+  const meta = d.metadata as JsonObject;
+  meta.name = name;
+  meta.namespace = 'shop';
+  meta.labels = { ...(meta.labels as JsonObject), ...labels };
+  // As `kubectl create` leaves it: no last-applied-configuration (which the rules would patch too).
+  delete meta.annotations;
+  return d;
+}
+
+const rule = (name: string, spec: string, namespace = 'shop') =>
+  `apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: {name: ${name}, namespace: ${namespace}}\nspec:\n${spec}`;
+
+const LABEL_TEAM = rule(
+  'team',
+  `  type: Patch
+  match: [{select: '$.kind', matchValue: Deployment}]
+  patch: [{op: add, path: /metadata/labels/team, value: platform}]`,
+);
+const LABEL_TIER = rule(
+  'tier',
+  `  type: Patch
+  match: [{select: '$.kind', matchValue: Deployment}]
+  patch: [{op: add, path: /metadata/labels/tier, value: web}]`,
+);
+
+describe('auditObject', () => {
+  it('agrees with `modrule apply --operation UPDATE` on every example suite (patches and rejections)', async () => {
+    const root = join(__dirname, '..', 'examples');
+    const suites = [
+      ...readdirSync(join(root, 'kubemod')).map((d) => join(root, 'kubemod', d)),
+      join(root, 'testing'),
+    ];
+    let compared = 0;
+    const verdicts = new Set<string>();
+    for (const dir of suites) {
+      const suite = parse(readFileSync(join(dir, 'modrule-test.yaml'), 'utf8')) as JsonObject;
+      const files = (list: unknown) =>
+        ((list ?? []) as Array<string | JsonObject>).map((f) =>
+          join(dir, typeof f === 'string' ? f : String(f.file)),
+        );
+      const rules = files(suite.rules);
+      const cluster = files(suite.cluster);
+      for (const file of files(suite.resources)) {
+        const args = [
+          '--rules',
+          ...rules,
+          '--file',
+          file,
+          '--old',
+          file,
+          '--operation',
+          'UPDATE',
+          '--output',
+          'json',
+        ];
+        for (const c of cluster) args.push('--cluster', c);
+        const offline = JSON.parse((await runCommand(applyCommand, args)).stdout) as JsonObject[];
+        const store = storeFromYaml(
+          rules.map((r) => readFileSync(r, 'utf8')),
+          {
+            cluster: cluster.flatMap((c) => parseManifestObjects(readFileSync(c, 'utf8'))),
+          },
+        );
+        const objects = parseManifestObjects(readFileSync(file, 'utf8'));
+        objects.forEach((obj, i) => {
+          const resource = resourceOf(obj);
+          const meta = obj.metadata as JsonObject;
+          if (resource.namespaced) meta.namespace ??= 'default';
+          const audit = auditObject(obj, resource, { snapshot: store.snapshot() });
+          const want = offline[i];
+          const verdict = audit?.verdict ?? 'pass';
+          verdicts.add(verdict);
+          if (!want.allowed) {
+            expect(verdict).toBe('reject');
+            expect(audit?.message).toContain(String(want.message).split(':')[0]);
+          } else {
+            expect(audit?.patch ?? []).toEqual(want.patch);
+            expect(['patch', 'pass', 'error']).toContain(verdict);
+          }
+          compared++;
+        });
+      }
+    }
+    expect(compared).toBeGreaterThan(15);
+    expect([...verdicts].sort()).toEqual(['pass', 'patch', 'reject']);
+  });
+
+  it('names only the rules whose changes are in the patch: a rule the object already satisfies passes', () => {
+    const store = storeFromYaml([LABEL_TEAM, LABEL_TIER]);
+    const audit = auditObject(deployment('web', { team: 'platform' }), DEPLOYMENTS, {
+      snapshot: store.snapshot(),
+    })!;
+    expect(audit.verdict).toBe('patch');
+    expect(audit.patch).toEqual([{ op: 'add', path: '/metadata/labels/tier', value: 'web' }]);
+    expect(audit.rules.map((r) => [r.rule.name, r.verdict])).toEqual([
+      ['team', 'pass'],
+      ['tier', 'patch'],
+    ]);
+    const inLine = auditObject(deployment('web', { team: 'platform', tier: 'web' }), DEPLOYMENTS, {
+      snapshot: store.snapshot(),
+    })!;
+    expect(inLine.verdict).toBe('pass');
+    expect(inLine.rules.every((r) => r.verdict === 'pass')).toBe(true);
+  });
+
+  it('credits a rule of a later tier that only matches what an earlier tier wrote', () => {
+    const store = storeFromYaml([
+      LABEL_TEAM,
+      rule(
+        'after-team',
+        `  type: Patch
+  executionTier: 5
+  match: [{select: '$.metadata.labels.team', matchValue: platform}]
+  patch: [{op: add, path: /metadata/annotations/owner, value: platform-team}]`,
+      ),
+    ]);
+    const audit = auditObject(deployment('web'), DEPLOYMENTS, { snapshot: store.snapshot() })!;
+    expect(audit.rules.map((r) => [r.rule.name, r.verdict])).toEqual([
+      ['team', 'patch'],
+      ['after-team', 'patch'],
+    ]);
+  });
+
+  it('reports a rejection with KubeMod`s message, and the Patch rules that would have changed the object', () => {
+    const store = storeFromYaml([
+      LABEL_TEAM,
+      rule(
+        'no-nginx',
+        `  type: Reject
+  rejectMessage: 'no nginx here'
+  match: [{select: '$.spec.template.spec.containers[*].image', matchRegex: nginx}]`,
+      ),
+    ]);
+    const audit = auditObject(deployment('web'), DEPLOYMENTS, { snapshot: store.snapshot() })!;
+    expect(audit.verdict).toBe('reject');
+    expect(audit.patch).toEqual([]);
+    expect(audit.message).toBe(
+      'operation rejected by the following ModRule(s): shop/no-nginx: "no nginx here"',
+    );
+    expect(audit.rules.map((r) => [r.rule.name, r.verdict, r.message])).toEqual([
+      ['no-nginx', 'reject', 'no nginx here'],
+      ['team', 'patch', undefined],
+    ]);
+  });
+
+  it('leaves out objects in ignored namespaces, and rules that cannot reach the object or never run on UPDATE', () => {
+    const createOnly = rule(
+      'create-only',
+      `  type: Patch
+  admissionOperations: [CREATE]
+  match: [{select: '$.kind', matchValue: Deployment}]
+  patch: [{op: add, path: /metadata/labels/x, value: y}]`,
+    );
+    const services = rule(
+      'services',
+      `  type: Patch
+  match: [{select: '$.kind', matchValue: Service}]
+  patch: [{op: add, path: /metadata/labels/x, value: y}]`,
+    );
+    const ignored = {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'shop', labels: { 'admission.kubemod.io/ignore': 'true' } },
+    };
+    expect(
+      auditObject(deployment('web'), DEPLOYMENTS, {
+        snapshot: storeFromYaml([LABEL_TEAM], { cluster: [ignored] }).snapshot(),
+      }),
+    ).toBeUndefined();
+    const store = storeFromYaml([LABEL_TEAM, createOnly, services]);
+    const audit = auditObject(deployment('web'), DEPLOYMENTS, { snapshot: store.snapshot() })!;
+    expect(audit.rules.map((r) => r.rule.name)).toEqual(['team']);
+    expect(
+      auditObject(deployment('web'), DEPLOYMENTS, { snapshot: storeFromYaml([services]).snapshot() }),
+    ).toBe(undefined);
+  });
+
+  it('reports an object too big for the webhook as not evaluated, as the webhook would answer 413', () => {
+    const store = storeFromYaml([LABEL_TEAM]);
+    const big = deployment('big');
+    (big.metadata as JsonObject).annotations = { blob: 'x'.repeat(600_000) };
+    const audit = auditObject(big, DEPLOYMENTS, { snapshot: store.snapshot(), maxBodyBytes: 1024 * 1024 })!;
+    expect(audit.verdict).toBe('error');
+    expect(audit.patch).toEqual([]);
+    expect(audit.message).toMatch(/about 1\.1 MiB, over the webhook's 1\.0 MiB body limit/);
+    expect(audit.rules).toEqual([expect.objectContaining({ verdict: 'error', message: audit.message })]);
+    expect(audit.rules[0].rule).toEqual({ namespace: 'shop', name: 'team' });
+    // Ignored namespaces stay out, big objects or not.
+    const ignored = storeFromYaml([LABEL_TEAM], {
+      cluster: [
+        {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name: 'shop', labels: { 'admission.kubemod.io/ignore': 'true' } },
+        },
+      ],
+    });
+    expect(
+      auditObject(big, DEPLOYMENTS, { snapshot: ignored.snapshot(), maxBodyBytes: 1024 * 1024 }),
+    ).toBeUndefined();
+    // The default limit (8 MiB) takes it.
+    expect(auditObject(big, DEPLOYMENTS, { snapshot: store.snapshot() })!.verdict).toBe('patch');
+  });
+
+  it('evaluates with the namespace manifest as syntheticRefs, as the webhook does', () => {
+    const store = storeFromYaml(
+      [
+        rule(
+          'copy-env',
+          `  type: Patch
+  match: [{select: '$.syntheticRefs.namespace.metadata.labels.env'}]
+  patch: [{op: add, path: /metadata/labels/env, value: '{{ .Target.syntheticRefs.namespace.metadata.labels.env }}'}]`,
+        ),
+      ],
+      {
+        cluster: [
+          { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { env: 'prod' } } },
+        ],
+      },
+    );
+    const audit = auditObject(deployment('web'), DEPLOYMENTS, { snapshot: store.snapshot() })!;
+    expect(audit.patch).toEqual([{ op: 'add', path: '/metadata/labels/env', value: 'prod' }]);
+  });
+});

@@ -1,0 +1,165 @@
+// Running a prepared suite: each case admitted as the webhook would, then checked against its expectation.
+import { relative } from 'node:path';
+import { stringify } from 'yaml';
+import { admit, AdmissionOutcome } from '../engine/admit';
+import { AdmissionExplanation, explainAdmission } from '../engine/explain';
+import { JsonObject, JsonValue } from '../util/json';
+import { compileModRule } from '../modrule/compile';
+import { AdmissionOperation, ModRule } from '../modrule/types';
+import { RuleStore } from '../store/rules';
+import { admissionInput, restoreNamespace, resultObject, withNamespace } from './apply';
+import { displayName, STDIN } from './io';
+import { diffLines, firstMismatch, projectOnto, withContext } from './diff';
+import { shortValue } from './explain';
+import { Expectation } from './testfile';
+import { label, Prepared, ruleKeyOf } from './testsuite';
+
+/** One case's result. */
+export interface CaseReport {
+  test: string;
+  file: string;
+  resource: string;
+  operation: AdmissionOperation;
+  /** The ModRules the case ran with, when the test names them (otherwise all of the test's rules). */
+  rules?: string[];
+  expected: string;
+  got: string;
+  pass: boolean;
+  /** Why it failed. */
+  reason?: string;
+  /** Unified YAML diff, expected (-) against got (+), for failed patched expectations. */
+  diff?: string;
+  explanation?: AdmissionExplanation;
+}
+
+/** Runs every case of a suite; failing cases (every case with explainAll) carry the explanation. */
+export function runSuite(p: Prepared, explainAll: boolean): CaseReport[] {
+  const stores = new Map<string, { store: RuleStore; rules: JsonObject[] }>();
+  const storeFor = (keys: string[]): { store: RuleStore; rules: JsonObject[] } => {
+    const id = keys.length === 0 ? '*' : [...keys].sort().join(',');
+    let entry = stores.get(id);
+    if (!entry) {
+      const store = new RuleStore({ clusterNamespace: p.spec.clusterNamespace });
+      const rules = keys.length === 0 ? p.rules : p.rules.filter((r) => keys.includes(ruleKeyOf(r)));
+      for (const r of rules) store.upsertRule(r);
+      for (const o of p.cluster) {
+        if (o.kind === 'Namespace') store.upsertNamespace(o);
+        else store.upsertNode(o);
+      }
+      entry = { store, rules };
+      stores.set(id, entry);
+    }
+    return entry;
+  };
+  return p.cases.map(({ result, candidate, ruleKeys }) => {
+    const { store, rules } = storeFor(ruleKeys);
+    const snapshot = store.snapshot();
+    const subject = withNamespace(candidate.object, candidate.namespace);
+    const input = admissionInput(candidate.operation, subject, candidate.old, candidate.namespace);
+    const outcome = admit(input, snapshot);
+    const object = restoreNamespace(resultObject(outcome, subject), candidate.object);
+    const verdict = check(result.expect, outcome, object);
+    const report: CaseReport = {
+      test: p.spec.name,
+      file: displayPath(p.spec.file),
+      resource: label(candidate),
+      operation: candidate.operation,
+      ...(ruleKeys.length > 0 ? { rules: ruleKeys } : {}),
+      expected: describeExpectation(result.expect),
+      got: describeOutcome(outcome),
+      pass: verdict.pass,
+      ...(verdict.reason ? { reason: verdict.reason } : {}),
+      ...(verdict.diff ? { diff: verdict.diff } : {}),
+    };
+    if (!verdict.pass || explainAll) {
+      const compiled = rules.map((r) => compileModRule(r as unknown as ModRule));
+      report.explanation = explainAdmission(input, snapshot, compiled);
+    }
+    return report;
+  });
+}
+
+function displayPath(file: string): string {
+  if (file === STDIN) return displayName(file);
+  const rel = relative(process.cwd(), file);
+  return rel === '' || rel.startsWith('..') ? file : rel;
+}
+
+function ruleText(r: { rule: { namespace: string; name: string }; message: string }): string {
+  return `${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}`;
+}
+
+function describeExpectation(e: Expectation): string {
+  switch (e.kind) {
+    case 'patched':
+      return 'patched';
+    case 'unchanged':
+      return 'unchanged';
+    case 'rejected':
+      return e.message ? `rejected "${e.message}"` : 'rejected';
+    case 'error':
+      return e.message ? `error "${e.message}"` : 'error';
+  }
+}
+
+function describeOutcome(o: AdmissionOutcome): string {
+  const parts: string[] = [];
+  if (!o.allowed) parts.push(`rejected: ${o.rejections.map(ruleText).join('; ')}`);
+  else if (o.patch.length > 0) parts.push(`patched (${o.patch.length} op${o.patch.length === 1 ? '' : 's'})`);
+  else parts.push('unchanged');
+  if (o.failures.length > 0) parts.push(`error: ${o.failures.map(ruleText).join('; ')}`);
+  return parts.join(', ');
+}
+
+function check(
+  e: Expectation,
+  o: AdmissionOutcome,
+  object: JsonObject,
+): { pass: boolean; reason?: string; diff?: string } {
+  const errors = o.failures.map(ruleText);
+  if (e.kind === 'error') {
+    if (errors.some((m) => m.includes(e.message))) return { pass: true };
+    return {
+      pass: false,
+      reason:
+        errors.length === 0 ? 'no rule failed at run time' : `no failure message contains "${e.message}"`,
+    };
+  }
+  if (errors.length > 0) return { pass: false, reason: `a rule failed at run time: ${errors.join('; ')}` };
+  if (e.kind === 'rejected') {
+    if (o.allowed) return { pass: false, reason: 'the object was admitted' };
+    if (o.rejections.map(ruleText).some((m) => m.includes(e.message))) return { pass: true };
+    return { pass: false, reason: `no rejection message contains "${e.message}"` };
+  }
+  if (!o.allowed) return { pass: false, reason: 'the object was rejected' };
+  if (e.kind === 'unchanged') {
+    if (o.patch.length === 0) return { pass: true };
+    return {
+      pass: false,
+      reason: 'the rules changed the object',
+      diff: yamlDiff(o.patch as unknown as JsonValue, []),
+    };
+  }
+  const mismatch = firstMismatch(object, e.object);
+  const diff = mismatch ? yamlDiff(e.object, projectOnto(object, e.object) ?? null) : undefined;
+  if (mismatch) {
+    const got = mismatch.actual === undefined ? 'nothing' : shortValue(mismatch.actual);
+    return {
+      pass: false,
+      reason: `at ${mismatch.path}: expected ${shortValue(mismatch.expected)}, got ${got}`,
+      diff,
+    };
+  }
+  if (o.patch.length === 0)
+    return { pass: false, reason: 'no rule changed the object (it already looked like that)' };
+  return { pass: true };
+}
+
+function yamlDiff(expected: JsonValue, actual: JsonValue): string {
+  const lines = withContext(diffLines(toYaml(expected), toYaml(actual)));
+  return lines.map((l) => `${l.kind} ${l.text}`).join('\n') + '\n';
+}
+
+function toYaml(v: JsonValue): string {
+  return stringify(v, { lineWidth: 0, aliasDuplicateObjects: false });
+}

@@ -1,0 +1,62 @@
+import { JsonObject } from '../util/json';
+import { CompiledRule } from '../modrule/compile';
+import { AdmissionOperation } from '../modrule/types';
+import { JsonPatchOperation } from '../patch/operation';
+
+/** What the engine needs from an admission request. */
+export interface AdmissionInput {
+  operation: AdmissionOperation;
+  object: JsonObject | null;
+  oldObject: JsonObject | null;
+  /** null or '' = cluster-scoped. */
+  namespace: string | null;
+}
+
+/** A ModRule's identity. */
+export interface RuleRef {
+  namespace: string;
+  name: string;
+}
+
+/** The engine's verdict; the caller turns it into an AdmissionResponse and logs it. */
+export interface AdmissionOutcome {
+  allowed: boolean;
+  /** message is the rendered rejectMessage, '' when the rule has none (or it failed to render). */
+  rejections: Array<{ rule: RuleRef; message: string }>;
+  /** Original object -> final object; [] when nothing changed. Always [] for DELETE (Patch rules only feed Rejects). */
+  patch: JsonPatchOperation[];
+  /** Final object, without syntheticRefs. */
+  object: JsonObject | null;
+  /** Rules whose match section matched. */
+  matched: RuleRef[];
+  /** The Patch rules among them whose changes were applied (matched and did not fail). */
+  patched: RuleRef[];
+  /** Rules that failed at run time; their changes were dropped as a whole. */
+  failures: Array<{ rule: RuleRef; message: string }>;
+  /** The namespace (or Namespace object) is labelled admission.kubemod.io/ignore=true: nothing evaluated. */
+  ignored: boolean;
+  /** Rules that ran out of their own share of the request budget (each is in failures too). */
+  overBudget: RuleRef[];
+  /**
+   * Quarantined rules this request would have run: a Patch rule is skipped ("skipped: why"), a Reject rule that
+   * matches still rejects, without rendering its rejectMessage ("rejectMessage not rendered: why").
+   */
+  quarantined: Array<{ rule: RuleRef; message: string }>;
+}
+
+/**
+ * Asked for every candidate rule when the caller quarantines rules (the webhook does, see webhook/quarantine.ts):
+ * why the rule is quarantined, or null when it runs.
+ */
+export type QuarantineCheck = (rule: CompiledRule) => string | null;
+
+/** Records a rule that ran out of its own share of the budget: it fails, the others go on. */
+export function failAlone(rule: CompiledRule, err: Error, outcome: AdmissionOutcome): void {
+  outcome.failures.push({ rule: refOf(rule), message: err.message });
+  outcome.overBudget.push(refOf(rule));
+}
+
+/** The rule's identity as outcomes report it. */
+export function refOf(rule: CompiledRule): RuleRef {
+  return { namespace: rule.namespace, name: rule.name };
+}

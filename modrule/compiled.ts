@@ -1,0 +1,71 @@
+import type { CompiledJsonPath } from '../jsonpath';
+import type { CompiledTemplate } from '../template';
+import type { SafeRegex } from '../util/regex';
+import type { JsonValue } from '../util/json';
+import type { AdmissionOperation, MatchFor, ModRule, PatchOperationType } from './types';
+import type { ValidationProblem } from './problems';
+import type { CompiledLabelSelector } from './labelselector';
+
+/** One compiled criteria item of spec.match. */
+export interface CompiledMatchItem {
+  readonly select: CompiledJsonPath;
+  readonly matchValue?: string;
+  readonly matchValues?: readonly string[];
+  readonly matchRegex?: SafeRegex;
+  readonly matchFor: MatchFor;
+  readonly negate: boolean;
+}
+
+/** A path token: literal text, or text with `#N` placeholders (numbers) to fill from a select's captured indices. */
+export type PathToken = string | ReadonlyArray<string | number>;
+
+/** How an operation's value is produced: nothing (remove), a constant parsed once, or a template rendered per result. */
+export type CompiledValue =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'constant'; readonly value: JsonValue }
+  | { readonly kind: 'template'; readonly template: CompiledTemplate };
+
+/** One compiled operation of spec.patch. */
+export interface CompiledPatchOperation {
+  readonly op: PatchOperationType;
+  readonly path: string;
+  readonly tokens: readonly PathToken[];
+  readonly hasPlaceholders: boolean;
+  readonly select?: CompiledJsonPath;
+  readonly value: CompiledValue;
+}
+
+/**
+ * A ModRule compiled once per version: everything the engine needs without re-parsing rule text. `source` is the
+ * object it was compiled from (not copied), for the CLI's explain/lint/validate; stores of the servers compile
+ * without it (`keepSource: false`), so the operator does not hold every listed ModRule object through its rule.
+ */
+export interface CompiledRule {
+  readonly namespace: string;
+  readonly name: string;
+  /** "namespace/name", the rule's identity in logs and messages. */
+  readonly key: string;
+  readonly type: 'Patch' | 'Reject';
+  readonly tier: number;
+  readonly operations: ReadonlySet<AdmissionOperation>;
+  readonly source?: ModRule;
+  readonly match: readonly CompiledMatchItem[];
+  readonly patch: readonly CompiledPatchOperation[];
+  readonly rejectMessage?: CompiledTemplate;
+  /** Compiled targetNamespaceRegex; undefined when the field is absent or empty. */
+  readonly targetNamespaceRegex?: SafeRegex;
+  /** Compiled targetNamespaceSelector (labels of the object's Namespace); undefined when absent. */
+  readonly targetNamespaceSelector?: CompiledLabelSelector;
+}
+
+/** Thrown by compileModRule for a rule that does not validate. */
+export class InvalidModRuleError extends Error {
+  constructor(readonly problems: ValidationProblem[]) {
+    super(problems.map((p) => `${p.field}: ${p.message}`).join('; '));
+  }
+}
+
+/** Compile options: `keepSource: false` leaves CompiledRule.source out (what a server holds per rule). */
+export interface CompileOptions {
+  readonly keepSource?: boolean;
+}

@@ -1,0 +1,79 @@
+import { compileJsonPath, CompiledJsonPath, JsonPathSyntaxError } from '../jsonpath';
+import { TemplateSyntaxError } from '../template';
+import { compileRegex, SafeRegex } from '../util/regex';
+import { Interner } from '../util/interner';
+
+/** Records one problem at a field; count() says how many so far (did this item add any?). */
+export type Report = ((field: string, message: string) => void) & { count(): number };
+
+// Selects and regexes are shared by source text across rules and rule versions (they are immutable).
+const selects = new Interner<CompiledJsonPath>();
+const regexes = new Interner<SafeRegex>();
+
+/** The select compiled (shared by text), or undefined with a problem at the field. */
+export function tryJsonPath(source: string, field: string, problem: Report): CompiledJsonPath | undefined {
+  try {
+    return selects.get(source, () => compileJsonPath(source));
+  } catch (err) {
+    if (err instanceof JsonPathSyntaxError) {
+      problem(field, err.message.startsWith('column') ? err.message : `column ${err.column}: ${err.message}`);
+    } else {
+      problem(field, `invalid JSONPath: ${(err as Error).message}`);
+    }
+    return undefined;
+  }
+}
+
+/** The template compiled, or undefined with a problem at the field. */
+export function tryTemplate<T>(compile: () => T, field: string, problem: Report): T | undefined {
+  try {
+    return compile();
+  } catch (err) {
+    if (err instanceof TemplateSyntaxError) problem(field, `invalid template: ${err.message}`);
+    else problem(field, `invalid template: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+/** The RE2 regex compiled (shared by text), or undefined with a problem at the field. */
+export function tryRegex(source: string, field: string, problem: Report): SafeRegex | undefined {
+  try {
+    return regexes.get(source, () => compileRegex(source));
+  } catch (err) {
+    problem(field, (err as Error).message);
+    return undefined;
+  }
+}
+
+// "Did this item add problems?" without threading the list through every helper.
+/** How many problems have been reported so far. */
+export function countOf(problem: Report): number {
+  return problem.count();
+}
+
+/** A value as a message shows it (`nothing` when absent). */
+export function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  return JSON.stringify(v) ?? String(v);
+}
+
+/** The message for an unknown field, with the nearest known name when one is close. */
+export function unknownField(key: string, known: ReadonlySet<string>): string {
+  const near = [...known].find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
+  return `unknown field${near ? ` (did you mean "${near}"?)` : ''}, expected one of: ${[...known].join(', ')}`;
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length];
+}

@@ -1,0 +1,107 @@
+import { isJsonObject, JsonObject } from '../../util/json';
+import { RuleSnapshot } from '../../store/rules';
+import { DragnetScope, dragnetScope, MUTATING_CONFIGURATION, UNRESTRICTED } from '../../audit/dragnet';
+import { planScan, ScanPlan } from '../../audit/plan';
+import { KubeApiError, KubeClient } from '../kube';
+import { discoverResources } from './discovery';
+import { RateLimiter } from './rate';
+import { ScanProblem } from './scan';
+
+/** Every item of a collection, page by page; items get apiVersion and kind (list items have none). */
+export async function listAll(
+  client: KubeClient,
+  path: string,
+  type: { apiVersion: string; kind: string },
+  options: { pageSize?: number; limiter?: RateLimiter; signal?: AbortSignal; labelSelector?: string } = {},
+): Promise<JsonObject[]> {
+  const out: JsonObject[] = [];
+  let token: string | undefined;
+  do {
+    await options.limiter?.take(options.signal);
+    const page = await client.request('GET', path, {
+      query: { limit: options.pageSize ?? 500, continue: token, labelSelector: options.labelSelector },
+    });
+    const meta = isJsonObject(page.metadata) ? page.metadata : {};
+    token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
+    for (const item of Array.isArray(page.items) ? page.items : [])
+      if (isJsonObject(item)) out.push({ ...type, ...item });
+  } while (token && !options.signal?.aborted);
+  return out;
+}
+
+const WEBHOOK_PATH = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${MUTATING_CONFIGURATION}`;
+
+/**
+ * The dragnet webhook's scope from its live configuration. Without one (not installed, or not readable) every
+ * resource and namespace counts, and a note says so.
+ */
+export async function readDragnetScope(
+  client: KubeClient,
+  limiter?: RateLimiter,
+): Promise<{ scope: DragnetScope; note?: string }> {
+  await limiter?.take();
+  let configuration: JsonObject;
+  try {
+    configuration = await client.request('GET', WEBHOOK_PATH);
+  } catch (err) {
+    const status = err instanceof KubeApiError ? err.status : 0;
+    const why = status === 404 ? 'does not exist' : `cannot be read (${(err as Error).message})`;
+    return {
+      scope: UNRESTRICTED,
+      note:
+        `the MutatingWebhookConfiguration ${MUTATING_CONFIGURATION} ${why}: auditing every resource and namespace ` +
+        'the rules reach, as if the dragnet webhook received them all',
+    };
+  }
+  const scope = dragnetScope(configuration);
+  if (scope) return { scope };
+  return {
+    scope: UNRESTRICTED,
+    note: `${MUTATING_CONFIGURATION} has no dragnet.kubemod.io webhook: auditing every resource the rules reach`,
+  };
+}
+
+/** What an audit is about to list, and what the user should know before it starts. */
+export interface PreparedScan {
+  plan: ScanPlan;
+  scope: DragnetScope;
+  notes: string[];
+  /** Discovery failures (an aggregated API that is down): what they serve is not audited. */
+  problems: ScanProblem[];
+}
+
+/**
+ * Discovery, the dragnet's scope and the namespace list, turned into a plan. `namespaceNames` saves the list when
+ * the caller has the names already.
+ */
+export async function prepareScan(
+  client: KubeClient,
+  snapshot: RuleSnapshot,
+  options: {
+    namespace?: string;
+    namespaceNames?: readonly string[];
+    limiter?: RateLimiter;
+    signal?: AbortSignal;
+  },
+): Promise<PreparedScan> {
+  const discovery = await discoverResources(client);
+  const { scope, note } = await readDragnetScope(client, options.limiter);
+  const names =
+    options.namespaceNames ??
+    (options.namespace !== undefined
+      ? [options.namespace]
+      : (await listAll(client, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace' }, options)).map(
+          (ns) => String((ns.metadata as JsonObject).name),
+        ));
+  const plan = planScan(snapshot, discovery.resources, names, scope, { namespace: options.namespace });
+  return {
+    plan,
+    scope,
+    notes: note ? [note, ...plan.notes] : plan.notes,
+    problems: discovery.failedGroups.map((g) => ({
+      what: g.groupVersion,
+      status: 503,
+      message: `discovery of ${g.groupVersion} failed, its resources are not audited: ${g.error}`,
+    })),
+  };
+}

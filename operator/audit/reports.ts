@@ -1,0 +1,180 @@
+import { isJsonObject, JsonObject } from '../../util/json';
+import { Logger } from '../../util/logger';
+import {
+  MANAGED_BY,
+  PARTIAL_ANNOTATION,
+  REPORT_APIS,
+  REPORT_NAME,
+  ReportBuilder,
+  ReportFormat,
+  sameReport,
+} from '../../audit/report';
+import { KubeApiError, KubeClient } from '../kube';
+import { RateLimiter } from './rate';
+
+/** What one round of report writing did. */
+export interface WriteSummary {
+  written: number;
+  unchanged: number;
+  deleted: number;
+  failed: number;
+}
+
+// Our reports listed per page (names are all that is kept): a page is parsed in one go on the webhook's event loop.
+const REPORTS_PER_PAGE = 5;
+
+const statusOf = (err: unknown) => (err instanceof KubeApiError ? err.status : 0);
+const nsOf = (r: JsonObject) =>
+  isJsonObject(r.metadata) && typeof r.metadata.namespace === 'string' ? r.metadata.namespace : '';
+
+/**
+ * Keeps the reports in the cluster in line with the latest scan: one per namespace with results and one cluster
+ * report, all named modrule-audit and labelled app.kubernetes.io/managed-by=modrule. A report is written only when
+ * what it says changed (timestamps of unchanged results are kept), replaced with its resourceVersion (a conflict
+ * is read again once), and deleted once its namespace has nothing to report, but only after a complete scan.
+ */
+export class ReportWriter {
+  constructor(
+    private readonly options: {
+      client: KubeClient;
+      format: ReportFormat;
+      logger: Logger;
+      limiter?: RateLimiter;
+      signal?: AbortSignal;
+    },
+  ) {}
+
+  private get api() {
+    return REPORT_APIS[this.options.format];
+  }
+
+  private collection(namespace: string): string {
+    const { group, version, namespaced, cluster } = this.api;
+    return namespace
+      ? `/apis/${group}/${version}/namespaces/${encodeURIComponent(namespace)}/${namespaced.resource}`
+      : `/apis/${group}/${version}/${cluster.resource}`;
+  }
+
+  /**
+   * The namespaces that have one of our reports ('' = the cluster report exists). Listed a few at a time and kept as
+   * names only: a report can be half a MiB, and a thousand of them must not be held, or parsed at once.
+   */
+  private async existingNamespaces(): Promise<Set<string>> {
+    const { client, limiter, signal } = this.options;
+    const { group, version, namespaced, cluster } = this.api;
+    const out = new Set<string>();
+    const labelSelector = Object.entries(MANAGED_BY)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+    for (const resource of [namespaced.resource, cluster.resource]) {
+      let token: string | undefined;
+      do {
+        await limiter?.take(signal);
+        const page = await client
+          .request('GET', `/apis/${group}/${version}/${resource}`, {
+            query: { limit: REPORTS_PER_PAGE, continue: token, labelSelector },
+          })
+          .catch((err: unknown) => {
+            if (statusOf(err) !== 404) throw err;
+            throw new Error(
+              `${resource}.${group} is not served: install the report CRDs (config/reports/${this.options.format}, ` +
+                `docs/audit.md) or run the operator without --reports`,
+            );
+          });
+        const meta = isJsonObject(page.metadata) ? page.metadata : {};
+        token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
+        for (const r of Array.isArray(page.items) ? page.items : [])
+          if (isJsonObject(r) && isJsonObject(r.metadata) && r.metadata.name === REPORT_NAME)
+            out.add(nsOf(r));
+      } while (token && !signal?.aborted);
+    }
+    return out;
+  }
+
+  /** Our report in one namespace ('' = the cluster report), or undefined. */
+  private async get(namespace: string): Promise<JsonObject | undefined> {
+    const { client, limiter, signal } = this.options;
+    await limiter?.take(signal);
+    try {
+      return await client.request('GET', `${this.collection(namespace)}/${REPORT_NAME}`);
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Writes the builder's reports. `partial` (why the scan did not finish) is recorded on every report written, and
+   * then no report is deleted: what the scan did not see is not known to be gone.
+   */
+  async write(builder: ReportBuilder, partial?: string): Promise<WriteSummary> {
+    const { client, logger, limiter, signal, format } = this.options;
+    const summary: WriteSummary = { written: 0, unchanged: 0, deleted: 0, failed: 0 };
+    const existing = await this.existingNamespaces();
+    const now = new Date();
+    for (const ns of builder.namespaces()) {
+      if (signal?.aborted) break;
+      let previous = existing.has(ns) ? await this.get(ns) : undefined;
+      const built = builder.report(format, ns, now, previous);
+      if (!built) continue;
+      if (partial)
+        (built.metadata as JsonObject).annotations = {
+          ...((built.metadata as JsonObject).annotations as JsonObject | undefined),
+          [PARTIAL_ANNOTATION]: partial,
+        };
+      if (previous && sameReport(built, previous)) {
+        summary.unchanged++;
+        continue;
+      }
+      try {
+        for (let attempt = 1; ; attempt++) {
+          await limiter?.take(signal);
+          try {
+            if (previous) {
+              const meta = {
+                ...(built.metadata as JsonObject),
+                resourceVersion: (previous.metadata as JsonObject).resourceVersion,
+              };
+              await client.request('PUT', `${this.collection(ns)}/${REPORT_NAME}`, {
+                body: { ...built, metadata: meta },
+              });
+            } else {
+              await client.request('POST', this.collection(ns), { body: built });
+            }
+            summary.written++;
+            break;
+          } catch (err) {
+            // Another replica wrote it meanwhile: read it and try once more.
+            if (statusOf(err) !== 409 || attempt > 1) throw err;
+            await limiter?.take(signal);
+            previous = await client.request('GET', `${this.collection(ns)}/${REPORT_NAME}`);
+          }
+        }
+      } catch (err) {
+        summary.failed++;
+        logger.warn('writing an audit report failed', {
+          namespace: ns || null,
+          error: (err as Error).message,
+        });
+      }
+    }
+    if (partial) return summary;
+    const keep = new Set(builder.namespaces());
+    for (const ns of existing) {
+      if (keep.has(ns) || signal?.aborted) continue;
+      try {
+        await limiter?.take(signal);
+        await client.request('DELETE', `${this.collection(ns)}/${REPORT_NAME}`);
+        summary.deleted++;
+      } catch (err) {
+        if (statusOf(err) === 404) continue;
+        summary.failed++;
+        logger.warn('deleting an audit report failed', {
+          namespace: ns || null,
+          error: (err as Error).message,
+        });
+      }
+    }
+    return summary;
+  }
+}

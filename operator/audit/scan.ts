@@ -1,0 +1,227 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { isJsonObject, JsonObject } from '../../util/json';
+import { RuleSnapshot } from '../../store/rules';
+import { DragnetScope } from '../../audit/dragnet';
+import { auditObject } from '../../audit/evaluate';
+import { objectLabels, ScanPlan, ScanTarget } from '../../audit/plan';
+import { ObjectAudit, ObjectVerdict, resourceName, ListableResource } from '../../audit/types';
+import { retry, sleep } from '../backoff';
+import { isTransient, KubeApiError, KubeClient } from '../kube';
+import { collectionPath } from './discovery';
+import { RateLimiter } from './rate';
+
+/** How an audit lists and evaluates. */
+export interface ScanOptions {
+  client: KubeClient;
+  snapshot: RuleSnapshot;
+  plan: ScanPlan;
+  scope: DragnetScope;
+  /** Passed to every list (server-side filter). */
+  labelSelector?: string;
+  /** Objects per list page; default 500. Memory holds one page at a time. */
+  pageSize?: number;
+  limiter?: RateLimiter;
+  /** Budget: stop (partial) after listing this many objects. */
+  maxObjects?: number;
+  /** Budget: stop (partial) at this time (Date.now() milliseconds). */
+  deadline?: number;
+  signal?: AbortSignal;
+  /**
+   * Longest stretch of evaluation between two yields to the event loop; default 5 ms. The operator shares its event
+   * loop with the webhook: a scan must not hold admissions up.
+   */
+  sliceMs?: number;
+  /**
+   * Share of the event loop's time the scan may take, (0, 1]; default 1. Below 1, each slice of evaluation is
+   * followed by a pause in proportion, so a busy webhook keeps (1 - share) of the process for itself.
+   */
+  share?: number;
+  maxBodyBytes?: number;
+  onProgress?: (progress: ScanProgress) => void;
+  /** How often onProgress is called; default 2 s. */
+  progressEveryMs?: number;
+}
+
+/** Where a long audit is. */
+export interface ScanProgress {
+  listed: number;
+  evaluated: number;
+  lists: number;
+  listsTotal: number;
+  elapsedMs: number;
+}
+
+/** A list that failed: the audit goes on without it, and is partial. */
+export interface ScanProblem {
+  what: string;
+  message: string;
+  status: number;
+}
+
+/** How a scan went. */
+export interface ScanResult {
+  /** Objects listed. */
+  listed: number;
+  /** Objects some rule could reach (the others are not reported). */
+  evaluated: number;
+  verdicts: Record<ObjectVerdict, number>;
+  problems: ScanProblem[];
+  /** Why it stopped before the end (budget, deadline, cancelled); undefined when it went through. */
+  stopped?: string;
+  /** Nothing failed and nothing was left out: the results are the whole answer. */
+  complete: boolean;
+  elapsedMs: number;
+}
+
+/** Receives each evaluated object, with the resource it was listed from; awaited (backpressure). */
+export type ObjectHandler = (audit: ObjectAudit, resource: ListableResource) => void | Promise<void>;
+
+class Stop extends Error {}
+
+/** The lists of one target: [path, namespaces to keep (null = all)]. */
+function listsOf(
+  target: ScanTarget,
+): Array<{ path: string; keep: ReadonlySet<string> | null; what: string }> {
+  const name = resourceName(target.resource);
+  if (target.namespaces === null || target.clusterWide)
+    return [
+      {
+        path: collectionPath(target.resource, null),
+        keep: target.namespaces && new Set(target.namespaces),
+        what: target.namespaces ? `${name} in all namespaces` : name,
+      },
+    ];
+  return target.namespaces.map((ns) => ({
+    path: collectionPath(target.resource, ns),
+    keep: null,
+    what: `${name} in namespace ${ns}`,
+  }));
+}
+
+function describe(err: unknown, what: string): ScanProblem {
+  const status = err instanceof KubeApiError ? err.status : 0;
+  const message = (err as Error).message;
+  if (status === 403) return { what, status, message: `forbidden: cannot list ${what}: ${message}` };
+  if (status === 404)
+    return { what, status, message: `not found: ${what} is not served (any more): ${message}` };
+  if (status === 410)
+    return {
+      what,
+      status,
+      message: `the list of ${what} expired part-way (410); its remaining pages are missing`,
+    };
+  return { what, status, message: `cannot list ${what}: ${message}` };
+}
+
+/**
+ * Lists what the plan names, page by page, evaluates every object as the webhook would for an UPDATE of it, and
+ * hands each result to `onObject`. Read-only. A list that fails is recorded and the scan goes on (partial); the
+ * budget (objects, deadline) and the signal stop it early (partial too).
+ */
+export async function scanCluster(options: ScanOptions, onObject: ObjectHandler): Promise<ScanResult> {
+  const { client, snapshot, scope, signal } = options;
+  const started = Date.now();
+  const sliceMs = options.sliceMs ?? 5;
+  const share = Math.min(1, Math.max(0.01, options.share ?? 1));
+  const progressEvery = options.progressEveryMs ?? 2000;
+  const lists = options.plan.targets.flatMap((t) => listsOf(t).map((l) => ({ ...l, resource: t.resource })));
+  const result: ScanResult = {
+    listed: 0,
+    evaluated: 0,
+    verdicts: { patch: 0, reject: 0, error: 0, pass: 0 },
+    problems: [],
+    complete: false,
+    elapsedMs: 0,
+  };
+  let listsDone = 0;
+  let lastProgress = started;
+  let sliceStart = performance.now();
+  const progress = (force = false) => {
+    const now = Date.now();
+    if (!options.onProgress || (!force && now - lastProgress < progressEvery)) return;
+    lastProgress = now;
+    options.onProgress({
+      listed: result.listed,
+      evaluated: result.evaluated,
+      lists: listsDone,
+      listsTotal: lists.length,
+      elapsedMs: now - started,
+    });
+  };
+  const checkBudget = () => {
+    if (signal?.aborted) throw new Stop('cancelled');
+    if (options.maxObjects !== undefined && result.listed >= options.maxObjects)
+      throw new Stop(`stopped after ${result.listed} objects (the budget of one scan)`);
+    if (options.deadline !== undefined && Date.now() >= options.deadline)
+      throw new Stop(`stopped after ${Date.now() - started} ms (the time budget of one scan)`);
+  };
+
+  try {
+    for (const list of lists) {
+      let token: string | undefined;
+      try {
+        do {
+          checkBudget();
+          await options.limiter?.take(signal);
+          const page = await retry(
+            () =>
+              client.request('GET', list.path, {
+                query: {
+                  limit: options.pageSize ?? 500,
+                  continue: token,
+                  labelSelector: options.labelSelector,
+                },
+              }),
+            { attempts: 3, isTransient, backoff: { initialMs: 200, maxMs: 2000 }, signal },
+          );
+          const meta = isJsonObject(page.metadata) ? page.metadata : {};
+          token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
+          const items = Array.isArray(page.items) ? page.items : [];
+          // Parsing the page held the event loop already: let waiting work run before evaluating it.
+          await yieldToEventLoop();
+          sliceStart = performance.now();
+          for (const item of items) {
+            if (!isJsonObject(item)) continue;
+            checkBudget();
+            result.listed++;
+            if (!wanted(item, list.resource, list.keep)) continue;
+            const audit = auditObject(item, list.resource, { snapshot, maxBodyBytes: options.maxBodyBytes });
+            if (audit) {
+              result.evaluated++;
+              result.verdicts[audit.verdict]++;
+              await onObject(audit, list.resource);
+            }
+            const spent = performance.now() - sliceStart;
+            if (spent > sliceMs) {
+              if (share < 1) await sleep((spent * (1 - share)) / share, signal);
+              else await yieldToEventLoop();
+              sliceStart = performance.now();
+            }
+          }
+          progress();
+        } while (token);
+      } catch (err) {
+        if (err instanceof Stop) throw err;
+        result.problems.push(describe(err, list.what));
+      }
+      listsDone++;
+    }
+  } catch (err) {
+    if (!(err instanceof Stop)) throw err;
+    result.stopped = err.message;
+  }
+
+  function wanted(item: JsonObject, resource: ListableResource, keep: ReadonlySet<string> | null): boolean {
+    const meta = isJsonObject(item.metadata) ? item.metadata : {};
+    if (keep && !keep.has(String(meta.namespace ?? ''))) return false;
+    const labels = objectLabels(item);
+    if (!scope.selectsObject(labels)) return false;
+    // The dragnet's namespaceSelector applies to Namespace objects by their own labels.
+    return resource.kind !== 'Namespace' || resource.group !== '' || scope.selectsNamespace(labels);
+  }
+
+  result.elapsedMs = Date.now() - started;
+  result.complete = result.problems.length === 0 && result.stopped === undefined;
+  progress(true);
+  return result;
+}

@@ -1,0 +1,59 @@
+import { Registry } from 'prom-client';
+import { Logger } from '../util/logger';
+import { RuleStore } from '../store/rules';
+import { Discovery } from './discovery';
+import { DragnetScope } from './dragnet-scope';
+import { KubeClient } from './kube';
+import { ReadyGate } from './ready-gate';
+import type { ScopeMode } from '../scope/ownership';
+import { StatusReporter } from './status';
+import { ClusterSync, StatusSink } from './sync';
+
+/** The dragnet scope as the operator runs it: discovery, the registration writer, the Ready gate. */
+export interface RunningScope {
+  /** Where ClusterSync reports rule verdicts: Ready waits for the registration. */
+  readonly status: StatusSink | null;
+  readonly scope: DragnetScope;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts discovery and the dragnet scope, fed from the rule store (`sync` is read later: it is created with the
+ * returned status sink).
+ */
+export function startDragnetScope(deps: {
+  mode: ScopeMode;
+  clusterNamespace: string;
+  client: KubeClient;
+  logger: Logger;
+  registry: Registry;
+  store: RuleStore;
+  status: StatusReporter | null;
+  sync: () => ClusterSync;
+}): RunningScope {
+  const { client, logger, registry, store } = deps;
+  const discovery = new Discovery({ client, logger });
+  const scope = new DragnetScope({
+    client,
+    logger,
+    mode: deps.mode,
+    clusterNamespace: deps.clusterNamespace,
+    rules: () => store.allRules(),
+    rulesVersion: () => deps.sync().rulesVersion(),
+    rulesReady: () => deps.sync().isReady(),
+    onRulesChange: (listener) => store.onChange(listener),
+    discovery,
+    registry,
+  });
+  const gate = deps.status ? new ReadyGate(deps.status, scope) : null;
+  discovery.start();
+  scope.start();
+  return {
+    status: gate,
+    scope,
+    stop: async () => {
+      gate?.stop();
+      await Promise.all([scope.stop(), discovery.stop()]);
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { isJsonObject, JsonObject } from '../../util/json';
+import { HttpError } from './fake-http';
+
+/** The resources the fake serves, as the real API server names them. */
+export const FAKE_RESOURCES = {
+  modrules: {
+    prefix: '/apis/api.kubemod.io/v1beta1',
+    namespaced: true,
+    kind: 'ModRule',
+    apiVersion: 'api.kubemod.io/v1beta1',
+    status: true,
+  },
+  namespaces: { prefix: '/api/v1', namespaced: false, kind: 'Namespace', apiVersion: 'v1', status: true },
+  nodes: { prefix: '/api/v1', namespaced: false, kind: 'Node', apiVersion: 'v1', status: true },
+  pods: { prefix: '/api/v1', namespaced: true, kind: 'Pod', apiVersion: 'v1', status: true },
+  secrets: { prefix: '/api/v1', namespaced: true, kind: 'Secret', apiVersion: 'v1', status: false },
+  events: { prefix: '/api/v1', namespaced: true, kind: 'Event', apiVersion: 'v1', status: false },
+  mutatingwebhookconfigurations: {
+    prefix: '/apis/admissionregistration.k8s.io/v1',
+    namespaced: false,
+    kind: 'MutatingWebhookConfiguration',
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    status: false,
+  },
+  validatingwebhookconfigurations: {
+    prefix: '/apis/admissionregistration.k8s.io/v1',
+    namespaced: false,
+    kind: 'ValidatingWebhookConfiguration',
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    status: false,
+  },
+} as const;
+
+export type FakeResource = keyof typeof FAKE_RESOURCES;
+
+/** What a request path names: a resource, optionally in a namespace, optionally one object and a subresource. */
+export interface Route {
+  resource: FakeResource;
+  namespace: string | null;
+  name: string | null;
+  subresource: string | null;
+}
+
+/** The route of a request path, or a 404 HttpError. */
+export function routeOf(path: string): Route {
+  const entries = Object.entries(FAKE_RESOURCES) as Array<
+    [FakeResource, (typeof FAKE_RESOURCES)[FakeResource]]
+  >;
+  const segsFor = (prefix: string) =>
+    path.startsWith(prefix + '/')
+      ? path
+          .slice(prefix.length + 1)
+          .split('/')
+          .map(decodeURIComponent)
+      : null;
+  // Namespaced paths first: /api/v1/namespaces/NS/pods is not the namespace "NS".
+  for (const [resource, def] of entries) {
+    const segs = segsFor(def.prefix);
+    if (segs && def.namespaced && segs[0] === 'namespaces' && segs[2] === resource) {
+      return { resource, namespace: segs[1], name: segs[3] ?? null, subresource: segs[4] ?? null };
+    }
+  }
+  for (const [resource, def] of entries) {
+    const segs = segsFor(def.prefix);
+    if (segs && segs[0] === resource && (!def.namespaced || segs.length === 1)) {
+      return { resource, namespace: null, name: segs[1] ?? null, subresource: segs[2] ?? null };
+    }
+  }
+  throw new HttpError(404, 'NotFound', `no route for ${path}`);
+}
+
+/** A `fieldSelector` query parameter as field -> value (only `=` terms, as the operator sends them). */
+export function parseFieldSelector(selector: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (selector ?? '').split(',')) {
+    const [k, v] = part.split('=');
+    if (k && v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/** Whether an object belongs to a route's namespace and passes a field selector. */
+export function matches(obj: JsonObject, route: Route, selector: Record<string, string>): boolean {
+  const m = isJsonObject(obj.metadata) ? obj.metadata : {};
+  if (
+    route.namespace !== null &&
+    FAKE_RESOURCES[route.resource].namespaced &&
+    m.namespace !== route.namespace
+  )
+    return false;
+  if (selector['metadata.name'] !== undefined && m.name !== selector['metadata.name']) return false;
+  if (selector['metadata.namespace'] !== undefined && m.namespace !== selector['metadata.namespace'])
+    return false;
+  return true;
+}

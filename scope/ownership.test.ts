@@ -1,0 +1,192 @@
+import fc from 'fast-check';
+import { JsonObject } from '../util/json';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { CONDITION_PREFIX, NAME_LABEL, SELECTOR_MARK } from './compute';
+import { defaultConfigured } from './defaults';
+import {
+  compareVersions,
+  CONFIGURED_ANNOTATION,
+  decide,
+  liveCovers,
+  readLive,
+  Replica,
+  SCOPE_ANNOTATION,
+  ScopeStamp,
+  stampAnnotations,
+} from './ownership';
+import { dragnetOf, registrationHash, registrationOf, withRegistration } from './registration';
+import { Registration } from './types';
+
+const narrow = (resource: string): Registration => ({
+  ...defaultConfigured(),
+  rules: [
+    { apiGroups: ['*'], apiVersions: ['*'], resources: [resource], operations: ['CREATE'], scope: '*' },
+  ],
+});
+
+/** A MutatingWebhookConfiguration holding a dragnet with `reg`, stamped when a stamp is given. */
+function config(reg: Registration, stamp?: ScopeStamp, configured = defaultConfigured()): JsonObject {
+  const webhook = withRegistration({ name: 'dragnet.kubemod.io', clientConfig: { caBundle: 'Q0E=' } }, reg);
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: {
+      name: 'kubemod-mutating-webhook-configuration',
+      annotations: stamp ? stampAnnotations(stamp, configured) : {},
+    },
+    webhooks: [{ name: 'mmodrule.kubemod.io' }, webhook],
+  };
+}
+
+/** The stamp of a write of `reg` at a rules version by a writer. */
+function stampOf(reg: Registration, rulesVersion: string, writer: string): ScopeStamp {
+  return { hash: registrationHash(reg), rulesVersion, writer, mode: 'rules' };
+}
+
+function live(c: JsonObject) {
+  return readLive(c, dragnetOf(c)!.webhook);
+}
+
+describe('ownership of the live registration', () => {
+  test('the bundle configuration in config/ is the default configured net', () => {
+    const text = readFileSync(
+      join(__dirname, '..', 'config', 'webhook', 'mutating_webhook_configuration.yaml'),
+      'utf8',
+    );
+    const doc = parseAllDocuments(text)[0].toJSON() as JsonObject;
+    expect(registrationOf(dragnetOf(doc)!.webhook)).toEqual(defaultConfigured());
+  });
+
+  test('a registration nobody stamped is the configured net; a stamped one keeps the configured net it was made from', () => {
+    const fresh = live(config(defaultConfigured()));
+    expect(fresh.ours).toBe(false);
+    expect(fresh.configured).toEqual(defaultConfigured());
+    const reg = narrow('deployments');
+    const stamp = stampOf(reg, '10', '1-a');
+    const mine = live(config(reg, stamp));
+    expect(mine.ours).toBe(true);
+    expect(mine.configured).toEqual(defaultConfigured());
+    // Someone edits the live rules (or re-applies the bundle): their registration is the configured net now.
+    const edited = live(config(narrow('pods'), stamp));
+    expect(edited.ours).toBe(false);
+    expect(edited.configured).toEqual(narrow('pods'));
+    expect(edited.stamp).toEqual(stamp);
+  });
+
+  test('what a kubectl apply of the bundle leaves of an earlier scope is not taken for the configured net', () => {
+    // kubectl apply replaces the rules but keeps selector requirements and conditions its manifest never had.
+    const leftover: Registration = {
+      ...defaultConfigured(),
+      namespaceSelector: {
+        matchExpressions: [
+          ...defaultConfigured().namespaceSelector.matchExpressions!,
+          { key: NAME_LABEL, operator: 'In', values: ['shop', SELECTOR_MARK] },
+        ],
+      },
+      matchConditions: [
+        { name: 'mine', expression: 'true' },
+        { name: `${CONDITION_PREFIX}0`, expression: 'false' },
+      ],
+    };
+    const stamp: ScopeStamp = { hash: 'other', rulesVersion: '10', writer: '1-a', mode: 'rules' };
+    const l = live(config(leftover, stamp));
+    expect(l.ours).toBe(false);
+    expect(l.configured).toEqual({
+      ...defaultConfigured(),
+      matchConditions: [{ name: 'mine', expression: 'true' }],
+    });
+  });
+
+  test('an unreadable stamp or configured annotation means someone else wrote it', () => {
+    const c = config(narrow('deployments'));
+    (c.metadata as JsonObject).annotations = {
+      [SCOPE_ANNOTATION]: '{not json',
+      [CONFIGURED_ANNOTATION]: 'x',
+    };
+    expect(live(c).ours).toBe(false);
+    expect(live(c).configured).toEqual(narrow('deployments'));
+  });
+
+  test('compares resourceVersions as Kubernetes does: well-formed integers only', () => {
+    expect(compareVersions('9', '10')).toBe(-1);
+    expect(compareVersions('100', '99')).toBe(1);
+    expect(compareVersions('42', '42')).toBe(0);
+    expect(compareVersions('042', '41')).toBe(0);
+    expect(compareVersions('abc', '1')).toBe(0);
+  });
+
+  test('writes forward only: newer rules, else a later writer; never behind the stamp', () => {
+    const reg = narrow('deployments');
+    const stamp = stampOf(reg, '10', '200-b');
+    const l = live(config(reg, stamp));
+    const me = (rulesVersion: string, writer: string): Replica => ({ rulesVersion, writer, mode: 'rules' });
+    expect(decide(l, reg, me('11', '100-a'))).toEqual({ write: false, reason: 'current' });
+    expect(decide(l, narrow('pods'), me('9', '300-c'))).toEqual({ write: false, reason: 'behind' });
+    expect(decide(l, narrow('pods'), me('11', '100-a'))).toEqual({ write: true, reason: 'newer-rules' });
+    expect(decide(l, narrow('pods'), me('10', '100-a'))).toEqual({ write: false, reason: 'older-writer' });
+    expect(decide(l, narrow('pods'), me('10', '300-c'))).toEqual({ write: true, reason: 'newer-writer' });
+    expect(decide(l, narrow('pods'), me('10', '200-b'))).toEqual({ write: true, reason: 'own-update' });
+    // Someone else's registration is taken over, unless this replica has not seen the rules the last stamp had.
+    const foreign = live(config(narrow('secrets'), stamp));
+    expect(decide(foreign, narrow('pods'), me('10', '100-a'))).toEqual({ write: true, reason: 'foreign' });
+    expect(decide(foreign, narrow('pods'), me('9', '100-a'))).toEqual({ write: false, reason: 'behind' });
+  });
+
+  test("covers a rule once the stamp has reached its version; someone else's registration is the wide net", () => {
+    const reg = narrow('deployments');
+    const stamp = stampOf(reg, '10', '1-a');
+    expect(liveCovers(live(config(reg, stamp)), '10')).toBe(true);
+    expect(liveCovers(live(config(reg, stamp)), '11')).toBe(false);
+    expect(liveCovers(live(config(narrow('pods'), stamp)), '11')).toBe(true);
+  });
+
+  test('replicas writing in any order converge without flapping', () => {
+    // Each replica has its own rules version (stores at different points) and its own view of the scope; the live
+    // registration is whatever was written last. Replicas decide in a random order, then round-robin until a whole
+    // round writes nothing: that must happen, after few writes.
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({ version: fc.integer({ min: 1, max: 5 }), view: fc.constantFrom('a', 'b', 'c') }),
+          {
+            minLength: 2,
+            maxLength: 4,
+          },
+        ),
+        fc.array(fc.nat(), { maxLength: 40 }),
+        (replicas, order) => {
+          let current = config(defaultConfigured());
+          let writes = 0;
+          const step = (i: number): boolean => {
+            const me: Replica = {
+              rulesVersion: String(replicas[i].version),
+              writer: `${i + 1}-r`,
+              mode: 'rules',
+            };
+            const desired = narrow(`r-${replicas[i].view}`);
+            if (!decide(live(current), desired, me).write) return false;
+            const stamp: ScopeStamp = { hash: registrationHash(desired), ...me };
+            current = config(desired, stamp);
+            writes++;
+            return true;
+          };
+          for (const pick of order) step(pick % replicas.length);
+          let rounds = 0;
+          for (let wrote = true; wrote; rounds++) {
+            wrote = false;
+            for (let i = 0; i < replicas.length; i++) wrote = step(i) || wrote;
+            expect(rounds).toBeLessThan(replicas.length + 2);
+          }
+          // Writes only move forward in (rules version, writer) order: a handful per replica, never a loop.
+          expect(writes).toBeLessThanOrEqual(replicas.length * 6 + 1);
+          // The newest store's view won (it is safe: it has every rule the others saw).
+          const newest = Math.max(...replicas.map((r) => r.version));
+          const winners = replicas.filter((r) => r.version === newest).map((r) => `r-${r.view}`);
+          expect(winners).toContain(registrationOf(dragnetOf(current)!.webhook).rules[0].resources[0]);
+        },
+      ),
+    );
+  });
+});

@@ -1,0 +1,139 @@
+import { isJsonObject, JsonObject } from '../util/json';
+import { withoutScope } from './compute';
+import { parseRegistration, registrationHash, registrationJson, registrationOf } from './registration';
+import { Registration } from './types';
+
+/** What the operator wrote last, stamped on the configuration (see ScopeStamp). */
+export const SCOPE_ANNOTATION = 'modrule.kubemod.io/dragnet-scope';
+/** The net as installed (bundle.yaml, or a user's edit), kept while the live registration is the operator's. */
+export const CONFIGURED_ANNOTATION = 'modrule.kubemod.io/dragnet-configured';
+
+/** `rules`: the scope follows the ModRules; `wide`: the configured net stays as it is (KubeMod's behaviour). */
+export type ScopeMode = 'rules' | 'wide';
+
+/** Who wrote the live registration, from which rules, and what: the replicas' common ground. */
+export interface ScopeStamp {
+  /** registrationHash of what was written: a live registration with another hash was changed by someone else. */
+  hash: string;
+  /** The ModRule resourceVersion the writer's store had reached. */
+  rulesVersion: string;
+  /** `START-ID`: the writer's process start (ms) and a random id. A later start wins a tie. */
+  writer: string;
+  mode: ScopeMode;
+}
+
+/** The live dragnet registration as the operator reads it. */
+export interface LiveScope {
+  current: Registration;
+  /** The widest the scope may be: the stamped configured net while the registration is ours, else the live one. */
+  configured: Registration;
+  stamp: ScopeStamp | null;
+  /** Whether the live registration is the one the stamp describes (nobody changed it since). */
+  ours: boolean;
+}
+
+function annotationsOf(config: JsonObject): Record<string, string> {
+  const meta = isJsonObject(config.metadata) ? config.metadata : {};
+  const out: Record<string, string> = {};
+  if (isJsonObject(meta.annotations))
+    for (const [k, v] of Object.entries(meta.annotations)) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+function parseStamp(text: string | undefined): ScopeStamp | null {
+  if (!text) return null;
+  try {
+    const v: unknown = JSON.parse(text);
+    if (!isJsonObject(v)) return null;
+    const { hash, rulesVersion, writer, mode } = v;
+    if (typeof hash !== 'string' || typeof rulesVersion !== 'string' || typeof writer !== 'string')
+      return null;
+    return { hash, rulesVersion, writer, mode: mode === 'wide' ? 'wide' : 'rules' };
+  } catch {
+    return null;
+  }
+}
+
+/** Reads the live registration of the dragnet webhook (`webhook`) of `config` (its annotations). */
+export function readLive(config: JsonObject, webhook: JsonObject): LiveScope {
+  const annotations = annotationsOf(config);
+  const current = registrationOf(webhook);
+  const stamp = parseStamp(annotations[SCOPE_ANNOTATION]);
+  const ours = stamp !== null && stamp.hash === registrationHash(current);
+  const stored = ours ? parseRegistration(annotations[CONFIGURED_ANNOTATION] ?? '') : null;
+  // Someone else's registration (a fresh install, a re-applied bundle, an edit) is the configured net from now on,
+  // without what an earlier scope left in it (kubectl apply keeps fields its manifest never had).
+  const configured = stored ?? withoutScope(current);
+  return { current, configured, stamp, ours };
+}
+
+/** The annotations the operator writes with a registration. */
+export function stampAnnotations(stamp: ScopeStamp, configured: Registration): Record<string, string> {
+  return {
+    [SCOPE_ANNOTATION]: JSON.stringify(stamp),
+    [CONFIGURED_ANNOTATION]: JSON.stringify(registrationJson(configured)),
+  };
+}
+
+const WELL_FORMED = /^[1-9][0-9]*$/;
+
+/**
+ * Orders two resourceVersions of the same resource, as k8s.io/apimachinery's resourceversion.CompareResourceVersion
+ * does (etcd-backed API servers give integers, and recent Kubernetes documents them as comparable); 0 when either
+ * is not a well-formed one.
+ */
+export function compareVersions(a: string, b: string): number {
+  if (!WELL_FORMED.test(a) || !WELL_FORMED.test(b)) return 0;
+  if (a.length !== b.length) return a.length < b.length ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function compareWriters(a: string, b: string): number {
+  const [as, ...ar] = a.split('-');
+  const [bs, ...br] = b.split('-');
+  const d = compareVersions(as, bs) || Number(as) - Number(bs);
+  if (d !== 0) return Math.sign(d);
+  const ra = ar.join('-');
+  const rb = br.join('-');
+  return ra < rb ? -1 : ra > rb ? 1 : 0;
+}
+
+/** This replica: the rules its store holds (a ModRule resourceVersion) and its writer id. */
+export interface Replica {
+  rulesVersion: string;
+  writer: string;
+  mode: ScopeMode;
+}
+
+/** Whether to write `desired`, and why (logged). */
+export interface Decision {
+  write: boolean;
+  reason: 'current' | 'behind' | 'foreign' | 'newer-rules' | 'own-update' | 'newer-writer' | 'older-writer';
+}
+
+/**
+ * Whether this replica writes its registration. Writes go only forward in (rulesVersion, writer) order, so
+ * replicas computing at once converge on one registration without flapping: one behind the last writer's rules waits
+ * for its store (it could miss a rule the other reported Ready), and at equal rules the later-started replica wins.
+ */
+export function decide(live: LiveScope, desired: Registration, me: Replica): Decision {
+  const hash = registrationHash(desired);
+  if (registrationHash(live.current) === hash) return { write: false, reason: 'current' };
+  const cmp = live.stamp ? compareVersions(me.rulesVersion, live.stamp.rulesVersion) : 1;
+  if (cmp < 0) return { write: false, reason: 'behind' };
+  if (!live.ours) return { write: true, reason: 'foreign' };
+  if (cmp > 0) return { write: true, reason: 'newer-rules' };
+  if (live.stamp!.writer === me.writer) return { write: true, reason: 'own-update' };
+  return compareWriters(me.writer, live.stamp!.writer) > 0
+    ? { write: true, reason: 'newer-writer' }
+    : { write: false, reason: 'older-writer' };
+}
+
+/**
+ * Whether the live registration sends the objects of a rule at `ruleVersion` (its resourceVersion): someone else's
+ * registration is the configured net (as wide as installed), ours covers the rules its writer had seen.
+ */
+export function liveCovers(live: LiveScope, ruleVersion: string): boolean {
+  if (!live.ours) return true;
+  return compareVersions(live.stamp!.rulesVersion, ruleVersion) >= 0 && WELL_FORMED.test(ruleVersion);
+}
