@@ -32,6 +32,8 @@ import {
 const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
 const describeLocal = ASSETS ? describe : describe.skip;
 const measured: Record<string, string> = {};
+const DRAGNET_CONFIG =
+  '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kubemod-mutating-webhook-configuration';
 
 describeLocal('the operator serving ModRules natively (opt-in)', () => {
   let cp: LocalControlPlane;
@@ -179,6 +181,41 @@ describeLocal('the operator serving ModRules natively (opt-in)', () => {
     await waitFor('the API server to stop running the policy', async () =>
       labelsOf(await configMap(admin)).team === undefined ? true : undefined,
     );
+  });
+
+  it('a rule served entirely natively leaves the dragnet registration (issue 18), and comes back with it', async () => {
+    const secretsSent = async () => {
+      const config = await admin.request('GET', DRAGNET_CONFIG);
+      const hook = (config.webhooks as JsonObject[]).find((w) => w.name === 'dragnet.kubemod.io')!;
+      return ((hook.rules ?? []) as JsonObject[]).some((r) => (r.resources as string[]).includes('secrets'));
+    };
+    const noSecrets = (native: boolean) =>
+      modRule(
+        'no-secrets-here',
+        { type: 'Reject', match: [{ select: '$.kind', matchValue: 'Secret' }] },
+        native,
+      );
+    const secret = () =>
+      admin
+        .request('POST', `/api/v1/namespaces/${NS}/secrets`, {
+          body: { apiVersion: 'v1', kind: 'Secret', metadata: { generateName: 's-' }, data: {} },
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e as KubeApiError,
+        );
+    await apply(admin, MODRULES(NS), noSecrets(false));
+    await waitFor('the registration to send Secrets (webhook)', async () => secretsSent());
+    await apply(admin, MODRULES(NS), noSecrets(true));
+    const r = await servedNatively(admin, 'no-secrets-here');
+    expect(String(readyOf(r)?.message)).not.toContain('the webhook keeps');
+    expect(operator.store.nativeRules().get(`${NS}/no-secrets-here`)).toEqual({ partial: false });
+    await waitFor('the registration to leave Secrets to the policy', async () => !(await secretsSent()));
+    expect((await secret())?.message).toContain('no-secrets-here');
+    // Back to the webhook (annotation removed): the registration sends Secrets again.
+    await apply(admin, MODRULES(NS), noSecrets(false));
+    await waitFor('the registration to send Secrets again', async () => secretsSent());
+    await remove(admin, `${MODRULES(NS)}/no-secrets-here`);
   });
 
   it('keeps a rule that does not fit on the webhook, with the reason', async () => {
