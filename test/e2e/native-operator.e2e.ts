@@ -242,6 +242,46 @@ describeLocal('the operator serving ModRules natively (opt-in)', () => {
     await remove(admin, `${MODRULES(NS)}/node-zone`);
   });
 
+  // Bad input (issue 19): CEL over the API server's limits, a name that makes no valid policy name. Each is NotNative
+  // with the reason, and the webhook keeps serving the rule.
+  it.each([
+    [
+      'CEL over the limit',
+      'long-values',
+      [
+        {
+          select: '$.data.tier',
+          matchValues: Array.from({ length: 30 }, (_, i) => `${i}${'x'.repeat(4000)}`),
+        },
+      ],
+      "over the API server's limit of 100000",
+    ],
+    ['an invalid policy name', `long-${'n'.repeat(240)}`, [], 'longer than 253 characters'],
+  ])('keeps a rule on the webhook for %s', async (_what, name, extra, why) => {
+    const spec = {
+      type: 'Patch',
+      match: [{ select: '$.kind', matchValue: 'ConfigMap' }, ...extra],
+      patch: [{ op: 'add', path: '/metadata/labels/bad-input', value: 'webhook' }],
+    };
+    await apply(admin, MODRULES(NS), modRule(name, spec));
+    const r = await waitFor('NotNative', async () => {
+      const x = await rule(admin, name);
+      return readyOf(x)?.reason === 'NotNative' ? x : undefined;
+    });
+    expect(servedBy(r)).toBe('Webhook');
+    expect(String(readyOf(r)?.message)).toContain(why);
+    const cm = await admin.request('POST', CONFIGMAPS, {
+      body: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { generateName: 'bad-input-' },
+        data: { tier: `0${'x'.repeat(4000)}` },
+      },
+    });
+    expect(labelsOf(cm)['bad-input']).toBe('webhook');
+    await remove(admin, `${MODRULES(NS)}/${name}`);
+  });
+
   it('keeps a rule on the webhook while another rule that runs before it reads what it writes', async () => {
     await apply(
       admin,
