@@ -5,6 +5,7 @@ import { analyzeModRule } from '../modrule/compile';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { compileNative, defaultDragnetScope, NativeReason, policyName } from '../native';
 import { loadPaths, nameOf } from './apply';
+import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
 const USAGE = `usage: modrule export --native --rules PATH... [options]
@@ -24,8 +25,7 @@ object, values of types the CEL does not handle) are left to the modrule webhook
                         webhook does (default: the cluster namespace)
   --output yaml|json    yaml (default): the policies as a YAML stream; json: one array with every rule's result
 
-Exit status: 0 every rule fits, 2 at least one does not, 1 bad usage or bad input.
-`;
+${exitHelp('at least one rule does not fit (the reasons are on standard error)')}`;
 
 /** One element of \`--output json\`. */
 export interface ExportResult {
@@ -61,7 +61,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const opts = parsed.values;
   if (opts.help) {
     io.stdout(USAGE);
-    return 0;
+    return EXIT.ok;
   }
   if (!opts.native) throw new UsageError(`--native is required (the only export format)\n\n${USAGE}`);
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
@@ -122,5 +122,5 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   io.stderr(`${fitting} of ${results.length} ModRules compile to native policies\n`);
   if (opts.output === 'json') io.stdout(JSON.stringify(results, null, 2) + '\n');
   else io.stdout(stringifyManifests(results.flatMap((r) => r.objects)));
-  return fitting === results.length ? 0 : 2;
+  return fitting === results.length ? EXIT.ok : EXIT.finding;
 }
