@@ -96,6 +96,26 @@ describeLocal('bundle.yaml with kubectl 1.37 on Kubernetes 1.37', () => {
       ((await admin.request('GET', '/api/v1/namespaces/kube-system')).metadata as JsonObject).labels,
     );
 
+  /** The namespace's and the CRD's deletion status, and what the controller-manager last said about them. */
+  async function whatIsStillTerminating(): Promise<string> {
+    const status = async (path: string): Promise<string> => {
+      try {
+        return JSON.stringify((await admin.request('GET', path)).status);
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    return [
+      `namespace: ${await status('/api/v1/namespaces/kubemod-system')}`,
+      `crd: ${await status('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/modrules.api.kubemod.io')}`,
+      ...cp
+        .logTail('controller-manager', 400)
+        .split('\n')
+        .filter((l) => /namespace|kubemod/i.test(l))
+        .slice(-30),
+    ].join('\n');
+  }
+
   beforeAll(async () => {
     cp = await LocalControlPlane.start(ASSETS, { controllerManager: true });
     if (!cp.kubectl) throw new Error(`KUBEBUILDER_ASSETS=${ASSETS} has no kubectl`);
@@ -129,8 +149,11 @@ describeLocal('bundle.yaml with kubectl 1.37 on Kubernetes 1.37', () => {
   });
 
   it('uninstalls with kubectl delete: exit 0, nothing on stderr, nothing left', async () => {
-    const r = await kubectl(['delete', '-f', 'bundle.yaml']);
-    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    // kubectl waits for the namespace and the CRD to be gone; bounded below the test's timeout so that a hang
+    // (seen once in a loaded CI run) fails with what was still waiting instead of a bare jest timeout.
+    const r = await kubectl(['delete', '-f', 'bundle.yaml', '--timeout=90s']);
+    const stuck = r.code === 0 ? '' : await whatIsStillTerminating();
+    expect({ code: r.code, stderr: r.stderr, stuck }).toEqual({ code: 0, stderr: '', stuck: '' });
     for (const obj of objects) expect([pathOf(obj), await exists(obj)]).toEqual([pathOf(obj), false]);
     expect(await kubeSystemLabels()).toBe(kubeSystemBefore);
   });
