@@ -278,7 +278,27 @@ export class DifferentialHarness {
       return { rejected: rejection(err) };
     } finally {
       await this.client.request('DELETE', pathOf(created)).catch(() => undefined);
+      if (created.kind === 'Namespace') await this.finalizeNamespace(created);
     }
+  }
+
+  /**
+   * A deleted Namespace stays Terminating until its finalizer runs (no namespace controller here): the real write of
+   * the same name after a probe would meet "object is being deleted". Empty and finalized by hand, it goes at once.
+   */
+  private async finalizeNamespace(ns: JsonObject): Promise<void> {
+    const path = `${pathOf(ns)}/finalize`;
+    const now = await this.client.request('GET', pathOf(ns)).catch(() => null);
+    if (!now) return;
+    await this.client
+      .request('PUT', path, { body: { ...now, spec: { ...(now.spec as JsonObject), finalizers: [] } } })
+      .catch(() => undefined);
+    await waitFor(`namespace ${String((ns.metadata as JsonObject).name)} to go`, () =>
+      this.client.request('GET', pathOf(ns)).then(
+        () => false,
+        (e: unknown) => e instanceof KubeApiError && e.status === 404,
+      ),
+    );
   }
 
   /**
