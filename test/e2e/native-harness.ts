@@ -201,7 +201,9 @@ export class DifferentialHarness {
       await waitFor(
         'the native policy to take effect',
         async () => sameOutcome(await this.probe(c.id, p), 'native', p.want, 'web', c.id),
-        15_000,
+        // Generous: a loaded API server was seen taking over 15 s to put a new policy in force. A probe that
+        // never matches (an outcome the policy cannot give) then shows as the case's mismatch below.
+        60_000,
         100,
       ).catch(() => undefined);
     }
