@@ -24,6 +24,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'what would the ModRules do to existing objects in a cluster; --apply brings them in line',
     load: async () => (await import('./audit')).run,
   },
+  export: {
+    summary: 'compile ModRules to native admission policies (--native) for kubectl apply',
+    load: async () => (await import('./export')).run,
+  },
   validate: {
     summary: 'check ModRule files offline as the admission webhook does (pre-commit, CI)',
     load: async () => (await import('./validate')).run,

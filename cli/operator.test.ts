@@ -25,6 +25,7 @@ describe('parseOperatorArgs', () => {
       extraHosts: [],
       logLevel: 'info',
       budget: { ms: 100, steps: 1_000_000 },
+      nativePolicies: 'opt-in',
       dragnetScope: 'rules',
     });
   });
@@ -36,6 +37,15 @@ describe('parseOperatorArgs', () => {
     expect(parseOperatorArgs([], { MODRULE_DRAGNET_SCOPE: 'wide' }, noSaNamespace)).toMatchObject({
       dragnetScope: 'wide',
     });
+  });
+
+  it('takes the native policy mode from --native-policies, and refuses others', () => {
+    expect(parseOperatorArgs(['--native-policies', 'off'], {}, noSaNamespace)).toMatchObject({
+      nativePolicies: 'off',
+    });
+    expect(() => parseOperatorArgs(['--native-policies', 'yes'], {}, noSaNamespace)).toThrow(
+      '--native-policies must be one of off, opt-in, all, got "yes"',
+    );
   });
 
   it('takes extra serving-certificate SANs from --cert-extra-sans or MODRULE_CERT_EXTRA_SANS', () => {
@@ -71,6 +81,7 @@ describe('parseOperatorArgs', () => {
       MODRULE_CERT_DIR: '/certs',
       MODRULE_LOG_LEVEL: 'debug',
       POD_NAMESPACE: 'ops',
+      MODRULE_NATIVE_POLICIES: 'all',
     };
     expect(parseOperatorArgs([], env, noSaNamespace)).toEqual({
       clusterNamespace: 'rules',
@@ -82,6 +93,7 @@ describe('parseOperatorArgs', () => {
       extraHosts: [],
       logLevel: 'debug',
       budget: { ms: 100, steps: 1_000_000 },
+      nativePolicies: 'all',
       dragnetScope: 'rules',
     });
     expect(

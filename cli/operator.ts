@@ -7,6 +7,7 @@ import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { loadClusterAccess } from '../operator/credentials';
 import { SERVICE_ACCOUNT_DIR } from '../operator/incluster';
 import { createKubeClient, KubeClient } from '../operator/kube';
+import { NativeMode } from '../operator/native';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { BackgroundAuditConfig } from '../operator/audit/background';
@@ -38,6 +39,9 @@ options (environment variable in brackets):
                            changes and every --reports-interval) and keep one report per namespace [MODRULE_REPORTS]
                            (default off; needs the report CRDs and RBAC of config/reports, see docs/audit.md)
   --reports-interval S     seconds between full background audits [MODRULE_REPORTS_INTERVAL] (default 3600)
+  --native-policies MODE   serve ModRules that fit as admission policies the API server runs (docs/native.md):
+                           opt-in: rules annotated native.modrule.io/serve=true; all: every rule not annotated
+                           "false"; off [MODRULE_NATIVE_POLICIES] (default opt-in)
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
@@ -45,6 +49,7 @@ else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
 ${exitHelp()}`;
 
 const LOG_LEVELS: readonly string[] = ['error', 'warn', 'info', 'debug'];
+const NATIVE_MODES: readonly string[] = ['off', 'opt-in', 'all'];
 const SERVICE_ACCOUNT_NAMESPACE = join(SERVICE_ACCOUNT_DIR, 'namespace');
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_NAME = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -128,6 +133,7 @@ export function parseOperatorArgs(
         'cert-dir': { type: 'string' },
         'cert-extra-sans': { type: 'string' },
         'log-level': { type: 'string' },
+        'native-policies': { type: 'string' },
         'dragnet-scope': { type: 'string' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
@@ -159,6 +165,9 @@ export function parseOperatorArgs(
   const [certDir] = pick('cert-dir', 'MODRULE_CERT_DIR', '/tmp/k8s-webhook-server/serving-certs');
   const [logLevel, logWhere] = pick('log-level', 'MODRULE_LOG_LEVEL', 'info');
   const [extraSans, extraSansWhere] = pick('cert-extra-sans', 'MODRULE_CERT_EXTRA_SANS', '');
+  const [nativePolicies, nativeWhere] = pick('native-policies', 'MODRULE_NATIVE_POLICIES', 'opt-in');
+  if (!NATIVE_MODES.includes(nativePolicies))
+    throw new UsageError(`${nativeWhere} must be one of ${NATIVE_MODES.join(', ')}, got "${nativePolicies}"`);
   if (certMode !== 'self' && certMode !== 'external') {
     throw new UsageError(`${certModeWhere} must be "self" or "external", got "${certMode}"`);
   }
@@ -194,6 +203,7 @@ export function parseOperatorArgs(
     extraHosts,
     logLevel: logLevel as LogLevel,
     budget,
+    nativePolicies: nativePolicies as NativeMode,
     dragnetScope,
     reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
   };

@@ -400,8 +400,10 @@ describe('RBAC', () => {
   });
 
   it('may only get/list/watch/update/patch its own two webhook configurations (by name)', () => {
-    const webhookRules = rules.filter(({ rule }) =>
-      (rule.apiGroups as string[]).includes('admissionregistration.k8s.io'),
+    const webhookRules = rules.filter(
+      ({ rule }) =>
+        (rule.apiGroups as string[]).includes('admissionregistration.k8s.io') &&
+        (rule.resources as string[]).some((r) => r.endsWith('webhookconfigurations')),
     );
     expect(webhookRules.map(({ rule }) => rule)).toEqual([
       {
@@ -415,6 +417,26 @@ describe('RBAC', () => {
         resources: ['validatingwebhookconfigurations'],
         resourceNames: ['kubemod-validating-webhook-configuration'],
         verbs: ['get', 'list', 'watch', 'update', 'patch'],
+      },
+    ]);
+  });
+
+  it('manages admission policies and bindings (native policies), and nothing more of admissionregistration', () => {
+    const policyRules = rules.filter(
+      ({ rule }) =>
+        (rule.apiGroups as string[]).includes('admissionregistration.k8s.io') &&
+        (rule.resources as string[]).some((r) => r.includes('admissionpolic')),
+    );
+    expect(policyRules.map(({ rule }) => rule)).toEqual([
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: [
+          'mutatingadmissionpolicies',
+          'mutatingadmissionpolicybindings',
+          'validatingadmissionpolicies',
+          'validatingadmissionpolicybindings',
+        ],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
       },
     ]);
   });

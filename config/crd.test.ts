@@ -74,6 +74,12 @@ describe('ModRule CRD: identity KubeMod users already have', () => {
       { name: 'Type', type: 'string', jsonPath: '.spec.type' },
       { name: 'Tier', type: 'integer', jsonPath: '.spec.executionTier' },
       { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+      {
+        name: 'Served',
+        type: 'string',
+        description: 'Native when the API server runs the rule as an admission policy; empty or Webhook otherwise.',
+        jsonPath: '.status.servedBy',
+      },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ]);
   });

@@ -132,7 +132,11 @@ export function createKubeClient(access: ClusterAccess): KubeClient {
   async function request(method: string, path: string, options: RequestOptions = {}): Promise<JsonObject> {
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': 'modrule-operator' };
-    if (body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
+    if (body !== undefined) {
+      headers['Content-Type'] = options.contentType ?? 'application/json';
+      // Node sends a DELETE body neither chunked nor with a length unless told: the API server answers 400.
+      headers['Content-Length'] = String(Buffer.byteLength(body));
+    }
     const req = await open(method, path + queryString(options.query), headers);
     return new Promise<JsonObject>((resolve, reject) => {
       req.setTimeout(options.timeoutMs ?? 30_000, () =>

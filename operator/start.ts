@@ -15,6 +15,7 @@ import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
 import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
+import { NativeController, NativeMode } from './native';
 import { QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
@@ -40,6 +41,10 @@ export interface OperatorConfig {
   extraHosts?: string[];
   /** Write Ready conditions and events to ModRules; default true. */
   writeStatus?: boolean;
+  /** ModRules served by the API server as admission policies where they fit (issue 19); default 'opt-in'. */
+  nativePolicies?: NativeMode;
+  /** How long an accepted policy runs alongside the webhook before the webhook leaves the rule to it. */
+  nativeSettleMs?: number;
   /** `rules` (default): the dragnet's registration follows the ModRules in force; `wide`: it stays as configured. */
   dragnetScope?: ScopeMode;
   /**
@@ -56,6 +61,8 @@ export interface OperatorConfig {
 /** A running operator. */
 export interface RunningOperator {
   readonly store: RuleStore;
+  /** The native policy controller, unless nativePolicies is 'off'. */
+  readonly native: NativeController | null;
   readonly webhook: RunningWebhook;
   /** The served certificates' CA bundle (self mode), for clients that must trust the webhook. */
   caBundle(): string | null;
@@ -123,7 +130,29 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     clusterNamespace: config.clusterNamespace,
     ...{ client, logger, registry, store, status, sync: () => rules },
   });
-  const rules = new ClusterSync({ client, store, logger, status: scope.status });
+  const mode = config.nativePolicies ?? 'opt-in';
+  const native =
+    mode === 'off'
+      ? null
+      : new NativeController({
+          client,
+          store,
+          status,
+          // Ready reports go through the scope's gate, as ClusterSync's do.
+          sink: scope.status,
+          logger,
+          mode,
+          clusterNamespace: config.clusterNamespace,
+          podNamespace: config.podNamespace,
+          settleMs: config.nativeSettleMs,
+        });
+  const rules = new ClusterSync({
+    client,
+    store,
+    logger,
+    status: scope.status,
+    observer: native ?? undefined,
+  });
   if (status) degraded?.attach(status);
   const stopQuarantine = (): void => {
     degraded?.stop();
@@ -131,6 +160,9 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   };
   let draining = false;
   rules.start();
+  void native
+    ?.start()
+    .catch((err: Error) => logger.error('native policies failed to start', { error: err.message }));
   void rules.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
 
   let certs: SelfSignedCertificates | null = null;
@@ -159,7 +191,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
+    await Promise.all([
+      rules.stop(),
+      status?.stop(),
+      certs?.stop(),
+      scope.stop(),
+      stopQuarantine(),
+      native?.stop(),
+    ]);
     throw err;
   }
   tls = served;
@@ -185,7 +224,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       quarantine,
     });
   } catch (err) {
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), stopQuarantine()]);
+    await Promise.all([
+      rules.stop(),
+      status?.stop(),
+      certs?.stop(),
+      scope.stop(),
+      stopQuarantine(),
+      native?.stop(),
+    ]);
     served.close();
     throw err;
   }
@@ -203,6 +249,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   let stopping: Promise<void> | null = null;
   return {
     store,
+    native,
     webhook,
     caBundle: () => certs?.current()?.caCert ?? null,
     isReady: () => !draining && rules.isReady(),
@@ -218,6 +265,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
           scope.stop(),
           stopQuarantine(),
           audit?.stop(),
+          native?.stop(),
         ]);
         served.close();
         logger.info('operator stopped');

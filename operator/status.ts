@@ -24,6 +24,16 @@ export interface ReadyCondition {
   observedGeneration?: number;
 }
 
+/**
+ * Which path serves a valid rule that asked to be served natively (operator/native.ts): status.servedBy and the
+ * Ready condition's reason and message. Rules that never asked carry neither (the webhook serves them).
+ */
+export interface Serving {
+  servedBy: 'Webhook' | 'Native';
+  reason: string;
+  message: string;
+}
+
 /** The parts of a ModRule's metadata status writes and Events name. */
 export interface RuleIdentity {
   namespace: string;
@@ -54,14 +64,15 @@ function truncate(s: string): string {
 export function readyCondition(
   generation: number | undefined,
   problems: readonly ValidationProblem[],
+  serving?: Serving,
 ): ReadyCondition {
   const base = generation === undefined ? {} : { observedGeneration: generation };
   return problems.length === 0
     ? {
         type: 'Ready',
         status: 'True',
-        reason: READY_REASON_VALID,
-        message: 'ModRule is valid and in effect',
+        reason: serving?.reason ?? READY_REASON_VALID,
+        message: truncate(serving?.message ?? 'ModRule is valid and in effect'),
         ...base,
       }
     : {
@@ -80,11 +91,12 @@ function currentReady(rule: JsonObject): JsonObject | undefined {
 }
 
 /** True when the rule's status already says what `want` says (lastTransitionTime aside). */
-export function statusUpToDate(rule: JsonObject, want: ReadyCondition): boolean {
+export function statusUpToDate(rule: JsonObject, want: ReadyCondition, servedBy?: string): boolean {
   const status = isJsonObject(rule.status) ? rule.status : {};
   const have = currentReady(rule);
   return (
     !!have &&
+    status.servedBy === servedBy &&
     have.status === want.status &&
     have.reason === want.reason &&
     have.message === want.message &&
@@ -94,14 +106,25 @@ export function statusUpToDate(rule: JsonObject, want: ReadyCondition): boolean 
 }
 
 /** The merge patch for the status subresource; keeps lastTransitionTime while the status value stays the same. */
-export function statusPatch(rule: JsonObject, want: ReadyCondition, now: Date): JsonObject {
+export function statusPatch(
+  rule: JsonObject,
+  want: ReadyCondition,
+  now: Date,
+  servedBy?: string,
+): JsonObject {
   const have = currentReady(rule);
   const lastTransitionTime =
     have && have.status === want.status && typeof have.lastTransitionTime === 'string'
       ? have.lastTransitionTime
       : now.toISOString().replace(/\.\d+Z$/, 'Z');
   const condition: JsonObject = { ...want, lastTransitionTime };
-  return { status: { observedGeneration: want.observedGeneration ?? null, conditions: [condition] } };
+  return {
+    status: {
+      observedGeneration: want.observedGeneration ?? null,
+      conditions: [condition],
+      servedBy: servedBy ?? null,
+    },
+  };
 }
 
 /** A core/v1 Warning Event on the ModRule; its name is derived from the content so replicas create it only once. */
@@ -221,15 +244,48 @@ export class StatusReporter {
     const id = identity(rule);
     if (!id || this.controller.signal.aborted) return;
     this.pending.set(`${id.namespace}/${id.name}`, { rule, problems });
+    this.kick();
+  }
+
+  // A report that lands between the last write and the drain's end starts a new drain, which resets `running` when
+  // it ends too (a bare restart left `running` set for good, and no status was written again).
+  private kick(): void {
     this.running ??= this.drain().finally(() => {
       this.running = null;
-      if (this.pending.size > 0 && !this.controller.signal.aborted) this.running = this.drain();
+      if (this.pending.size > 0 && !this.controller.signal.aborted) this.kick();
     });
   }
 
   /** Drops queued work for a deleted rule. */
   forget(namespace: string, name: string): void {
     this.pending.delete(`${namespace}/${name}`);
+    this.serving.delete(`${namespace}/${name}`);
+  }
+
+  // Which path serves the rules that asked to be served natively (set by operator/native.ts).
+  private readonly serving = new Map<string, Serving>();
+
+  /**
+   * Records which path serves a rule (undefined: it no longer asks); true when that changed, and the rule's status
+   * must be reported again (by the caller, through the same gate as every report).
+   */
+  setServing(rule: JsonObject, serving: Serving | undefined): boolean {
+    const id = identity(rule);
+    if (!id) return false;
+    const key = `${id.namespace}/${id.name}`;
+    const before = this.serving.get(key);
+    if (serving) this.serving.set(key, serving);
+    else this.serving.delete(key);
+    return JSON.stringify(before) !== JSON.stringify(serving);
+  }
+
+  /** A Warning Event on a rule, written once per distinct message (e.g. a policy the API server refused). */
+  async warn(rule: JsonObject, reason: string, message: string): Promise<void> {
+    const id = identity(rule);
+    if (!id) return;
+    await this.postEvent(
+      warningEvent(id, reason, message, `${id.uid}\n${reason}\n${message}`, this.now(), this.instance),
+    );
   }
 
   /** Resolves once every queued write has been attempted. */
@@ -254,18 +310,19 @@ export class StatusReporter {
   private async write(key: string, { rule, problems }: Pending): Promise<void> {
     const id = identity(rule);
     if (!id) return;
-    const computed = readyCondition(id.generation, problems);
+    const serving = problems.length === 0 ? this.serving.get(key) : undefined;
+    const computed = readyCondition(id.generation, problems, serving);
     const want = this.options.ready ? this.options.ready(rule, problems, computed) : computed;
-    if (want === null || statusUpToDate(rule, want)) return;
+    if (want === null || statusUpToDate(rule, want, serving?.servedBy)) return;
     // If the CRD prunes status, our write changes nothing and the rule never shows it: do not rewrite it forever.
-    const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}`;
+    const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}|${serving?.servedBy ?? ''}`;
     if (this.written.get(key) === signature) return;
     const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(id.namespace)}/modrules/${encodeURIComponent(id.name)}/status`;
     const backoff = new Backoff({ initialMs: this.options.backoffMs ?? 500 });
     for (let attempt = 1; ; attempt++) {
       try {
         await this.options.client.request('PATCH', path, {
-          body: statusPatch(rule, want, this.now()),
+          body: statusPatch(rule, want, this.now(), serving?.servedBy),
           contentType: MERGE_PATCH,
         });
         this.writes++;

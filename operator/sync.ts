@@ -23,6 +23,8 @@ export interface ClusterSyncOptions {
   status: StatusSink | null;
   backoff?: BackoffOptions;
   watchTimeoutSeconds?: number;
+  /** Told about every ModRule after the store took it (operator/native.ts). */
+  observer?: InformerHandlers;
 }
 
 interface Seen {
@@ -131,6 +133,7 @@ export class ClusterSync {
           status?.report(item, problems);
         }
         logger.info('ModRules loaded', { rules: store.snapshot().ruleCount, invalid: rejected.size });
+        this.options.observer?.replace(items);
       },
       upsert: (obj) => {
         const { namespace, name } = nameOf(obj);
@@ -147,6 +150,7 @@ export class ClusterSync {
           else logger.info('ModRule updated', { namespace, name });
         }
         status?.report(obj, problems);
+        this.options.observer?.upsert(obj);
       },
       remove: (obj) => {
         const { namespace, name } = nameOf(obj);
@@ -154,6 +158,7 @@ export class ClusterSync {
         this.seen.delete(`${namespace}/${name}`);
         status?.forget(namespace, name);
         logger.info('ModRule deleted', { namespace, name });
+        this.options.observer?.remove(obj);
       },
     };
   }

@@ -1,6 +1,6 @@
-import { IGNORE_LABEL } from '../modrule/types';
-import { NAME_LABEL } from './compute';
-import { Registration } from './types';
+import type { LabelSelector } from '../modrule/labelselector';
+import { defaultDragnetScope } from '../native';
+import { Registration, WebhookRule } from './types';
 
 /**
  * The dragnet's net as bundle.yaml installs it (config/webhook/mutating_webhook_configuration.yaml; a test keeps the
@@ -8,44 +8,14 @@ import { Registration } from './types';
  * What `modrule scope` narrows when no configuration is given.
  */
 export function defaultConfigured(ownNamespace = 'kubemod-system'): Registration {
+  // One list of KubeMod's resources and exclusions: the native policies' (native/dragnet.ts) is the same net.
+  const net = defaultDragnetScope(ownNamespace);
   return {
-    rules: [
-      {
-        apiGroups: ['*'],
-        apiVersions: ['*'],
-        operations: ['CREATE', 'UPDATE', 'DELETE'],
-        resources: [
-          'namespaces',
-          'nodes',
-          'configmaps',
-          'persistentvolumeclaims',
-          'persistentvolumes',
-          'secrets',
-          'services',
-          'daemonsets',
-          'deployments',
-          'replicasets',
-          'statefulsets',
-          'horizontalpodautoscalers',
-          'ingresses',
-          'pods',
-          'cronjobs',
-          'jobs',
-          'serviceaccounts',
-          'clusterrolebindings',
-          'clusterroles',
-          'rolebindings',
-          'roles',
-        ],
-        scope: '*',
-      },
-    ],
-    namespaceSelector: {
-      matchExpressions: [
-        { key: IGNORE_LABEL, operator: 'NotIn', values: ['true'] },
-        { key: NAME_LABEL, operator: 'NotIn', values: [ownNamespace, 'kube-system'] },
-      ],
-    },
+    rules: net.rules.map((r) => ({
+      ...(r as unknown as Omit<WebhookRule, 'operations'>),
+      operations: ['CREATE', 'UPDATE', 'DELETE'],
+    })),
+    namespaceSelector: net.namespaceSelector as LabelSelector,
     matchConditions: [],
   };
 }

@@ -260,6 +260,8 @@ export class RuleStore {
   upsertRule(rule: unknown): ValidationProblem[] {
     const { rule: compiled, problems } = this.compileRule(rule);
     const id = ruleIdentity(rule);
+    // A new version is served by the webhook in full until its own policy is in force.
+    if (id) this.forgetNative(id.namespace, id.name);
     if (!compiled || problems.length > 0) {
       if (id) this.deleteRule(id.namespace, id.name);
       return problems;
@@ -273,6 +275,7 @@ export class RuleStore {
 
   /** Removes a rule; unknown rules are ignored. */
   deleteRule(namespace: string, name: string): void {
+    this.forgetNative(namespace, name);
     const list = this.byNamespace.get(namespace);
     if (!list || !list.some((r) => r.name === name)) return;
     this.writeRules(namespace, (l) => l.filter((r) => r.name !== name));
@@ -313,10 +316,64 @@ export class RuleStore {
     }
     this.byNamespace = next;
     this.sharedRules = false;
+    this.natively.clear();
     this.count = count;
     this.stale = 'all';
     this.changed();
     return rejected;
+  }
+
+  // Rules served natively (operator/native.ts): the webhook holds their residual rule, or nothing, instead.
+  private readonly natively = new Map<string, { full: CompiledRule; residual: CompiledRule | null }>();
+
+  /** The rule held for namespace/name as compiled (never its residual); undefined when there is none. */
+  ruleOf(namespace: string, name: string): CompiledRule | undefined {
+    const native = this.natively.get(`${namespace}/${name}`);
+    if (native) return native.full;
+    return this.byNamespace.get(namespace)?.find((r) => r.name === name);
+  }
+
+  /**
+   * Serves `rule` natively: the webhook keeps only `residual` (null: nothing) of it. Returns false, changing
+   * nothing, when `rule` is not the version held now (a newer one arrived meanwhile).
+   */
+  serveNatively(rule: CompiledRule, residual: CompiledRule | null): boolean {
+    const { namespace, name } = rule;
+    if (this.ruleOf(namespace, name) !== rule) return false;
+    const before = this.natively.get(`${namespace}/${name}`);
+    if (before?.residual === residual) return true;
+    if (before && !before.residual) this.count -= 1;
+    this.natively.set(`${namespace}/${name}`, { full: rule, residual });
+    this.writeRules(namespace, (list) => [
+      ...list.filter((r) => r.name !== name),
+      ...(residual ? [residual] : []),
+    ]);
+    // ruleCount counts rules, also those the webhook no longer holds.
+    if (!residual) this.count += 1;
+    return true;
+  }
+
+  /** The webhook serves the rule in full again (nothing to do when it already does). */
+  serveByWebhook(namespace: string, name: string): void {
+    const native = this.natively.get(`${namespace}/${name}`);
+    if (!native) return;
+    this.forgetNative(namespace, name);
+    this.writeRules(namespace, (list) => [...list.filter((r) => r.name !== name), native.full]);
+  }
+
+  /** The rules served natively, by namespace/name; `partial`: the webhook still serves some objects of it. */
+  nativeRules(): ReadonlyMap<string, { readonly partial: boolean }> {
+    return new Map([...this.natively].map(([key, n]) => [key, { partial: n.residual !== null }]));
+  }
+
+  private forgetNative(namespace: string, name: string): void {
+    const native = this.natively.get(`${namespace}/${name}`);
+    if (!native) return;
+    this.natively.delete(`${namespace}/${name}`);
+    if (!native.residual) {
+      this.count -= 1;
+      this.changed();
+    }
   }
 
   upsertNamespace(ns: JsonObject): void {

@@ -11,7 +11,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['util'],
   ['jsonpath', 'template', 'patch', 'config', 'fixtures'],
   ['modrule'],
-  ['store'],
+  ['store', 'native'],
   ['engine', 'scope'],
   ['webhook'],
   ['audit'],

@@ -57,6 +57,8 @@ export class LocalControlPlane {
     private readonly ports: { etcd: number; peer: number; apiserver: number; controllerManager: number },
     private readonly caCert: string,
     private readonly token: string,
+    /** false: an API server that serves no admission policies (as before Kubernetes 1.30/1.36). */
+    private readonly admissionPolicies = true,
   ) {}
 
   /**
@@ -66,7 +68,7 @@ export class LocalControlPlane {
    */
   static async start(
     assets: string,
-    options: { controllerManager?: boolean } = {},
+    options: { controllerManager?: boolean; admissionPolicies?: boolean } = {},
   ): Promise<LocalControlPlane> {
     for (const bin of ['etcd', 'kube-apiserver']) {
       if (!existsSync(join(assets, bin))) throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${bin}`);
@@ -105,6 +107,7 @@ export class LocalControlPlane {
       ports,
       ca.cert,
       token,
+      options.admissionPolicies ?? true,
     );
     writeFileSync(join(dir, 'kubeconfig'), cp.kubeConfigYaml(), { mode: 0o600 });
     try {
@@ -208,8 +211,21 @@ export class LocalControlPlane {
       '--authorization-mode=RBAC',
       '--allow-privileged=true',
       '--profiling=false',
-      '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,ResourceQuota,' +
-        'MutatingAdmissionPolicy,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook',
+      ...(this.admissionPolicies
+        ? [
+            '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,ResourceQuota,' +
+              'MutatingAdmissionPolicy,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook',
+          ]
+        : [
+            '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,ResourceQuota,' +
+              'MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
+            '--disable-admission-plugins=MutatingAdmissionPolicy,ValidatingAdmissionPolicy',
+            '--runtime-config=' +
+              ['mutatingadmissionpolicies', 'mutatingadmissionpolicybindings', 'validatingadmissionpolicies']
+                .concat('validatingadmissionpolicybindings')
+                .map((r) => `admissionregistration.k8s.io/v1/${r}=false`)
+                .join(','),
+          ]),
     ];
   }
 

@@ -1,0 +1,126 @@
+import { parseArgs } from 'node:util';
+import { stringifyManifests } from '../util/yaml';
+import { cloneJson, isJsonObject, JsonObject } from '../util/json';
+import { analyzeModRule } from '../modrule/compile';
+import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
+import { compileNative, defaultDragnetScope, NativeReason, policyName } from '../native';
+import { loadPaths, nameOf } from './apply';
+import { EXIT, exitHelp } from './exit';
+import { CommandIO, UsageError } from './io';
+
+const USAGE = `usage: modrule export --native --rules PATH... [options]
+
+Compiles ModRules to Kubernetes admission policies the API server runs itself: a MutatingAdmissionPolicy (Patch
+rules) or ValidatingAdmissionPolicy (Reject rules) with its binding, admissionregistration.k8s.io/v1 (Kubernetes
+1.36+). Every rule that fits is written to standard output as YAML for \`kubectl apply -f -\`; for every rule that
+does not, the reasons are printed on standard error with the field they are about (docs/native.md lists what
+compiles). Objects a policy cannot decide exactly (kubectl's last-applied-configuration annotation on a patched
+object, values of types the CEL does not handle) are left to the modrule webhook: run it alongside.
+
+  --native              compile to native admission policies (the only export format)
+  --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
+  --namespace NS        namespace for ModRules that name none (default "default")
+  --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
+  --operator-namespace NS  the operator's own namespace, which the policies leave alone as the dragnet
+                        webhook does (default: the cluster namespace)
+  --output yaml|json    yaml (default): the policies as a YAML stream; json: one array with every rule's result
+
+${exitHelp('at least one rule does not fit (the reasons are on standard error)')}`;
+
+/** One element of \`--output json\`. */
+export interface ExportResult {
+  file: string;
+  namespace: string;
+  name: string;
+  fits: boolean;
+  reasons: NativeReason[];
+  objects: JsonObject[];
+}
+
+/** modrule export --native. */
+export async function run(args: string[], io: CommandIO): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        native: { type: 'boolean', default: false },
+        rules: { type: 'string', multiple: true },
+        namespace: { type: 'string', default: 'default' },
+        'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+        'operator-namespace': { type: 'string' },
+        output: { type: 'string', default: 'yaml' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
+  }
+  const opts = parsed.values;
+  if (opts.help) {
+    io.stdout(USAGE);
+    return EXIT.ok;
+  }
+  if (!opts.native) throw new UsageError(`--native is required (the only export format)\n\n${USAGE}`);
+  if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
+  if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError('--output must be yaml or json');
+  const clusterNamespace = opts['cluster-namespace'];
+  const dragnet = defaultDragnetScope(opts['operator-namespace'] ?? clusterNamespace);
+
+  const results: ExportResult[] = [];
+  const invalid: string[] = [];
+  const names = new Map<string, string>();
+  for (const { file, object } of await loadPaths(opts.rules, io)) {
+    if (object.kind !== MODRULE_KIND) continue;
+    const rule = cloneJson(object);
+    if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = opts.namespace;
+    const namespace = String((rule.metadata as JsonObject).namespace);
+    const id = `${namespace}/${nameOf(rule) || '<unnamed>'}`;
+    const { rule: compiled, problems } = analyzeModRule(rule);
+    if (!compiled) {
+      for (const p of problems)
+        invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);
+      continue;
+    }
+    const result: ExportResult = {
+      file,
+      namespace,
+      name: compiled.name,
+      fits: false,
+      reasons: [],
+      objects: [],
+    };
+    results.push(result);
+    const name = policyName(compiled);
+    const earlier = names.get(name);
+    if (earlier) {
+      result.reasons.push({
+        field: 'metadata.name',
+        message: `policy name ${name} is already taken by the ModRule in ${earlier}`,
+      });
+      continue;
+    }
+    const native = compileNative(compiled, { clusterNamespace, dragnet });
+    if (!native.fits) {
+      result.reasons.push(...native.reasons);
+      continue;
+    }
+    names.set(name, file);
+    result.fits = true;
+    result.objects.push(native.policy, native.binding);
+  }
+  if (invalid.length > 0) throw new UsageError(`invalid ModRules:\n  ${invalid.join('\n  ')}`);
+
+  for (const r of results)
+    for (const reason of r.reasons)
+      io.stderr(
+        `${r.file}: ModRule ${r.namespace}/${r.name} does not fit: ${reason.field}: ${reason.message}\n`,
+      );
+  const fitting = results.filter((r) => r.fits).length;
+  io.stderr(`${fitting} of ${results.length} ModRules compile to native policies\n`);
+  if (opts.output === 'json') io.stdout(JSON.stringify(results, null, 2) + '\n');
+  else io.stdout(stringifyManifests(results.flatMap((r) => r.objects)));
+  return fitting === results.length ? EXIT.ok : EXIT.finding;
+}

@@ -1,0 +1,21 @@
+export { compileNative } from './compile';
+export type { NativeCompilation, NativeFit, NativeMisfit, NativeOptions, NativeReason } from './compile';
+export { defaultDragnetScope, dragnetScopeOf, DRAGNET_RESOURCES, DRAGNET_WEBHOOK } from './dragnet';
+export type { DragnetScope } from './dragnet';
+export {
+  policyBinding,
+  policyCollection,
+  policyName,
+  policyPath,
+  POLICY_API_VERSION,
+  RULE_ANNOTATION,
+  SERVE_ANNOTATION,
+} from './policy';
+export { effectsOf, interferenceProblem } from './interference';
+export type { OtherRule, RuleEffects } from './interference';
+export { originalOf, residualRule } from './residual';
+export { overlaps, writeAffects } from './effects';
+export type { Guards } from './guard';
+export type { Read } from './select';
+export type { OperationEffect, Pattern } from './patch';
+export { PROBE_ANNOTATION, PROBED_ANNOTATION, probeAnswered, probeEvent, tokenOf, withProbe } from './probe';

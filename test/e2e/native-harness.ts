@@ -1,0 +1,568 @@
+import { JsonObject, JsonValue, cloneJson, isJsonObject } from '../../util/json';
+import { silentLogger } from '../../util/logger';
+import { analyzeModRule } from '../../modrule/compile';
+import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
+import { RuleStore } from '../../store/rules';
+import { stableStringify } from '../../engine/stable-stringify';
+import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
+import { kubeConfigAccess } from '../../operator/kubeconfig';
+import { issueServingCert, newCa } from '../../webhook/certs';
+import { RunningWebhook, startWebhookServer } from '../../webhook/server';
+import { MemoryTlsSource } from '../../webhook/tls';
+import {
+  compileNative,
+  DragnetScope,
+  dragnetScopeOf,
+  NativeCompilation,
+  policyCollection,
+  policyPath,
+  residualRule,
+} from '../../native';
+import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
+import { bundleObjects, waitFor } from './cluster';
+import { freePort, LocalControlPlane } from './controlplane';
+
+/*
+ * The differential harness: one control plane, the dragnet webhook served in-process from a RuleStore, and native
+ * policies compiled from the same ModRules. A case puts one rule on both sides, each side in its own namespaces
+ * (labelled web or native, and with the case number), sends the same objects to both, and compares what the API
+ * server stored (or the rejection) field by field.
+ */
+
+export const SIDE = 'modrule-diff/side';
+export const CASE = 'modrule-diff/case';
+const CLUSTER_NAMESPACE = 'kubemod-system';
+
+/** web: the dragnet webhook; native: the policies; none: neither (what the API server stores without the rule). */
+export type Side = 'web' | 'native' | 'none';
+
+/** What the API server answered for one request. */
+export type Outcome = { stored: JsonObject } | { rejected: string };
+
+/** One object through both sides, create then update. */
+export interface Comparison {
+  readonly object: string;
+  readonly web: Outcome[];
+  readonly native: Outcome[];
+}
+
+/** The rule and objects of one case. `namespaceLabels` go on the "labelled" namespaces. */
+export interface DiffCase {
+  readonly id: number;
+  readonly rule: JsonObject;
+  readonly objects: readonly JsonObject[];
+}
+
+export interface CaseResult {
+  readonly compiled: NativeCompilation;
+  readonly comparisons: readonly Comparison[];
+  /** Objects the rule changed or rejected on the webhook side (0: the case exercised nothing). */
+  readonly affected: number;
+  /** ms until the native policy answered the probe. */
+  readonly propagationMs: number;
+}
+
+/** Labels of the "labelled" namespace pair: what add-flavor and the selector examples look for. */
+export const LABELLED = { color: 'blue', flavor: 'mint', compliance: 'pci' };
+
+export class DifferentialHarness {
+  private readonly created: string[] = [];
+  private constructor(
+    readonly cp: LocalControlPlane,
+    readonly client: KubeClient,
+    private readonly webhooks: Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>,
+    private readonly bundleScope: DragnetScope,
+  ) {}
+
+  /** The store the web side's webhook serves. */
+  get store(): RuleStore {
+    return this.webhooks.web.store;
+  }
+
+  static async start(assets: string): Promise<DifferentialHarness> {
+    const cp = await LocalControlPlane.start(assets);
+    const servers: RunningWebhook[] = [];
+    try {
+      const client = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
+      const now = new Date();
+      const ca = newCa(now, 2, 'modrule-diff-ca');
+      const serving = issueServingCert(ca, ['127.0.0.1'], now, 1);
+      const mutating = bundleObjects().find((o) => o.kind === 'MutatingWebhookConfiguration');
+      const scope = dragnetScopeOf(mutating ?? {});
+      if (!mutating || !scope) throw new Error('bundle.yaml has no dragnet webhook');
+      const hooks = {} as Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>;
+      for (const side of ['web', 'native'] as const) {
+        const store = new RuleStore({ clusterNamespace: CLUSTER_NAMESPACE, keepSource: false });
+        const server = await startServer(serving, store);
+        servers.push(server);
+        hooks[side] = { store, server };
+        const hook = cloneJson(
+          (mutating.webhooks as JsonObject[]).find((w) => w.name === 'dragnet.kubemod.io')!,
+        );
+        hook.clientConfig = {
+          url: `${server.url}/dragnet-webhook`,
+          caBundle: Buffer.from(ca.cert).toString('base64'),
+        };
+        hook.failurePolicy = 'Fail';
+        hook.namespaceSelector = withLabel(scope.namespaceSelector, SIDE, side);
+        hook.objectSelector = { matchLabels: { [SIDE]: side } };
+        await client.request('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
+          body: {
+            apiVersion: 'admissionregistration.k8s.io/v1',
+            kind: 'MutatingWebhookConfiguration',
+            metadata: { name: `modrule-diff-${side}` },
+            webhooks: [hook],
+          },
+        });
+      }
+      return new DifferentialHarness(cp, client, hooks, scope);
+    } catch (err) {
+      for (const s of servers) await s.close();
+      await cp.stop();
+      throw err;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.webhooks.web.server.close();
+    await this.webhooks.native.server.close();
+    await this.cp.stop();
+  }
+
+  /** The dragnet scope a case's native policies get: the bundle's, narrowed to the case's native objects. */
+  nativeScope(id: number): DragnetScope {
+    return {
+      rules: this.bundleScope.rules,
+      namespaceSelector: withLabel(
+        withLabel(this.bundleScope.namespaceSelector, SIDE, 'native'),
+        CASE,
+        String(id),
+      ),
+      objectSelector: { matchLabels: { [SIDE]: 'native', [CASE]: String(id) } },
+    };
+  }
+
+  /** Namespaces of a case: [labelled, plain] per side. Names start with prod- (the selector example's regex). */
+  namespaces(id: number, side: Side): [string, string] {
+    const s = sideLetter(side);
+    return [`prod-${id}-${s}-a`, `plain-${id}-${s}`];
+  }
+
+  /** Runs one case; the rule must fit (the caller checks compiled.fits for the others). */
+  async run(c: DiffCase): Promise<CaseResult> {
+    for (const side of ['web', 'native', 'none'] as const) await this.createNamespaces(c.id, side);
+    const webRules = this.placeRule(c, 'web');
+    const nativeRules = this.placeRule(c, 'native');
+    const compiledAll = nativeRules.map((r) =>
+      compileNative(analyzeModRule(r).rule!, {
+        clusterNamespace: CLUSTER_NAMESPACE,
+        dragnet: this.nativeScope(c.id),
+      }),
+    );
+    const compiled = compiledAll[0];
+    if (compiledAll.some((x) => !x.fits)) return { compiled, comparisons: [], affected: 0, propagationMs: 0 };
+    for (const x of compiledAll) {
+      if (!x.fits) continue;
+      await this.client.request('POST', policyCollection(String(x.policy.kind)), { body: x.policy });
+      await this.client.request('POST', policyCollection(String(x.binding.kind)), { body: x.binding });
+    }
+    this.webhooks.web.store.replaceRules(webRules);
+    // The native side's webhook serves what the policies leave out, as the operator's store does.
+    const residuals = compiledAll.flatMap((x) => {
+      if (!x.fits) return [];
+      const rule = this.webhooks.native.store.compileRule(nativeRules[compiledAll.indexOf(x)]).rule!;
+      const r = residualRule(rule, x.guards);
+      return r ? [r] : [];
+    });
+    this.webhooks.native.store.replaceRules([], residuals);
+    const inputs = c.objects.flatMap((o) => [o, withLastApplied(o)]);
+    const web: Outcome[][][] = [];
+    for (const o of inputs) web.push(await this.send(c.id, 'web', o));
+    // Per target namespace (or the one cluster-scoped target) and step (create, update): an object the rule changes
+    // or rejects there, to see the policy of that namespace in force before the native side runs.
+    let affected = 0;
+    const probes = new Map<string, Probe>();
+    for (let i = 0; i < inputs.length; i++) {
+      const control = await this.send(c.id, 'none', inputs[i]);
+      let changed = false;
+      control.forEach((target, t) =>
+        target.forEach((outcome, step) => {
+          const want = web[i][t][step];
+          if (!want || sameOutcome(outcome, 'none', want, 'web', c.id)) return;
+          changed = true;
+          const key = `${isClusterScoped(inputs[i])}/${t}/${step}`;
+          if (!probes.has(key)) probes.set(key, { input: inputs[i], want, target: t, step });
+        }),
+      );
+      if (changed) affected++;
+    }
+    const started = Date.now();
+    for (const p of probes.values()) {
+      await waitFor(
+        'the native policy to take effect',
+        async () => sameOutcome(await this.probe(c.id, p), 'native', p.want, 'web', c.id),
+        // Generous: a loaded API server was seen taking over 15 s to put a new policy in force. A probe that
+        // never matches (an outcome the policy cannot give) then shows as the case's mismatch below.
+        60_000,
+        100,
+      ).catch(() => undefined);
+    }
+    const propagationMs = Date.now() - started;
+    const comparisons: Comparison[] = [];
+    for (let i = 0; i < inputs.length; i++) {
+      const native = await this.send(c.id, 'native', inputs[i]);
+      comparisons.push({ object: describeObject(inputs[i]), web: web[i].flat(), native: native.flat() });
+    }
+    for (const x of compiledAll) {
+      if (!x.fits) continue;
+      await this.client.request('DELETE', policyPath(x.binding)).catch(() => undefined);
+      await this.client.request('DELETE', policyPath(x.policy)).catch(() => undefined);
+    }
+    this.webhooks.web.store.replaceRules([]);
+    this.webhooks.native.store.replaceRules([]);
+    // Services hold addresses from a small range: everything the case made goes.
+    for (const path of this.created.splice(0))
+      await this.client.request('DELETE', path).catch(() => undefined);
+    return { compiled, comparisons, affected, propagationMs };
+  }
+
+  private async createNamespaces(id: number, side: Side): Promise<void> {
+    const [labelled, plain] = this.namespaces(id, side);
+    for (const [name, extra] of [
+      [labelled, LABELLED],
+      [plain, {}],
+    ] as const) {
+      const ns = await this.client.request('POST', '/api/v1/namespaces', {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name, labels: { ...extra, [SIDE]: side, [CASE]: String(id) } },
+        },
+      });
+      this.webhooks.web.store.upsertNamespace(ns);
+      this.webhooks.native.store.upsertNamespace(ns);
+      // Pods need their namespace's default ServiceAccount (no controller-manager here).
+      await this.client.request('POST', `/api/v1/namespaces/${name}/serviceaccounts`, {
+        body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
+      });
+    }
+  }
+
+  /** The rule as each side holds it: a namespaced rule is copied into each of the side's namespaces. */
+  private placeRule(c: DiffCase, side: Side): JsonObject[] {
+    const meta = c.rule.metadata as JsonObject;
+    if (meta.namespace === CLUSTER_NAMESPACE) return [cloneJson(c.rule)];
+    return this.namespaces(c.id, side).map((ns) => ({
+      ...cloneJson(c.rule),
+      metadata: { ...cloneJson(meta), namespace: ns },
+    }));
+  }
+
+  /** What the native side does now with a probe's object, without keeping it (dry run, or created and deleted). */
+  private async probe(id: number, p: Probe): Promise<Outcome> {
+    if (p.step === 0) return (await this.send(id, 'native', p.input, true))[p.target][0];
+    const targets = isClusterScoped(p.input) ? [undefined] : this.namespaces(id, 'native');
+    const obj = instantiate(p.input, id, 'native', targets[p.target]);
+    let created: JsonObject;
+    try {
+      created = await this.client.request('POST', collectionOf(obj), { body: obj });
+    } catch (err) {
+      return { rejected: rejection(err) };
+    }
+    try {
+      return {
+        stored: await this.client.request('PUT', pathOf(created), {
+          body: touched(created),
+          query: { dryRun: 'All' },
+        }),
+      };
+    } catch (err) {
+      return { rejected: rejection(err) };
+    } finally {
+      await this.client.request('DELETE', pathOf(created)).catch(() => undefined);
+      if (created.kind === 'Namespace') await this.finalizeNamespace(created);
+    }
+  }
+
+  /**
+   * A deleted Namespace stays Terminating until its finalizer runs (no namespace controller here): the real write of
+   * the same name after a probe would meet "object is being deleted". Empty and finalized by hand, it goes at once.
+   */
+  private async finalizeNamespace(ns: JsonObject): Promise<void> {
+    const path = `${pathOf(ns)}/finalize`;
+    const now = await this.client.request('GET', pathOf(ns)).catch(() => null);
+    if (!now) return;
+    await this.client
+      .request('PUT', path, { body: { ...now, spec: { ...(now.spec as JsonObject), finalizers: [] } } })
+      .catch(() => undefined);
+    await waitFor(`namespace ${String((ns.metadata as JsonObject).name)} to go`, () =>
+      this.client.request('GET', pathOf(ns)).then(
+        () => false,
+        (e: unknown) => e instanceof KubeApiError && e.status === 404,
+      ),
+    );
+  }
+
+  /**
+   * Creates the object on one side, in each of its namespaces (or once, cluster-scoped), then updates it (not in a
+   * dry run): per target, the create's outcome and the update's.
+   */
+  private async send(id: number, side: Side, input: JsonObject, dryRun = false): Promise<Outcome[][]> {
+    const all: Outcome[][] = [];
+    const targets = isClusterScoped(input) ? [undefined] : this.namespaces(id, side);
+    for (const ns of targets) {
+      const out: Outcome[] = [];
+      all.push(out);
+      const obj = instantiate(input, id, side, ns);
+      let created: JsonObject;
+      try {
+        created = await this.client.request('POST', collectionOf(obj), {
+          body: obj,
+          query: dryRun ? { dryRun: 'All' } : undefined,
+        });
+        out.push({ stored: created });
+        if (!dryRun) this.created.push(pathOf(created));
+      } catch (err) {
+        out.push({ rejected: rejection(err) });
+        continue;
+      }
+      if (dryRun) continue;
+      const meta = created.metadata as JsonObject;
+      const updated = {
+        ...created,
+        metadata: {
+          ...meta,
+          annotations: { ...((meta.annotations as JsonObject) ?? {}), 'modrule-diff/updated': 'yes' },
+        },
+      };
+      try {
+        out.push({ stored: await this.client.request('PUT', pathOf(created), { body: updated }) });
+      } catch (err) {
+        out.push({ rejected: rejection(err) });
+      }
+    }
+    return all;
+  }
+}
+
+const COLLECTIONS: Record<string, string> = {
+  Namespace: '/api/v1/namespaces',
+  Node: '/api/v1/nodes',
+  Pod: '/api/v1/namespaces/{ns}/pods',
+  Service: '/api/v1/namespaces/{ns}/services',
+  ConfigMap: '/api/v1/namespaces/{ns}/configmaps',
+  ServiceAccount: '/api/v1/namespaces/{ns}/serviceaccounts',
+  PersistentVolumeClaim: '/api/v1/namespaces/{ns}/persistentvolumeclaims',
+  Deployment: '/apis/apps/v1/namespaces/{ns}/deployments',
+  StatefulSet: '/apis/apps/v1/namespaces/{ns}/statefulsets',
+  DaemonSet: '/apis/apps/v1/namespaces/{ns}/daemonsets',
+  [FUZZ_KIND]: `/apis/${FUZZ_API_VERSION}/namespaces/{ns}/configmaps`,
+};
+
+/**
+ * The generator's kind: a custom resource whose spec keeps any JSON, so CEL meets numbers, nulls, lists and maps
+ * where rules read strings. Its plural is `configmaps`, a resource the dragnet webhook (apiGroups *) matches.
+ */
+export function fuzzCrd(): JsonObject {
+  const [group, version] = FUZZ_API_VERSION.split('/');
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `configmaps.${group}` },
+    spec: {
+      group,
+      names: { kind: FUZZ_KIND, listKind: `${FUZZ_KIND}List`, plural: 'configmaps', singular: 'fuzzmap' },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: version,
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** The collection a corpus object is created in. */
+export function collectionOf(obj: JsonObject): string {
+  const template = COLLECTIONS[String(obj.kind)];
+  if (!template) throw new Error(`no collection known for ${String(obj.kind)}`);
+  return template.replace('{ns}', String((obj.metadata as JsonObject).namespace ?? ''));
+}
+
+function pathOf(obj: JsonObject): string {
+  return `${collectionOf(obj)}/${String((obj.metadata as JsonObject).name)}`;
+}
+
+function startServer(serving: { cert: string; key: string }, store: RuleStore): Promise<RunningWebhook> {
+  return freePort().then((port) =>
+    startWebhookServer({
+      store,
+      tls: new MemoryTlsSource(serving),
+      port,
+      host: '127.0.0.1',
+      healthPort: 0,
+      healthHost: '127.0.0.1',
+      logger: silentLogger(),
+      isReady: () => true,
+    }),
+  );
+}
+
+/** An object the rule changes or rejects on the webhook side, at one target and step (0 create, 1 update). */
+interface Probe {
+  readonly input: JsonObject;
+  readonly want: Outcome;
+  readonly target: number;
+  readonly step: number;
+}
+
+/** The update the harness sends: the stored object with one more annotation. */
+function touched(created: JsonObject): JsonObject {
+  const meta = created.metadata as JsonObject;
+  return {
+    ...created,
+    metadata: {
+      ...meta,
+      annotations: { ...((meta.annotations as JsonObject) ?? {}), 'modrule-diff/updated': 'yes' },
+    },
+  };
+}
+
+function withLabel(selector: JsonObject, key: string, value: string): JsonObject {
+  const labels = isJsonObject(selector.matchLabels) ? selector.matchLabels : {};
+  return { ...selector, matchLabels: { ...labels, [key]: value } };
+}
+
+function rejection(err: unknown): string {
+  if (!(err instanceof KubeApiError)) throw err;
+  const m = /operation rejected by the following ModRule\(s\): .*$/s.exec(err.message);
+  // Anything else (an invalid patched object, say): the write is refused, in words that differ by path.
+  return m ? m[0] : `refused by the API server (${err.status >= 500 ? 'server error' : 'client error'})`;
+}
+
+const SERVER_FIELDS = [
+  'uid',
+  'resourceVersion',
+  'creationTimestamp',
+  'managedFields',
+  'generation',
+  'selfLink',
+];
+
+const CLUSTER_KINDS = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume']);
+
+function isClusterScoped(o: JsonObject): boolean {
+  return CLUSTER_KINDS.has(String(o.kind));
+}
+
+/** The object as one side sends it: in the side's namespace (or renamed, cluster-scoped), with the side's labels. */
+function instantiate(input: JsonObject, id: number, side: Side, namespace: string | undefined): JsonObject {
+  const obj = cloneJson(input);
+  const meta = (obj.metadata ?? {}) as JsonObject;
+  for (const f of SERVER_FIELDS) delete meta[f];
+  if (namespace) meta.namespace = namespace;
+  else meta.name = `${String(meta.name)}-${id}-${sideLetter(side)}`;
+  meta.labels = { ...((meta.labels as JsonObject) ?? {}), [SIDE]: side, [CASE]: String(id) };
+  obj.metadata = meta;
+  delete obj.status;
+  if (obj.kind === 'Service' && isJsonObject(obj.spec)) {
+    // Addresses are allocated per cluster.
+    delete obj.spec.clusterIP;
+    delete obj.spec.clusterIPs;
+    if (Array.isArray(obj.spec.ports)) for (const p of obj.spec.ports) if (isJsonObject(p)) delete p.nodePort;
+  }
+  if (obj.kind === 'Pod' && isJsonObject(obj.spec)) {
+    // No token controller here; and the generated token volume's name is random.
+    obj.spec.automountServiceAccountToken = false;
+    delete obj.spec.nodeName;
+  }
+  return obj;
+}
+
+/** kubectl apply's annotation: the object as the user wrote it, compact JSON with sorted keys. */
+export function withLastApplied(o: JsonObject): JsonObject {
+  const obj = cloneJson(o);
+  const meta = (obj.metadata ?? {}) as JsonObject;
+  meta.name = `${String(meta.name)}-la`;
+  for (const f of SERVER_FIELDS) delete meta[f];
+  delete obj.status;
+  const applied = cloneJson(obj);
+  delete (applied.metadata as JsonObject).annotations;
+  meta.annotations = {
+    ...((meta.annotations as JsonObject) ?? {}),
+    [LAST_APPLIED_ANNOTATION]: `${stableStringify(applied)}\n`,
+  };
+  obj.metadata = meta;
+  return obj;
+}
+
+function describeObject(o: JsonObject): string {
+  const meta = o.metadata as JsonObject;
+  const last = isJsonObject(meta.annotations) && LAST_APPLIED_ANNOTATION in meta.annotations;
+  return `${String(o.kind)} ${String(meta.name)}${last ? ' (with last-applied-configuration)' : ''}`;
+}
+
+/** The stored object without what differs between any two creates (and between the sides' names). */
+export function normalize(o: Outcome, id: number, side: Side): JsonValue {
+  if ('rejected' in o) return { rejected: renameSide(o.rejected, id, side) };
+  const obj = cloneJson(o.stored);
+  const meta = obj.metadata as JsonObject;
+  for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation'])
+    delete meta[f];
+  if (isJsonObject(meta.labels)) {
+    delete meta.labels[SIDE];
+    if (isJsonObject(meta.labels) && Object.keys(meta.labels).length === 0) delete meta.labels;
+  }
+  if (isJsonObject(obj.spec)) {
+    delete obj.spec.clusterIP;
+    delete obj.spec.clusterIPs;
+    if (Array.isArray(obj.spec.ports)) for (const p of obj.spec.ports) if (isJsonObject(p)) delete p.nodePort;
+  }
+  return JSON.parse(renameSide(JSON.stringify(obj), id, side)) as JsonValue;
+}
+
+function renameSide(text: string, id: number, side: Side): string {
+  const s = sideLetter(side);
+  return text
+    .split(`prod-${id}-${s}-a`)
+    .join('<labelled>')
+    .split(`plain-${id}-${s}`)
+    .join('<plain>')
+    .split(`-${id}-${s}`)
+    .join('-<case>');
+}
+
+function sideLetter(side: Side): string {
+  return side === 'web' ? 'w' : side === 'native' ? 'n' : 'x';
+}
+
+/** Whether two sides' outcomes are the same once normalized. */
+export function sameOutcome(a: Outcome, sideA: Side, b: Outcome, sideB: Side, id: number): boolean {
+  return JSON.stringify(normalize(a, id, sideA)) === JSON.stringify(normalize(b, id, sideB));
+}
+
+/** Where two JSON values differ: "path: a | b" lines (values cut to 160 characters). */
+export function jsonDiff(a: JsonValue, b: JsonValue, path = '', out: string[] = []): string[] {
+  if (out.length >= 12) return out;
+  if (JSON.stringify(a) === JSON.stringify(b)) return out;
+  if (isJsonObject(a) && isJsonObject(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)]))
+      jsonDiff(a[k] ?? null, b[k] ?? null, `${path}/${k}`, out);
+    return out;
+  }
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    a.forEach((x, i) => jsonDiff(x, b[i], `${path}/${i}`, out));
+    return out;
+  }
+  const cut = (v: JsonValue) => JSON.stringify(v)?.slice(0, 160);
+  out.push(`${path || '/'}: ${cut(a)} | ${cut(b)}`);
+  return out;
+}
