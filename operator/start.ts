@@ -154,9 +154,11 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     observer: native ?? undefined,
   });
   if (status) degraded?.attach(status);
-  const stopQuarantine = (): void => {
+  /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
+  const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
+    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), native?.stop()]);
   };
   let draining = false;
   rules.start();
@@ -191,14 +193,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       );
     }
   } catch (err) {
-    await Promise.all([
-      rules.stop(),
-      status?.stop(),
-      certs?.stop(),
-      scope.stop(),
-      stopQuarantine(),
-      native?.stop(),
-    ]);
+    await stopWatchers();
     throw err;
   }
   tls = served;
@@ -224,14 +219,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       quarantine,
     });
   } catch (err) {
-    await Promise.all([
-      rules.stop(),
-      status?.stop(),
-      certs?.stop(),
-      scope.stop(),
-      stopQuarantine(),
-      native?.stop(),
-    ]);
+    await stopWatchers();
     served.close();
     throw err;
   }
@@ -258,15 +246,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([
-          rules.stop(),
-          status?.stop(),
-          certs?.stop(),
-          scope.stop(),
-          stopQuarantine(),
-          audit?.stop(),
-          native?.stop(),
-        ]);
+        await Promise.all([stopWatchers(), audit?.stop()]);
         served.close();
         logger.info('operator stopped');
       })();
