@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
+import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -15,15 +15,29 @@ import { issueServingCert, newCa } from '../../webhook/certs';
  */
 
 /** A free TCP port on 127.0.0.1 (free when asked; the caller binds it soon after). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0];
+}
+
+/** `count` distinct free loopback ports: all held open at once, so the kernel cannot hand one out twice. */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+    }
+    return servers.map((server) => {
       const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      return typeof address === 'object' && address ? address.port : 0;
     });
-  });
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -73,15 +87,25 @@ export class LocalControlPlane {
     for (const bin of ['etcd', 'kube-apiserver']) {
       if (!existsSync(join(assets, bin))) throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${bin}`);
     }
+    // A port found free can be taken by another process before etcd or the API server binds it: try new ports.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await LocalControlPlane.startOnce(assets, options);
+      } catch (err) {
+        if (attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(
+    assets: string,
+    options: { controllerManager?: boolean; admissionPolicies?: boolean },
+  ): Promise<LocalControlPlane> {
     const dir = mkdtempSync(join(tmpdir(), 'modrule-e2e-'));
     // etcd fsyncs every write: on tmpfs the 1,000-rule test does not wait on the disk.
     const shm = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/modrule-e2e-etcd-') : join(dir, 'etcd');
-    const ports = {
-      etcd: await freePort(),
-      peer: await freePort(),
-      apiserver: await freePort(),
-      controllerManager: await freePort(),
-    };
+    const [etcd, peer, apiserver, controllerManager] = await freePorts(4);
+    const ports = { etcd, peer, apiserver, controllerManager };
     const now = new Date();
     const ca = newCa(now, 2, 'modrule-e2e-ca');
     const serving = issueServingCert(ca, ['127.0.0.1', 'localhost'], now, 1);
