@@ -19,6 +19,13 @@ export interface FairnessOptions {
   demotionMs?: number;
   /** The budget of a demoted namespace's requests; default 5 ms and the steps in proportion (50,000). */
   demotedBudget?: BudgetLimits;
+  /**
+   * The part of the process's time all demoted evaluations together may take; default 0.25. Beyond it the queue
+   * waits, so namespaces in good standing keep at least the rest however hard demoted ones are hammered.
+   */
+  demotedShare?: number;
+  /** A queued evaluation that has waited this long (ms) runs whatever the share; default 2,000 (webhook timeouts). */
+  demotedMaxWaitMs?: number;
   /** Clock in ms (tests). */
   now?: () => number;
 }
@@ -31,6 +38,9 @@ function demoted(budget: BudgetLimits): BudgetLimits {
   const steps = Number.isFinite(budget.ms) ? (budget.steps * ms) / budget.ms : budget.steps / 20;
   return { steps: Math.ceil(steps), ms };
 }
+
+// Demoted evaluations may run back to back for this long (ms) before the share paces them.
+const DEMOTED_BURST_MS = 20;
 
 interface Account {
   windowStart: number;
@@ -71,8 +81,13 @@ export class NamespaceFairness {
   private readonly demotionMs: number;
   private readonly now: () => number;
   private readonly accounts = new Map<string, Account>();
-  private readonly queue: Array<() => void> = [];
+  private readonly queue: Array<{ run: () => void; since: number }> = [];
   private draining = false;
+  private readonly demotedShare: number;
+  private readonly demotedMaxWaitMs: number;
+  // Token bucket of demoted evaluation time (ms): refills at demotedShare ms per ms, holds at most DEMOTED_BURST_MS.
+  private demotedCredit = DEMOTED_BURST_MS;
+  private demotedCreditAt = 0;
 
   constructor(options: FairnessOptions = {}) {
     this.budget = options.budget ?? DEFAULT_BUDGET;
@@ -82,6 +97,11 @@ export class NamespaceFairness {
     this.costlyMs = options.costlyMs ?? 2;
     this.demotionMs = options.demotionMs ?? 60_000;
     this.now = options.now ?? (() => performance.now());
+    this.demotedShare = options.demotedShare ?? 0.25;
+    if (!(this.demotedShare > 0 && this.demotedShare <= 1))
+      throw new RangeError(`demotedShare must be above 0 and at most 1, not ${this.demotedShare}`);
+    this.demotedMaxWaitMs = options.demotedMaxWaitMs ?? 2_000;
+    this.demotedCreditAt = this.now();
   }
 
   /** True while the namespace ('' = cluster-scoped) is demoted. */
@@ -111,12 +131,15 @@ export class NamespaceFairness {
       }
     }
     return new Promise((resolve, reject) => {
-      this.queue.push(() => {
-        try {
-          resolve(this.evaluate(namespace, this.demotedBudget, true, evaluate));
-        } catch (err) {
-          reject(err as Error);
-        }
+      this.queue.push({
+        since: this.now(),
+        run: () => {
+          try {
+            resolve(this.evaluate(namespace, this.demotedBudget, true, evaluate));
+          } catch (err) {
+            reject(err as Error);
+          }
+        },
       });
       this.drain();
     });
@@ -137,10 +160,12 @@ export class NamespaceFairness {
     try {
       value = evaluate(budget);
     } catch (err) {
+      if (demoted) this.demotedCredit -= this.now() - started;
       this.record(namespace, this.now() - started, budget.exhausted !== null);
       throw err;
     }
     const ms = this.now() - started;
+    if (demoted) this.demotedCredit -= ms;
     const demotion = this.record(namespace, ms, budget.exhausted !== null);
     return { value, budget, demoted, demotion, ms };
   }
@@ -182,17 +207,31 @@ export class NamespaceFairness {
     }
   }
 
-  // One queued evaluation per macrotask: the I/O of other requests is handled between two of them.
+  // One queued evaluation per macrotask: the I/O of other requests is handled between two of them. And no more
+  // than demotedShare of the time: each demoted evaluation may take its whole small budget (a namespace's rules each
+  // run up to their share), so without a limit a hammered demoted namespace would take most of the loop.
   private drain(): void {
     if (this.draining) return;
     this.draining = true;
     const step = () => {
-      const next = this.queue.shift();
-      if (!next) {
+      if (this.queue.length === 0) {
         this.draining = false;
         return;
       }
-      next();
+      const now = this.now();
+      this.demotedCredit = Math.min(
+        DEMOTED_BURST_MS,
+        this.demotedCredit + (now - this.demotedCreditAt) * this.demotedShare,
+      );
+      this.demotedCreditAt = now;
+      // Pacing delays, never drops: the API server would admit a request that times out here unpatched.
+      const waited = now - this.queue[0].since;
+      if (this.demotedCredit < 0 && waited < this.demotedMaxWaitMs) {
+        const refilled = Math.ceil(-this.demotedCredit / this.demotedShare);
+        setTimeout(step, Math.min(refilled, this.demotedMaxWaitMs - waited));
+        return;
+      }
+      this.queue.shift()?.run();
       setImmediate(step);
     };
     setImmediate(step);
