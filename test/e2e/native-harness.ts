@@ -6,6 +6,7 @@ import { RuleStore } from '../../store/rules';
 import { stableStringify } from '../../engine/stable-stringify';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
+import { probeAnswered, probeEvent, tokenOf, withProbe } from '../../native/probe';
 import { issueServingCert, newCa } from '../../webhook/certs';
 import { RunningWebhook, startWebhookServer } from '../../webhook/server';
 import { MemoryTlsSource } from '../../webhook/tls';
@@ -161,11 +162,17 @@ export class DifferentialHarness {
     );
     const compiled = compiledAll[0];
     if (compiledAll.some((x) => !x.fits)) return { compiled, comparisons: [], affected: 0, propagationMs: 0 };
+    // Each policy also answers the operator's probe (an Event): the probe shows it in force, where an object's
+    // outcome can come from the residual webhook rule while the policy is not loaded yet (seen under load).
+    const written: JsonObject[] = [];
     for (const x of compiledAll) {
       if (!x.fits) continue;
-      await this.client.request('POST', policyCollection(String(x.policy.kind)), { body: x.policy });
+      const policy = withProbe(x.policy);
+      written.push(policy);
+      await this.client.request('POST', policyCollection(String(policy.kind)), { body: policy });
       await this.client.request('POST', policyCollection(String(x.binding.kind)), { body: x.binding });
     }
+    await this.untilInForce(c.id, written);
     this.webhooks.web.store.replaceRules(webRules);
     // The native side's webhook serves what the policies leave out, as the operator's store does.
     const residuals = compiledAll.flatMap((x) => {
@@ -224,6 +231,37 @@ export class DifferentialHarness {
     for (const path of this.created.splice(0))
       await this.client.request('DELETE', path).catch(() => undefined);
     return { compiled, comparisons, affected, propagationMs };
+  }
+
+  /** Waits until every policy answers a probe in one of the case's native namespaces (if it sees any of them). */
+  private async untilInForce(id: number, policies: JsonObject[]): Promise<void> {
+    const namespaces = this.namespaces(id, 'native');
+    for (const policy of policies) {
+      await waitFor(
+        `policy ${String((policy.metadata as JsonObject).name)} in force`,
+        async () => {
+          for (const ns of namespaces) if (await this.probePolicy(id, policy, ns)) return true;
+          return false;
+        },
+        30_000,
+        50,
+      ).catch(() => undefined); // a policy that sees neither namespace: the object probes below decide
+    }
+  }
+
+  // The operator's probe (operator/native-api.ts probeInForce), with the labels the case's objectSelector asks for.
+  private async probePolicy(id: number, policy: JsonObject, namespace: string): Promise<boolean> {
+    const event = probeEvent(String((policy.metadata as JsonObject).name), namespace);
+    (event.metadata as JsonObject).labels = { [SIDE]: 'native', [CASE]: String(id) };
+    try {
+      const created = await this.client.request('POST', `/api/v1/namespaces/${namespace}/events`, {
+        body: event,
+        query: { dryRun: 'All' },
+      });
+      return probeAnswered(created, tokenOf(policy));
+    } catch (err) {
+      return probeAnswered((err as Error).message, tokenOf(policy));
+    }
   }
 
   private async createNamespaces(id: number, side: Side): Promise<void> {
