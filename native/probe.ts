@@ -87,8 +87,15 @@ export function tokenOf(policy: JsonObject): string {
   return String(annotations?.[PROBED_ANNOTATION] ?? '');
 }
 
-/** The Event the operator creates (dry run) in `namespace` to ask whether the policy is in force. */
-export function probeEvent(policyName: string, namespace: string): JsonObject {
+/**
+ * The Event the operator creates (dry run) in `namespace` to ask whether the policy is in force; `labels` for a
+ * policy whose objectSelector asks for some.
+ */
+export function probeEvent(
+  policyName: string,
+  namespace: string,
+  labels?: Record<string, string>,
+): JsonObject {
   return {
     apiVersion: 'v1',
     kind: 'Event',
@@ -96,6 +103,7 @@ export function probeEvent(policyName: string, namespace: string): JsonObject {
       generateName: 'modrule-native-probe-',
       namespace,
       annotations: { [PROBE_ANNOTATION]: policyName },
+      ...(labels ? { labels } : {}),
     },
     involvedObject: { apiVersion: 'v1', kind: 'Namespace', name: namespace, namespace },
     reason: 'NativePolicyProbe',

@@ -175,6 +175,7 @@ export async function probeInForce(
   client: KubeClient,
   policy: JsonObject,
   namespace: string,
+  labels?: Record<string, string>,
 ): Promise<boolean> {
   const name = String((policy.metadata as JsonObject).name);
   const token = tokenOf(policy);
@@ -183,7 +184,7 @@ export async function probeInForce(
       'POST',
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
       {
-        body: probeEvent(name, namespace),
+        body: probeEvent(name, namespace, labels),
         query: { dryRun: 'All' },
       },
     );

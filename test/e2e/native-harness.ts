@@ -6,7 +6,8 @@ import { RuleStore } from '../../store/rules';
 import { stableStringify } from '../../engine/stable-stringify';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
-import { probeAnswered, probeEvent, tokenOf, withProbe } from '../../native/probe';
+import { probeInForce } from '../../operator/native-api';
+import { withProbe } from '../../native/probe';
 import { issueServingCert, newCa } from '../../webhook/certs';
 import { RunningWebhook, startWebhookServer } from '../../webhook/server';
 import { MemoryTlsSource } from '../../webhook/tls';
@@ -240,27 +241,16 @@ export class DifferentialHarness {
       await waitFor(
         `policy ${String((policy.metadata as JsonObject).name)} in force`,
         async () => {
-          for (const ns of namespaces) if (await this.probePolicy(id, policy, ns)) return true;
+          for (const ns of namespaces) {
+            // The case's objectSelector asks for these labels.
+            const labels = { [SIDE]: 'native', [CASE]: String(id) };
+            if (await probeInForce(this.client, policy, ns, labels)) return true;
+          }
           return false;
         },
         30_000,
         50,
       ).catch(() => undefined); // a policy that sees neither namespace: the object probes below decide
-    }
-  }
-
-  // The operator's probe (operator/native-api.ts probeInForce), with the labels the case's objectSelector asks for.
-  private async probePolicy(id: number, policy: JsonObject, namespace: string): Promise<boolean> {
-    const event = probeEvent(String((policy.metadata as JsonObject).name), namespace);
-    (event.metadata as JsonObject).labels = { [SIDE]: 'native', [CASE]: String(id) };
-    try {
-      const created = await this.client.request('POST', `/api/v1/namespaces/${namespace}/events`, {
-        body: event,
-        query: { dryRun: 'All' },
-      });
-      return probeAnswered(created, tokenOf(policy));
-    } catch (err) {
-      return probeAnswered((err as Error).message, tokenOf(policy));
     }
   }
 
