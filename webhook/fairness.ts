@@ -160,14 +160,23 @@ export class NamespaceFairness {
     try {
       value = evaluate(budget);
     } catch (err) {
-      if (demoted) this.demotedCredit -= this.now() - started;
-      this.record(namespace, this.now() - started, budget.exhausted !== null);
+      this.book(namespace, this.now() - started, demoted, budget);
       throw err;
     }
     const ms = this.now() - started;
-    if (demoted) this.demotedCredit -= ms;
-    const demotion = this.record(namespace, ms, budget.exhausted !== null);
+    const demotion = this.book(namespace, ms, demoted, budget);
     return { value, budget, demoted, demotion, ms };
+  }
+
+  // An evaluation's time: against its namespace, and against the demoted share when it ran demoted.
+  private book(
+    namespace: string,
+    ms: number,
+    demoted: boolean,
+    budget: RequestBudget,
+  ): DemotionReason | null {
+    if (demoted) this.demotedCredit -= ms;
+    return this.record(namespace, ms, budget.exhausted !== null);
   }
 
   /**
