@@ -28,8 +28,8 @@ const FAIL_OPEN_SERIES: ReadonlyArray<[string, FailOpenReason]> = [
 export class AnswerMetrics {
   private readonly failOpen: Counter<'endpoint' | 'reason'>;
   private readonly timeout: Gauge<'endpoint'>;
-  // The last query string seen per endpoint: parsed again only when it changes (it almost never does).
-  private readonly queries = new Map<string, string>();
+  // The last URL seen per endpoint: parsed again only when it changes (it almost never does).
+  private readonly urls = new Map<string, string>();
 
   constructor(registry: Registry) {
     this.failOpen = new Counter({
@@ -57,12 +57,11 @@ export class AnswerMetrics {
 
   /** Notes the timeout a call to `endpoint` carries in its URL (`/dragnet-webhook?timeout=10s`), if any. */
   called(endpoint: string, url: string | undefined): void {
-    const at = url ? url.indexOf('?') : -1;
+    if (!url || this.urls.get(endpoint) === url) return;
+    this.urls.set(endpoint, url);
+    const at = url.indexOf('?');
     if (at < 0) return;
-    const query = url!.slice(at + 1);
-    if (this.queries.get(endpoint) === query) return;
-    this.queries.set(endpoint, query);
-    const text = new URLSearchParams(query).get('timeout');
+    const text = new URLSearchParams(url.slice(at + 1)).get('timeout');
     const ms = text ? parseGoDuration(text) : null;
     if (ms !== null) this.timeout.set({ endpoint }, ms / 1000);
   }
