@@ -212,6 +212,8 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
+      // ModRules naming kinds the cluster does not serve are admitted with a warning.
+      servedKinds: scope.catalog,
     });
   } catch (err) {
     await stopWatchers();

@@ -54,7 +54,7 @@ describe('kinds a rule names that the cluster does not serve', () => {
       patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
     });
     const [u] = unservedKindsOf(r, builtin, 'kubemod-system');
-    expect(describeUnserved(u)).toBe('kind ConfigMap is not served in API group apps (it is in core)');
+    expect(describeUnserved(u)).toBe('kind ConfigMap of API group apps is not served (it is in core)');
     expect(kindField(r, 'ConfigMap')).toBe('spec.match[1].matchValue');
   });
 

@@ -65,14 +65,21 @@ export function unservedKindsOf(
 
 const groupName = (g: string) => (g === '' ? 'core' : g);
 
-/** "kind Deploymnet is not served (did you mean Deployment?)", or "... not served in API group apps (it is in core)". */
+/**
+ * "kind Deploymnet is not served (did you mean Deployment?)", "kind ConfigMap of API group apps is not served (it is
+ * in core)"; `servedBy` replaces "served" (e.g. "served by this cluster").
+ */
 export function describeUnserved(u: UnservedKind, servedBy = 'served'): string {
-  if (u.servedIn.length > 0 && u.groups)
-    return (
-      `kind ${u.kind} is not ${servedBy} in API group ${u.groups.map(groupName).join(', ')} ` +
-      `(it is in ${u.servedIn.map(groupName).join(', ')})`
-    );
-  return `kind ${u.kind} is not ${servedBy}${u.suggestion ? ` (did you mean ${u.suggestion}?)` : ''}`;
+  const elsewhere = u.servedIn.length > 0 && u.groups;
+  const kind = elsewhere
+    ? `kind ${u.kind} of API group ${u.groups!.map(groupName).join(', ')}`
+    : `kind ${u.kind}`;
+  const hint = elsewhere
+    ? ` (it is in ${u.servedIn.map(groupName).join(', ')})`
+    : u.suggestion
+      ? ` (did you mean ${u.suggestion}?)`
+      : '';
+  return `${kind} is not ${servedBy}${hint}`;
 }
 
 /** The field of the first criterion that names the kind (`spec.match[1].matchValue`), for warnings. */

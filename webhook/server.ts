@@ -20,7 +20,7 @@ import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
-import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
+import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
 import { holdBudgetMs, within } from './hold';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
@@ -89,6 +89,8 @@ export interface WebhookServerOptions {
    * options, or one the caller keeps (the operator reports quarantines on the ModRules).
    */
   quarantine?: QuarantineOptions | RuleQuarantine;
+  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
+  servedKinds?: ServedKinds;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -264,7 +266,11 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const answer = (endpoint: Exclude<Endpoint, 'dragnet'>, request: AdmissionRequest): EndpointDecision => {
     switch (endpoint) {
       case 'validate-modrule': {
-        const decision = handleValidateModRule(request, store.snapshot().clusterNamespace);
+        const decision = handleValidateModRule(
+          request,
+          store.snapshot().clusterNamespace,
+          options.servedKinds,
+        );
         if (decision.result === 'rejected') {
           logger.info('invalid ModRule rejected', {
             object: objectRef(request),
