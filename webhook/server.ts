@@ -24,6 +24,7 @@ import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKin
 import { holdBudgetMs, within } from './hold';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
+import { RuleFailures } from './rule-failures';
 import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
 import { TLS_MIN_VERSION, TlsSource } from './tls';
 
@@ -89,6 +90,8 @@ export interface WebhookServerOptions {
    * options, or one the caller keeps (the operator reports quarantines on the ModRules).
    */
   quarantine?: QuarantineOptions | RuleQuarantine;
+  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
+  failures?: RuleFailures;
   /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
   servedKinds?: ServedKinds;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
@@ -136,6 +139,12 @@ function objectRef(request: AdmissionRequest): ObjectRef {
     namespace: request.namespace ?? str(meta.namespace),
     name: request.name || str(meta.name) || str(meta.generateName),
   };
+}
+
+/** "ConfigMap team/web (CREATE)": the object a rule failed on, as the rule's status names it. */
+function objectLabel(request: AdmissionRequest): string {
+  const { kind, namespace, name } = objectRef(request);
+  return `${kind} ${namespace ? `${namespace}/` : ''}${name || '(unnamed)'} (${request.operation})`;
 }
 
 function urlHost(host: string | undefined): string {
@@ -189,6 +198,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       ? options.quarantine
       : new RuleQuarantine(options.quarantine, store);
   const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
+  const failures = options.failures ?? new RuleFailures({}, store);
   let closing = false;
   let loaded = !options.rulesLoaded;
   void options.rulesLoaded?.then(() => (loaded = true));
@@ -310,6 +320,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         ...base,
         failures: outcome.failures.map((f) => ({ rule: ruleName(f.rule), error: f.message })),
       });
+      failures.record(outcome.failures, () => objectLabel(request));
     }
     metrics.countRules(
       'error',
@@ -486,6 +497,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
             metrics.close();
             unwatchQuarantine();
             if (ownQuarantine) quarantine.close();
+            if (!options.failures) failures.close();
           },
         );
       }
