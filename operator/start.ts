@@ -233,7 +233,10 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   }
   // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
   const audit = config.reports
-    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced })
+    ? new BackgroundAudit(config.reports, {
+        ...{ client, store, logger, rulesLoaded: rules.synced },
+        quarantined: () => quarantine.gate(),
+      })
     : null;
   audit?.start();
   logger.info('webhook listening', {
