@@ -145,4 +145,33 @@ describe('a ModRule that fails at run time, on the (fake) API server', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(failingOf(h.api)?.status).toBe('False');
   });
+
+  it('sends the Event once the reporter knows the rule (a new rule is reported only once it is in force)', async () => {
+    const api = await FakeApiServer.start();
+    const rule = api.put('modrules', divides('{{ div 1 0 }}'));
+    const status = new StatusReporter({ client: createKubeClient(api.access()), logger: silentLogger() });
+    const failures = new RuleFailures();
+    const failing = new FailingStatus({ failures, status, sweepMs: 20 });
+    failing.start();
+    h = {
+      api,
+      store: new RuleStore(),
+      failures,
+      registry: new Registry(),
+      stop: async () => {
+        failing.stop();
+        await status.stop();
+        await api.close();
+      },
+    };
+    failures.record(
+      [{ rule: { namespace: 'team', name: 'divides' }, message: 'division by zero' }],
+      () => 'x',
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    expect(api.list('events')).toEqual([]);
+    status.report(rule, []);
+    await eventually(() => api.list('events').length === 1);
+    await eventually(() => failingOf(api)?.status === 'True');
+  });
 });

@@ -100,13 +100,19 @@ export class FailingStatus {
       const key = objectKey(namespace, name);
       current.add(key);
       const shown = this.shown.get(key);
-      if (shown && (shown.serial === record.serial || now - shown.at < (this.options.updateMs ?? 10_000)))
-        continue;
-      const facet = failingFacet(record, failures.windowMs, status?.instance ?? '');
-      status?.set(namespace, name, 'failing', facet);
+      const update =
+        !shown || (shown.serial !== record.serial && now - shown.at >= (this.options.updateMs ?? 10_000));
       const eventDue = !shown || now - shown.eventAt >= (this.options.eventMs ?? 600_000);
-      this.shown.set(key, { serial: record.serial, at: now, eventAt: eventDue ? now : shown.eventAt });
-      if (eventDue) void this.event(record, facet, now);
+      if (!update && !eventDue) continue;
+      const facet = failingFacet(record, failures.windowMs, status?.instance ?? '');
+      if (update) status?.set(namespace, name, 'failing', facet);
+      // Not before the reporter knows the rule (a new rule's report waits for the registration): next sweep then.
+      const posted = eventDue && this.event(record, facet, now);
+      this.shown.set(key, {
+        serial: update ? record.serial : shown!.serial,
+        at: update ? now : shown!.at,
+        eventAt: posted ? now : (shown?.eventAt ?? -Infinity),
+      });
     }
     for (const key of this.shown.keys())
       if (!current.has(key)) {
@@ -117,11 +123,14 @@ export class FailingStatus {
     this.gauge?.set(this.shown.size);
   }
 
-  /** One Warning Event; its name hashes the rule, error and period, so replicas seeing the same write it once. */
-  private async event(record: RuleFailureRecord, facet: Facet, now: number): Promise<void> {
+  /**
+   * One Warning Event (sent in the background); its name hashes the rule, error and period, so replicas seeing the
+   * same write it once. False when the rule's identity is not known yet.
+   */
+  private event(record: RuleFailureRecord, facet: Facet, now: number): boolean {
     const { status } = this.options;
     const id = status?.identityOf(record.rule.namespace, record.rule.name);
-    if (!status || !id) return;
+    if (!status || !id) return false;
     const period = Math.floor(now / (this.options.eventMs ?? 600_000));
     const event: JsonObject = warningEvent(
       id,
@@ -131,6 +140,7 @@ export class FailingStatus {
       new Date(now),
       status.instance,
     );
-    await status.postEvent(event);
+    void status.postEvent(event);
+    return true;
   }
 }
