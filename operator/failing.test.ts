@@ -1,14 +1,12 @@
 import { Registry } from 'prom-client';
 import { JsonObject } from '../util/json';
-import { silentLogger } from '../util/logger';
 import { RequestBudget } from '../util/budget';
 import { RuleStore } from '../store/rules';
 import { admit } from '../engine/admit';
 import { RuleFailures } from '../webhook/rule-failures';
 import { FAILING_EVENT_REASON, FailingStatus } from './failing';
-import { createKubeClient } from './kube';
 import { StatusReporter } from './status';
-import { ClusterSync } from './sync';
+import { useClusterSync } from './testing/cluster-sync';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
 import { modRule } from './testing/objects';
@@ -27,38 +25,32 @@ const divides = (value: string) =>
 interface Harness {
   api: FakeApiServer;
   store: RuleStore;
+  status: StatusReporter;
   failures: RuleFailures;
   registry: Registry;
-  stop: () => Promise<void>;
 }
 
-async function start(windowMs: number, updateMs = 10_000): Promise<Harness> {
-  const api = await FakeApiServer.start();
+const cluster = useClusterSync();
+const running: Array<() => void> = [];
+afterEach(() => running.splice(0).forEach((stop) => stop()));
+
+/** The failing rule in the cluster, its failures shown by a FailingStatus; the sync started when `sync` is set. */
+async function start(windowMs: number, updateMs = 10_000, sync = true): Promise<Harness> {
+  const { api, store, status } = cluster;
   api.put('modrules', divides('{{ div 1 0 }}'));
-  const store = new RuleStore();
-  const client = createKubeClient(api.access());
-  const logger = silentLogger();
-  const status = new StatusReporter({ client, logger, backoffMs: 10 });
   const failures = new RuleFailures({ windowMs }, store);
   const registry = new Registry();
-  const failing = new FailingStatus({ failures, status, registry, sweepMs: 50, updateMs });
+  const failing = new FailingStatus({ failures, status, registry, sweepMs: 20, updateMs });
   failing.start();
-  const sync = new ClusterSync({ client, store, logger, status, backoff: { initialMs: 10, maxMs: 50 } });
-  sync.start();
-  await sync.synced;
-  return {
-    api,
-    store,
-    failures,
-    registry,
-    stop: async () => {
-      failing.stop();
-      failures.close();
-      await sync.stop();
-      await status.stop();
-      await api.close();
-    },
-  };
+  running.push(() => {
+    failing.stop();
+    failures.close();
+  });
+  if (sync) {
+    cluster.sync.start();
+    await cluster.sync.synced;
+  }
+  return { api, store, status, failures, registry };
 }
 
 // What the webhook does per request: evaluate, and book the failures if any.
@@ -81,7 +73,6 @@ const gauge = async (h: Harness) =>
 
 describe('a ModRule that fails at run time, on the (fake) API server', () => {
   let h: Harness;
-  afterEach(() => h.stop());
 
   it('shows Failing with the count, last error and object, Ready still True naming it, and one Warning Event', async () => {
     h = await start(60_000);
@@ -147,31 +138,16 @@ describe('a ModRule that fails at run time, on the (fake) API server', () => {
   });
 
   it('sends the Event once the reporter knows the rule (a new rule is reported only once it is in force)', async () => {
-    const api = await FakeApiServer.start();
-    const rule = api.put('modrules', divides('{{ div 1 0 }}'));
-    const status = new StatusReporter({ client: createKubeClient(api.access()), logger: silentLogger() });
-    const failures = new RuleFailures();
-    const failing = new FailingStatus({ failures, status, sweepMs: 20 });
-    failing.start();
-    h = {
-      api,
-      store: new RuleStore(),
-      failures,
-      registry: new Registry(),
-      stop: async () => {
-        failing.stop();
-        await status.stop();
-        await api.close();
-      },
-    };
-    failures.record(
+    h = await start(60_000, 10_000, false);
+    const rule = h.api.get('modrules', 'team', 'divides')!;
+    h.failures.record(
       [{ rule: { namespace: 'team', name: 'divides' }, message: 'division by zero' }],
       () => 'x',
     );
     await new Promise((r) => setTimeout(r, 200));
-    expect(api.list('events')).toEqual([]);
-    status.report(rule, []);
-    await eventually(() => api.list('events').length === 1);
-    await eventually(() => failingOf(api)?.status === 'True');
+    expect(h.api.list('events')).toEqual([]);
+    h.status.report(rule, []);
+    await eventually(() => h.api.list('events').length === 1);
+    await eventually(() => failingOf(h.api)?.status === 'True');
   });
 });

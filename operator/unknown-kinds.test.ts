@@ -1,12 +1,11 @@
 import { Registry } from 'prom-client';
 import { JsonObject } from '../util/json';
-import { silentLogger } from '../util/logger';
 import { analyzeModRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope } from '../scope/compute';
 import { defaultConfigured } from '../scope/defaults';
-import { createKubeClient } from './kube';
 import { StatusReporter } from './status';
+import { useClusterSync } from './testing/cluster-sync';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
 import { modRule } from './testing/objects';
@@ -50,20 +49,10 @@ describe('unknownKindFacet', () => {
 });
 
 describe('UnknownKinds on the (fake) API server', () => {
+  const harness = useClusterSync();
   let api: FakeApiServer;
   let status: StatusReporter;
-  beforeEach(async () => {
-    api = await FakeApiServer.start();
-    status = new StatusReporter({
-      client: createKubeClient(api.access()),
-      logger: silentLogger(),
-      backoffMs: 10,
-    });
-  });
-  afterEach(async () => {
-    await status.stop();
-    await api.close();
-  });
+  beforeEach(() => ({ api, status } = harness));
 
   const conditions = (name: string) =>
     ((api.get('modrules', 'team', name)?.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
