@@ -6,11 +6,13 @@ import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
+import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig, DEFAULT_INTERVAL_SECONDS } from './audit/background';
 import { AuditMetrics } from './audit/metrics';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
+import { FailingStatus } from './failing';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
@@ -55,6 +57,8 @@ export interface OperatorConfig {
   shutdownDelayMs?: number;
   /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
   quarantine?: QuarantineOptions;
+  /** The window run-time failures are counted over on a rule's status (tests shorten it). */
+  failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
 }
@@ -120,6 +124,9 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       ? null
       : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
   const degraded = status ? new QuarantineStatus({ quarantine, store }) : null;
+  // Rules that fail at run time show it on the ModRule (Failing), per replica.
+  const failures = new RuleFailures(config.failures, store);
+  const failing = new FailingStatus({ failures, status, registry });
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
@@ -150,10 +157,13 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     observer: native ?? undefined,
   });
   if (status) degraded?.attach(status);
+  failing.start();
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
+    failing.stop();
+    failures.close();
     await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), native?.stop()]);
   };
   let draining = false;
@@ -213,6 +223,9 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
+      failures,
+      // ModRules naming kinds the cluster does not serve are admitted with a warning.
+      servedKinds: scope.catalog,
     });
   } catch (err) {
     await stopWatchers();
@@ -228,6 +241,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         ...{ client, store, logger, rulesLoaded: rules.synced },
         onRound: (round) => auditMetrics?.round(round),
         onFailure: (_err, ms) => auditMetrics?.failed(ms),
+        quarantined: () => quarantine.gate(),
       })
     : null;
   audit?.start();

@@ -1,8 +1,7 @@
 import { JsonObject } from '../util/json';
-import { silentLogger } from '../util/logger';
-import { createKubeClient } from './kube';
 import { StatusReporter } from './status';
 import { Facet } from './status-facets';
+import { useClusterSync } from './testing/cluster-sync';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
 import { labelRule } from './testing/objects';
@@ -19,20 +18,10 @@ const unknownKind: Facet = {
 };
 
 describe('StatusReporter: the one writer of a ModRule status', () => {
+  const harness = useClusterSync();
   let api: FakeApiServer;
   let status: StatusReporter;
-  beforeEach(async () => {
-    api = await FakeApiServer.start();
-    status = new StatusReporter({
-      client: createKubeClient(api.access()),
-      logger: silentLogger(),
-      backoffMs: 10,
-    });
-  });
-  afterEach(async () => {
-    await status.stop();
-    await api.close();
-  });
+  beforeEach(() => ({ api, status } = harness));
 
   const conditions = () =>
     ((api.get('modrules', 'team', 'one')?.status as JsonObject | undefined)?.conditions ??
