@@ -24,8 +24,10 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   --operation OP        CREATE (default), UPDATE or DELETE (--file then holds the objects being deleted)
   --old PATH            previous versions of the objects for UPDATE (matched by kind/namespace/name); repeatable
   --namespace NS        namespace for ModRules and namespaced objects that name none (default "default")
-  --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
-  -o, --output yaml|json  yaml (default): admitted objects as a YAML stream; json: one array with every verdict
+  --cluster-namespace NS
+                        namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
+  -o, --output yaml|json
+                        yaml (default): admitted objects as a YAML stream; json: one array with every verdict
                         (rules that failed at run time in "failures")
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
   -h, --help            show this help

@@ -20,8 +20,10 @@ object, values of types the CEL does not handle) are left to the modrule webhook
   --native              compile to native admission policies (the only export format)
   --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
   --namespace NS        namespace for ModRules that name none (default "default")
-  --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
-  --operator-namespace NS  the operator's own namespace, which the policies leave alone as the dragnet
+  --cluster-namespace NS
+                        namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
+  --operator-namespace NS
+                        the operator's own namespace, which the policies leave alone as the dragnet
                         webhook does (default: the cluster namespace)
   --output yaml|json    yaml (default): the policies as a YAML stream; json: one array with every rule's result
 

@@ -21,7 +21,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     load: async () => (await import('./test')).run,
   },
   audit: {
-    summary: 'what would the ModRules do to existing objects in a cluster; --apply brings them in line',
+    summary: 'what the ModRules would do to objects in a cluster; --apply brings them in line',
     load: async () => (await import('./audit')).run,
   },
   export: {
@@ -44,7 +44,9 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
 };
 
 function usage(): string {
-  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  // Every summary starts in one column, after the longest command name.
+  const width = Math.max(...Object.keys(commands).map((name) => name.length));
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return (
     `usage: modrule <command> [options]\n\ncommands:\n${lines.join('\n')}\n\n` +
     `Run "modrule <command> --help" for a command's options. Wherever a command takes a file, "-" is\n` +

@@ -42,7 +42,7 @@ options (environment variable in brackets):
   --native-policies MODE   serve ModRules that fit as admission policies the API server runs (docs/native.md):
                            opt-in: rules annotated native.modrule.io/serve=true; all: every rule not annotated
                            "false"; off [MODRULE_NATIVE_POLICIES] (default opt-in)
-${budgetHelp(true)}
+${budgetHelp(true, 27)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
 

@@ -31,7 +31,7 @@ options:
                              default: a generated CA and certificate for localhost, 127.0.0.1, ::1
   --cert-dir DIR             where generated ca.crt, tls.crt, tls.key go (default a new temp folder)
   --log-level LEVEL          error|warn|info|debug (default info)
-${budgetHelp(false)}
+${budgetHelp(false, 29)}
 SIGTERM or SIGINT (Ctrl-C) stops it: in-flight requests finish (at most 10 s), then it exits 0.
 ${exitHelp()}`;
 
