@@ -1,5 +1,5 @@
 import { EXIT } from './exit';
-import { Command, CommandIO, processIO, UsageError } from './io';
+import { Command, CommandIO, dropOutputWhenClosed, processIO, UsageError } from './io';
 
 // Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
 // A new subcommand is one entry here; it returns the statuses of ./exit.ts and throws UsageError for bad input.
@@ -87,6 +87,8 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
 }
 
 if (require.main === module) {
+  dropOutputWhenClosed(process.stdout);
+  dropOutputWhenClosed(process.stderr);
   void main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });
