@@ -114,16 +114,11 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   });
   // Rules that keep running out of their share are quarantined (per replica) and shown Degraded on the ModRule.
   const quarantine = new RuleQuarantine(config.quarantine, store);
-  const degraded =
-    config.writeStatus === false ? null : new QuarantineStatus({ client, logger, store, quarantine });
-  const status = degraded
-    ? new StatusReporter({
-        client,
-        logger,
-        onWrite: (result) => metrics.statusWrites.inc({ result }),
-        ready: (rule, problems, want) => degraded.ready(rule, problems, want),
-      })
-    : null;
+  const status =
+    config.writeStatus === false
+      ? null
+      : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
+  const degraded = status ? new QuarantineStatus({ quarantine, store }) : null;
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
