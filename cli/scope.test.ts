@@ -41,7 +41,7 @@ describe('modrule scope', () => {
     );
     expect(rows).toMatch(/kubemod-system\/add-flavor\s+CREATE,UPDATE\s+core\/pods\s+kubemod-system,\/\.\*\//);
     expect(rows).toMatch(
-      /default\/reject-malicious-external-ips\s+CREATE,UPDATE\s+core\/services\s+default\s+no/,
+      /default\/reject-external-ips\s+CREATE,UPDATE\s+core\/services\s+default\s+no/,
     );
     const yaml = rest.slice(0, rest.search(/^\d+ webhook rules/m));
     const registration = parse(yaml) as JsonObject;

@@ -135,7 +135,7 @@ describe('serve --local', () => {
       ca,
     );
     expect(rejected.review.response?.allowed).toBe(false);
-    expect(rejected.review.response?.status?.message).toContain('default/reject-malicious-external-ips');
+    expect(rejected.review.response?.status?.message).toContain('default/reject-external-ips');
 
     // Edit a rule: the change takes effect without a restart.
     const ruleFile = join(dir, 'local', 'rules', 'default', 'add-team-label.yaml');
@@ -146,9 +146,9 @@ describe('serve --local', () => {
     // A broken file and an invalid rule: reported, and the rules in force stay as they were.
     await writeFile(ruleFile, 'apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: [broken');
     await writeFile(
-      join(dir, 'local', 'rules', 'default', 'reject-malicious-external-ips.yaml'),
+      join(dir, 'local', 'rules', 'default', 'reject-external-ips.yaml'),
       (
-        await readFile(join(EXAMPLES, 'rules', 'default', 'reject-malicious-external-ips.yaml'), 'utf8')
+        await readFile(join(EXAMPLES, 'rules', 'default', 'reject-external-ips.yaml'), 'utf8')
       ).replace("matchRegex: '123\\.45\\.67\\.*'", "matchRegex: '(unclosed'"),
     );
     const reports: string[][] = [];

@@ -25,9 +25,9 @@ const rule = (name: string, spec: string): string =>
   `apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: ${name}\nspec:\n${spec}`;
 
 describe('modrule validate', () => {
-  // Each example is a rule set of its own (several copy KubeMod's "my-modrule"): validated together they would
-  // rightly be warned about as one ModRule defined twice.
+  // Each example on its own, and all of examples/ at once (every rule there has a name of its own).
   const exampleSets = [
+    join(ROOT, 'examples'),
     ...['helm', 'local', 'namespace-selector', 'testing'].map((d) => join(ROOT, 'examples', d)),
     ...readdirSync(join(ROOT, 'examples', 'kubemod')).map((d) => join(ROOT, 'examples', 'kubemod', d)),
     ...readdirSync(join(ROOT, 'config', 'testdata', 'valid')).map((f) =>
