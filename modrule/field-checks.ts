@@ -81,7 +81,13 @@ export function valueNotStringHint(v: unknown): string {
 
 /** The message for an unknown field, with the nearest known name when one is close. */
 export function unknownField(key: string, known: ReadonlySet<string>): string {
-  const near = [...known].find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
+  // The nearest name within two edits (`patchs` is one from patch, two from match).
+  let near: string | undefined;
+  let best = 3;
+  for (const k of known) {
+    const d = editDistance(k.toLowerCase(), key.toLowerCase());
+    if (d < best) [near, best] = [k, d];
+  }
   return `unknown field${near ? ` (did you mean "${near}"?)` : ''}, expected one of: ${[...known].join(', ')}`;
 }
 

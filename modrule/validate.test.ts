@@ -117,6 +117,12 @@ describe('validateModRule', () => {
       'did you mean "match"',
     ],
     [
+      'unknown spec field nearer another known one than the first close one',
+      variant((r) => (r.spec.patchs = [])),
+      'spec.patchs',
+      'did you mean "patch"',
+    ],
+    [
       'Patch without patch',
       variant((r) => delete r.spec.patch),
       'spec.patch',
