@@ -67,6 +67,20 @@ describe('modrule validate', () => {
     },
   );
 
+  // kubectl apply shows these one kind at a time (test/e2e/explain.e2e.ts); validate all at once.
+  test('fixtures/invalid-modrule.yaml: an unknown field, a wrong type and a broken select, all at once', async () => {
+    const r = await validate([join(ROOT, 'fixtures', 'invalid-modrule.yaml'), '--output', 'json']);
+    expect(r.code).toBe(EXIT.finding);
+    const findings = JSON.parse(r.stdout) as Finding[];
+    expect(findings.map((f) => [f.severity, f.field])).toEqual([
+      ['error', 'spec.match[0].negatee'],
+      ['error', 'spec.match[0].select'],
+      ['error', 'spec.patch[0].value'],
+    ]);
+    expect(findings[0].message).toContain('did you mean "negate"');
+    expect(findings[2].message).toContain('got true: YAML 1.1');
+  });
+
   test('every problem with file, line, document, rule and field; other kinds skipped; exit 2', async () => {
     const file = write(
       'rules/multi.yaml',
