@@ -5,6 +5,7 @@ import { analyzeModRule } from '../modrule/compile';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { compileNative, defaultDragnetScope, NativeReason, policyName } from '../native';
 import { loadPaths, nameOf } from './apply';
+import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
@@ -74,13 +75,15 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const results: ExportResult[] = [];
   const invalid: string[] = [];
   const names = new Map<string, string>();
-  for (const { file, object } of await loadPaths(opts.rules, io)) {
+  for (const { file, object, duplicates } of await loadPaths(opts.rules, io)) {
     if (object.kind !== MODRULE_KIND) continue;
     const rule = cloneJson(object);
     if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = opts.namespace;
     const namespace = String((rule.metadata as JsonObject).namespace);
     const id = `${namespace}/${nameOf(rule) || '<unnamed>'}`;
-    const { rule: compiled, problems } = analyzeModRule(rule);
+    const analyzed = analyzeModRule(rule);
+    const compiled = duplicates.length > 0 ? undefined : analyzed.rule;
+    const problems = duplicates.length > 0 ? duplicates.map(duplicateKeyProblem) : analyzed.problems;
     if (!compiled) {
       for (const p of problems)
         invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);

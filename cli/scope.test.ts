@@ -40,9 +40,7 @@ describe('modrule scope', () => {
       /kubemod-system\/label-new-namespaces\s+CREATE\s+core\/namespaces\s+kubemod-system\s+yes/,
     );
     expect(rows).toMatch(/kubemod-system\/add-flavor\s+CREATE,UPDATE\s+core\/pods\s+kubemod-system,\/\.\*\//);
-    expect(rows).toMatch(
-      /default\/reject-external-ips\s+CREATE,UPDATE\s+core\/services\s+default\s+no/,
-    );
+    expect(rows).toMatch(/default\/reject-external-ips\s+CREATE,UPDATE\s+core\/services\s+default\s+no/);
     const yaml = rest.slice(0, rest.search(/^\d+ webhook rules/m));
     const registration = parse(yaml) as JsonObject;
     expect(registration.name).toBe('dragnet.kubemod.io');

@@ -147,9 +147,10 @@ describe('serve --local', () => {
     await writeFile(ruleFile, 'apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: [broken');
     await writeFile(
       join(dir, 'local', 'rules', 'default', 'reject-external-ips.yaml'),
-      (
-        await readFile(join(EXAMPLES, 'rules', 'default', 'reject-external-ips.yaml'), 'utf8')
-      ).replace("matchRegex: '123\\.45\\.67\\.*'", "matchRegex: '(unclosed'"),
+      (await readFile(join(EXAMPLES, 'rules', 'default', 'reject-external-ips.yaml'), 'utf8')).replace(
+        "matchRegex: '123\\.45\\.67\\.*'",
+        "matchRegex: '(unclosed'",
+      ),
     );
     const reports: string[][] = [];
     s.source.onReload((r) => reports.push(r.errors));

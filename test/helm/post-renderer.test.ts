@@ -221,6 +221,20 @@ describeHelm.each([3, 4] as const)('Helm %i with modrule as the post-renderer', 
       expect(r.stdout.match(new RegExp(`${SEEN}: "yes"`, 'g'))).toHaveLength(3);
     });
 
+    // Helm and kubectl take the last of a key given twice; a post-renderer must not be stricter.
+    it('takes a template that gives keys twice as Helm does: the last one wins, the rules patch that one', async () => {
+      const plainOdd = await odd('--set', 'duplicateKeys=true', ...identity);
+      expect(plainOdd.code).toBe(0);
+      const same = await odd('--set', 'duplicateKeys=true', ...postRenderer(h, `--rules=${MATCH_NOTHING}`));
+      expect(same).toMatchObject({ code: 0, stdout: plainOdd.stdout });
+      const r = await odd('--set', 'duplicateKeys=true', ...postRenderer(h, `--rules=${LABEL_ALL}`));
+      expect(r.code).toBe(0);
+      const cm = find(r.stdout, 'ConfigMap/odd-duplicates');
+      expect(cm.metadata).toMatchObject({ labels: { tier: 'backend', [SEEN]: 'yes' } });
+      expect(cm.data).toEqual({ mode: 'last' });
+      expect(values(r.stdout).map(withoutSeen)).toEqual(values(plainOdd.stdout));
+    });
+
     it('fails on a document without kind, naming the template', async () => {
       const r = await odd('--set', 'noKind=true', ...postRenderer(h, `--rules=${LABEL_ALL}`));
       expect(r.code).not.toBe(0);
