@@ -32,6 +32,8 @@ Without --file, manifests are read from standard input (so it works as a Helm po
                         yaml (default): admitted objects as a YAML stream; json: one array with every verdict
                         (rules that failed at run time in "failures")
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
+  --record-patched-by   annotate each patched object with the rules that patched it (modrule.io/patched-by), as
+                        the operator does with --record-patched-by
   -h, --help            show this help
 
 ${exitHelp('at least one object rejected')}`;
@@ -108,6 +110,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
         'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
         output: { type: 'string', short: 'o', default: 'yaml' },
         explain: { type: 'boolean', default: false },
+        'record-patched-by': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -164,7 +167,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       olds.get(identity(object, namespace)) ?? null,
       namespace,
     );
-    const outcome = admit(input, snapshot);
+    const outcome = admit(input, snapshot, undefined, { recordPatchedBy: opts['record-patched-by'] });
     const label = `${String(object.kind ?? '<no kind>')} ${namespace ? `${namespace}/` : ''}${nameOf(object)}`;
     const explanation = opts.explain ? explainAdmission(input, snapshot, compiled) : undefined;
     if (explanation && opts.output === 'yaml')

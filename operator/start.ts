@@ -56,6 +56,8 @@ export interface OperatorConfig {
   quarantine?: QuarantineOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
+  /** Keep the record of the rules that patched an object on it (--record-patched-by); default off. */
+  recordPatchedBy?: boolean;
 }
 
 /** A running operator. */
@@ -212,6 +214,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
+      recordPatchedBy: config.recordPatchedBy,
     });
   } catch (err) {
     await stopWatchers();

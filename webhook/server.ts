@@ -89,6 +89,8 @@ export interface WebhookServerOptions {
    * options, or one the caller keeps (the operator reports quarantines on the ModRules).
    */
   quarantine?: QuarantineOptions | RuleQuarantine;
+  /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */
+  recordPatchedBy?: boolean;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -230,7 +232,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
     let snapshot: RuleSnapshot | undefined;
     const run = await fairness.run(namespace, (budget) =>
-      handleDragnet(request, (snapshot = store.snapshot()), budget, { quarantined: quarantine.gate() }),
+      handleDragnet(request, (snapshot = store.snapshot()), budget, {
+        quarantined: quarantine.gate(),
+        recordPatchedBy: options.recordPatchedBy,
+      }),
     );
     const decision = run.value;
     if (decision.outcome && snapshot) quarantine.record(decision.outcome, snapshot);
