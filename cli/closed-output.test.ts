@@ -22,7 +22,7 @@ const CASES: Array<{ args: string[]; stdin?: string }> = [
   { args: ['validate', TESTING, '-o', 'json'] },
   { args: ['scope', TESTING] },
   { args: ['export', '--native', '--rules', TESTING] },
-  ...['audit', 'serve', 'operator'].map((c) => ({ args: [c, '--help'] })),
+  ...['audit', 'serve', 'operator', 'explain'].map((c) => ({ args: [c, '--help'] })),
 ];
 
 /** Runs modrule with its standard output closed before it writes: nobody reads it. */

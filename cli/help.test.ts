@@ -11,6 +11,7 @@ const COMMANDS = [
   'test',
   'audit',
   'export',
+  'explain',
   'validate',
   'scope',
   'serve',

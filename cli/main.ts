@@ -24,6 +24,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'what the ModRules would do to objects in a cluster; --apply brings them in line',
     load: async () => (await import('./audit')).run,
   },
+  explain: {
+    summary: 'which ModRules would patch or reject a live object in a cluster now, and why',
+    load: async () => (await import('./explain-live')).run,
+  },
   export: {
     summary: 'compile ModRules to native admission policies (--native) for kubectl apply',
     load: async () => (await import('./export')).run,
