@@ -52,6 +52,20 @@ describe('modrule scope', () => {
     expect(rest).toContain('3 webhook rules, 1 condition (');
   });
 
+  test('examples/: each resource once per groups, versions and scope (no pods CREATE+UPDATE, then CREATE, then UPDATE)', async () => {
+    const r = await scope([join(ROOT, 'examples'), '-o', 'json']);
+    expect(r.code).toBe(0);
+    const rules = (JSON.parse(r.stdout) as { registration: { rules: JsonObject[] } }).registration.rules;
+    const seen = new Map<string, string[]>();
+    for (const rule of rules)
+      for (const resource of rule.resources as string[]) {
+        const key = JSON.stringify([rule.apiGroups, rule.apiVersions, rule.scope, resource]);
+        seen.set(key, [...(seen.get(key) ?? []), (rule.operations as string[]).join('+')]);
+      }
+    expect([...seen].filter(([, ops]) => ops.length > 1)).toEqual([]);
+    expect(rules.some((x) => (x.resources as string[]).includes('pods'))).toBe(true);
+  });
+
   test('JSON output; CRDs among the files map their kinds; a configuration file narrows its own net', async () => {
     const crd = write(
       'crds/widgets.yaml',
