@@ -3,6 +3,7 @@ import { JsonObject } from '../util/json';
 import { FakeCluster } from '../operator/testing/fake-cluster';
 import { KubeApiError } from '../operator/kube';
 import { EXIT } from './exit';
+import { UsageError } from './io';
 import { ExplainHooks, runExplain } from './explain-live';
 import { runCommand, writeRule } from './testing';
 
@@ -119,6 +120,14 @@ describe('modrule explain', () => {
     });
     await expect(explain(['deploy/web'], { client: down })).rejects.toThrow(/cannot reach the API server/);
     await expect(explain(['deploy'], { client: down })).rejects.toThrow(/name one object/);
+    const forbidden = cluster('a');
+    forbidden.hooks.push((req) => {
+      if (req.path.endsWith('/deployments/web'))
+        throw new KubeApiError('403 Forbidden: no get', 403, 'Forbidden');
+    });
+    await expect(explain(['deploy/web', '-n', 'shop'], { client: forbidden })).rejects.toThrow(
+      new UsageError('the API server answered: 403 Forbidden: no get'),
+    );
   });
 
   it('explains with what it may read, saying what it could not (a tenant cannot list kubemod-system)', async () => {

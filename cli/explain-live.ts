@@ -107,12 +107,13 @@ function parseOptions(args: string[]): Options | 'help' {
   };
 }
 
+// The API server's answers are input, not bugs: a message, never a stack trace.
 function unreachable(err: unknown, server: string): never {
-  if (err instanceof KubeApiError && err.status === 0)
+  if (!(err instanceof KubeApiError)) throw err;
+  if (err.status === 0)
     throw new UsageError(`cannot reach the API server${server ? ` at ${server}` : ''}: ${err.message}`);
-  if (err instanceof KubeApiError && err.status === 401)
-    throw new UsageError(`the API server refused the credentials: ${err.message}`);
-  throw err;
+  if (err.status === 401) throw new UsageError(`the API server refused the credentials: ${err.message}`);
+  throw new UsageError(`the API server answered: ${err.message}`);
 }
 
 /** GET, or undefined with a note when the object is not there or not readable. */
