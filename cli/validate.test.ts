@@ -25,9 +25,9 @@ const rule = (name: string, spec: string): string =>
   `apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: ${name}\nspec:\n${spec}`;
 
 describe('modrule validate', () => {
-  // Each example is a rule set of its own (several copy KubeMod's "my-modrule"): validated together they would
-  // rightly be warned about as one ModRule defined twice.
+  // Each example on its own, and all of examples/ at once (every rule there has a name of its own).
   const exampleSets = [
+    join(ROOT, 'examples'),
     ...['helm', 'local', 'namespace-selector', 'testing'].map((d) => join(ROOT, 'examples', d)),
     ...readdirSync(join(ROOT, 'examples', 'kubemod')).map((d) => join(ROOT, 'examples', 'kubemod', d)),
     ...readdirSync(join(ROOT, 'config', 'testdata', 'valid')).map((f) =>
@@ -66,6 +66,20 @@ describe('modrule validate', () => {
       expect(errors.length > 0).toBe(!webhook.allowed);
     },
   );
+
+  // kubectl apply shows these one kind at a time (test/e2e/explain.e2e.ts); validate all at once.
+  test('fixtures/invalid-modrule.yaml: an unknown field, a wrong type and a broken select, all at once', async () => {
+    const r = await validate([join(ROOT, 'fixtures', 'invalid-modrule.yaml'), '--output', 'json']);
+    expect(r.code).toBe(EXIT.finding);
+    const findings = JSON.parse(r.stdout) as Finding[];
+    expect(findings.map((f) => [f.severity, f.field])).toEqual([
+      ['error', 'spec.match[0].negatee'],
+      ['error', 'spec.match[0].select'],
+      ['error', 'spec.patch[0].value'],
+    ]);
+    expect(findings[0].message).toContain('did you mean "negate"');
+    expect(findings[2].message).toContain('got true: YAML 1.1');
+  });
 
   test('every problem with file, line, document, rule and field; other kinds skipped; exit 2', async () => {
     const file = write(

@@ -8,6 +8,7 @@ import { validateModRule } from '../modrule/validate';
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { expandPath } from './apply';
+import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { parsePathArgs } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, displayName, readInput } from './io';
@@ -146,6 +147,11 @@ export async function validatePaths(
               again,
             ),
           );
+        // A key given twice: kubectl would store the last silently (cli/duplicates.ts says why it is an error).
+        for (const d of doc.duplicates) {
+          const p = duplicateKeyProblem(d);
+          findings.push(finding('error', file, doc.index, d.line, rule, p.field, p.message));
+        }
         // The same function the validating webhook calls (webhook/modrule.ts).
         const problems = validateModRule(value);
         for (const p of problems)

@@ -62,9 +62,9 @@ describe('compileNative on examples/', () => {
       [
         'internal-registry: spec.patch[0]',
         'inject-node-annotations: spec.match[1], spec.patch[0]',
-        'my-modrule: spec.patch[0]', // pvc-owner-reference: removes a list element
-        'my-modrule: spec.patch[0]', // sidecar-injection: a template building YAML
-        'my-modrule: spec.patch[0]', // sidecar-injection-unquoted
+        'pvc-owner-reference: spec.patch[0]', // removes a list element
+        'sidecar-injection: spec.patch[0]', // a template building YAML
+        'sidecar-injection-unquoted: spec.patch[0]',
         'patch-section: spec.patch[1]',
         'select-placeholders: spec.patch[0]',
         'selected-item-image: spec.patch[0]',

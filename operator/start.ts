@@ -61,6 +61,8 @@ export interface OperatorConfig {
   failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
+  /** Keep the record of the rules that patched an object on it (--record-patched-by); default off. */
+  recordPatchedBy?: boolean;
 }
 
 /** A running operator. */
@@ -226,6 +228,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       failures,
       // ModRules naming kinds the cluster does not serve are admitted with a warning.
       servedKinds: scope.catalog,
+      recordPatchedBy: config.recordPatchedBy,
     });
   } catch (err) {
     await stopWatchers();

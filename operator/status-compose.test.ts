@@ -52,7 +52,7 @@ const native: Facet = {
 };
 
 describe('composeStatus: a ModRule status from its facets', () => {
-  it('is Ready/Valid "in effect" for a valid rule nobody says anything about', () => {
+  it('is Ready/Valid "in effect" and served by the webhook for a valid rule nobody says anything about', () => {
     const c = composeStatus(input({}));
     expect(c.status).toEqual({
       observedGeneration: 3,
@@ -65,6 +65,7 @@ describe('composeStatus: a ModRule status from its facets', () => {
           observedGeneration: 3,
         },
       ],
+      servedBy: 'Webhook',
     });
     expect(c.recheckAt).toBeUndefined();
   });
@@ -172,7 +173,9 @@ describe("composeStatus: another replica's per-replica word", () => {
     const c = composeStatus(input({}, { current: { observedGeneration: 3, conditions: [theirs] } }));
     expect(ready(c)).toBe(theirs);
     expect(c.recheckAt).toBe(NOW + 30_000);
-    expect(statusUpToDate({ observedGeneration: 3, conditions: [theirs] }, c.status)).toBe(true);
+    expect(
+      statusUpToDate({ observedGeneration: 3, conditions: [theirs], servedBy: 'Webhook' }, c.status),
+    ).toBe(true);
   });
 
   it('takes it back once lapsed, on another generation, or when it is its own', () => {
@@ -230,7 +233,8 @@ describe('statusUpToDate and statusPatch', () => {
     const written = statusPatch({}, c.status, new Date(NOW)).status as JsonObject;
     expect(statusUpToDate(written, c.status)).toBe(true);
     expect(statusUpToDate({ ...written, observedGeneration: 2 }, c.status)).toBe(false);
-    expect(statusUpToDate({ ...written, servedBy: 'Webhook' }, c.status)).toBe(false);
+    expect(statusUpToDate({ ...written, servedBy: 'Native' }, c.status)).toBe(false);
+    expect(statusUpToDate({ ...written, servedBy: null }, c.status)).toBe(false);
     const next = composeStatus(input({ unknownKind, failing: failing(NOW + 1000) }, { current: written }));
     expect(statusUpToDate(written, next.status)).toBe(false);
     const again = statusPatch(written, next.status, new Date(NOW + 5_000)).status as JsonObject;
@@ -239,7 +243,7 @@ describe('statusUpToDate and statusPatch', () => {
       '2026-11-23T10:00:00Z',
       '2026-11-23T10:00:05Z',
     ]);
-    expect(again).toMatchObject({ observedGeneration: 3, servedBy: null });
+    expect(again).toMatchObject({ observedGeneration: 3, servedBy: 'Webhook' });
   });
 });
 

@@ -114,6 +114,15 @@ function readyOf(
   return { type: 'Ready', ...verdict, message: truncateMessage(message), ...gen };
 }
 
+/**
+ * Who serves a valid rule (`kubectl get modrule` column Served): the serving facet's word (native.ts), else the
+ * webhook, which serves every valid rule not handed to a policy. An invalid rule is served by nobody.
+ */
+function servedByOf(problems: readonly unknown[], facets: readonly Facet[]): Facet['servedBy'] {
+  if (problems.length > 0) return undefined;
+  return facets.find((f) => f.servedBy)?.servedBy ?? 'Webhook';
+}
+
 /** The status a rule should carry: Ready, the abnormal-true conditions, other owners' conditions, servedBy. */
 export function composeStatus(input: ComposeInput): Composition {
   const ctx: Context = { ...input };
@@ -122,7 +131,7 @@ export function composeStatus(input: ComposeInput): Composition {
   const { conditions, notes } = abnormalConditions(ctx, facets, carried);
   const ready = readyOf(ctx, facets, carried, notes);
   const owned = (type: unknown) => type === 'Ready' || Object.hasOwn(CONDITION_TYPES, String(type));
-  const servedBy = input.problems.length === 0 ? facets.find((f) => f.servedBy)?.servedBy : undefined;
+  const servedBy = servedByOf(input.problems, facets);
   const status: ComposedStatus = {
     ...(input.generation === undefined ? {} : { observedGeneration: input.generation }),
     conditions: [ready, ...conditions, ...carried.filter((c) => !owned(c.type))],

@@ -95,6 +95,8 @@ export interface WebhookServerOptions {
   failures?: RuleFailures;
   /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
   servedKinds?: ServedKinds;
+  /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */
+  recordPatchedBy?: boolean;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -244,7 +246,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
     let snapshot: RuleSnapshot | undefined;
     const run = await fairness.run(namespace, (budget) =>
-      handleDragnet(request, (snapshot = store.snapshot()), budget, { quarantined: quarantine.gate() }),
+      handleDragnet(request, (snapshot = store.snapshot()), budget, {
+        quarantined: quarantine.gate(),
+        recordPatchedBy: options.recordPatchedBy,
+      }),
     );
     const decision = run.value;
     if (decision.error) answers.failedOpen('dragnet', 'engine_error');

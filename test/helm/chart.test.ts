@@ -203,6 +203,11 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
       { [D]: [{ op: 'add', path: `${C}/args/1`, value: '--log-level=debug' }] },
     ],
     [
+      'the patched-by record',
+      { recordPatchedBy: true },
+      { [D]: [{ op: 'add', path: `${C}/args/1`, value: '--record-patched-by' }] },
+    ],
+    [
       'webhook',
       {
         webhook: {
