@@ -8,6 +8,7 @@ import { compileModRule } from '../modrule/compile';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, ModRule, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
+import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
 import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette } from './explain';
 import { CommandIO, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
@@ -33,34 +34,7 @@ Without --file, manifests are read from standard input (so it works as a Helm po
 ${exitHelp('at least one object rejected')}`;
 
 /** Kinds the API server stores without a namespace (objects of other kinds take --namespace). */
-export const CLUSTER_SCOPED_KINDS: ReadonlySet<string> = new Set([
-  'APIService',
-  'CertificateSigningRequest',
-  'ClusterIssuer',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'ComponentStatus',
-  'CSIDriver',
-  'CSINode',
-  'CustomResourceDefinition',
-  'FlowSchema',
-  'IngressClass',
-  'MutatingAdmissionPolicy',
-  'MutatingAdmissionPolicyBinding',
-  'MutatingWebhookConfiguration',
-  'Namespace',
-  'Node',
-  'PersistentVolume',
-  'PodSecurityPolicy',
-  'PriorityClass',
-  'PriorityLevelConfiguration',
-  'RuntimeClass',
-  'StorageClass',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-  'ValidatingWebhookConfiguration',
-  'VolumeAttachment',
-]);
+export { CLUSTER_SCOPED_KINDS };
 
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 
