@@ -58,6 +58,7 @@ const SPEC_FIELDS = new Set([
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 // Reject messages are shared by text across rules and rule versions (they are immutable).
 const rejectMessages = new Interner<CompiledTemplate>();
+const sharedReferences = new Interner<RuleReferences>();
 
 /** Compiles a ModRule (namespace taken from metadata, '' when absent); throws InvalidModRuleError. */
 export function compileModRule(rule: ModRule): CompiledRule {
@@ -254,5 +255,11 @@ function referencesOf(
 ): RuleReferences | undefined {
   const owner = ruleOwnerReads(match, patch, rejectMessage);
   if (named.length === 0 && owner.levels === 0) return undefined;
-  return { named, owner, secrets: named.some((d) => isSecretKind(d.group, d.kind)) };
+  // Rules with equal references share one object: a request looks them up once for all of them.
+  const key = JSON.stringify([owner, named.map(({ selector: _s, ...rest }) => rest)]);
+  return sharedReferences.get(key, () => ({
+    named,
+    owner,
+    secrets: named.some((d) => isSecretKind(d.group, d.kind)),
+  }));
 }

@@ -1,6 +1,7 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule, CompiledRule, CompileOptions } from '../modrule/compile';
 import { ValidationProblem } from '../modrule/problems';
+import type { ReferencePolicy } from '../modrule/references';
 import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { namespaceLabels, targetsClusterScoped, targetsNamespace } from './target';
 
@@ -215,9 +216,27 @@ export class RuleStore {
   // false in the servers: CompiledRule.source is for the CLI's explain/lint, and would keep every ModRule object.
   private readonly compileOptions: CompileOptions;
 
-  constructor(options: { clusterNamespace?: string; keepSource?: boolean } = {}) {
+  constructor(
+    options: {
+      clusterNamespace?: string;
+      keepSource?: boolean;
+      /** Whether spec.references may name Secrets (the operator's --allow-secret-references); default false. */
+      references?: { allowSecrets?: boolean };
+    } = {},
+  ) {
     this.clusterNamespace = options.clusterNamespace || DEFAULT_CLUSTER_NAMESPACE;
-    this.compileOptions = { keepSource: options.keepSource ?? true };
+    this.compileOptions = {
+      keepSource: options.keepSource ?? true,
+      references: {
+        clusterNamespace: this.clusterNamespace,
+        allowSecrets: options.references?.allowSecrets ?? false,
+      },
+    };
+  }
+
+  /** What rules of this store may reference (the webhook validates ModRules with the same). */
+  get referencePolicy(): ReferencePolicy {
+    return this.compileOptions.references as ReferencePolicy;
   }
 
   /** The current view; O(1) when nothing changed since the last call. */
