@@ -4,12 +4,12 @@ import { parseArgs } from 'node:util';
 import { ManifestSyntaxError, parseManifestObjects, stringifyManifests } from '../util/yaml';
 import { admit, AdmissionInput, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
-import { compileModRule } from '../modrule/compile';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, ModRule, MODRULE_KIND } from '../modrule/types';
+import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
 import { EXIT, exitHelp } from './exit';
+import { ALLOW_SECRETS_HELP, standInCluster } from './cluster';
 import { formatExplanation, palette } from './explain';
 import { CommandIO, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
 
@@ -21,7 +21,8 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
   -f, --file PATH|-     objects to admit (multi-document YAML/JSON or kind: List); - or no --file reads
                         standard input
-  --cluster PATH        Namespace and Node manifests standing in for the cluster; repeatable
+  --cluster PATH        objects standing in for the cluster: Namespaces, Nodes (syntheticRefs.namespace/node),
+                        owners (syntheticRefs.owner) and objects rules reference (spec.references); repeatable
   --operation OP        CREATE (default), UPDATE or DELETE (--file then holds the objects being deleted)
   --old PATH            previous versions of the objects for UPDATE (matched by kind/namespace/name); repeatable
   --namespace NS        namespace for ModRules and namespaced objects that name none (default "default")
@@ -29,6 +30,7 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   -o, --output yaml|json  yaml (default): admitted objects as a YAML stream; json: one array with every verdict
                         (rules that failed at run time in "failures")
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
+${ALLOW_SECRETS_HELP}
   -h, --help            show this help
 
 ${exitHelp('at least one object rejected')}`;
@@ -76,6 +78,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
         'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
         output: { type: 'string', short: 'o', default: 'yaml' },
         explain: { type: 'boolean', default: false },
+        'allow-secret-references': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -99,13 +102,13 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     throw new UsageError(`--old only makes sense with --operation UPDATE`);
   const defaultNamespace = opts.namespace;
 
-  const store = new RuleStore({ clusterNamespace: opts['cluster-namespace'] });
-  const rules = await loadRules(store, opts.rules, defaultNamespace, io);
-
-  for (const { object } of await loadPaths(opts.cluster ?? [], io)) {
-    if (object.kind === 'Namespace') store.upsertNamespace(object);
-    else if (object.kind === 'Node') store.upsertNode(object);
-  }
+  const store = new RuleStore({
+    clusterNamespace: opts['cluster-namespace'],
+    references: { allowSecrets: opts['allow-secret-references'] },
+  });
+  await loadRules(store, opts.rules, defaultNamespace, io);
+  const cluster = (await loadPaths(opts.cluster ?? [], io)).map((l) => l.object);
+  const references = standInCluster(store, cluster, defaultNamespace);
 
   const olds = new Map<string, JsonObject>();
   for (const { object } of await loadPaths(opts.old ?? [], io)) {
@@ -114,7 +117,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
 
   const inputs = await loadPaths([file], io);
   const snapshot = store.snapshot();
-  const compiled = opts.explain ? rules.map((r) => compileModRule(r as unknown as ModRule)) : [];
+  const compiled = opts.explain ? store.allRules() : [];
   const verdicts: ApplyVerdict[] = [];
   const admitted: JsonObject[] = [];
   let rejected = false;
@@ -129,9 +132,10 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       olds.get(identity(object, namespace)) ?? null,
       namespace,
     );
-    const outcome = admit(input, snapshot);
+    // Offline, on the user's own files: messages of rules reading Secrets are shown.
+    const outcome = admit(input, snapshot, undefined, { references, withholdSecrets: false });
     const label = `${String(object.kind ?? '<no kind>')} ${namespace ? `${namespace}/` : ''}${nameOf(object)}`;
-    const explanation = opts.explain ? explainAdmission(input, snapshot, compiled) : undefined;
+    const explanation = opts.explain ? explainAdmission(input, snapshot, compiled, references) : undefined;
     if (explanation && opts.output === 'yaml')
       io.stderr(formatExplanation(label, explanation, palette(false)));
     for (const f of outcome.failures) {

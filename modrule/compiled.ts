@@ -6,7 +6,6 @@ import type { AdmissionOperation, MatchFor, ModRule, PatchOperationType } from '
 import type { ValidationProblem } from './problems';
 import type { CompiledLabelSelector } from './labelselector';
 import type { ReferenceDecl, ReferencePolicy } from './references';
-import type { OwnerReads } from './reads';
 
 /** One compiled criteria item of spec.match. */
 export interface CompiledMatchItem {
@@ -60,6 +59,14 @@ export interface CompiledRule {
   readonly targetNamespaceSelector?: CompiledLabelSelector;
   /** What it reads besides the object (spec.references, syntheticRefs.owner); undefined for most rules. */
   readonly references?: RuleReferences;
+}
+
+/** What a rule reads of its object's owner chain (modrule/reads.ts). */
+export interface OwnerReads {
+  /** How many levels of syntheticRefs.owner (0: none). */
+  readonly levels: number;
+  /** 'metadata' when only apiVersion, kind and metadata of the owners are read. */
+  readonly fields: 'metadata' | 'all';
 }
 
 /** The other objects a rule reads: its named references and its object's owner chain. */

@@ -2,7 +2,7 @@ import type { CompiledJsonPath, JsonPathNode } from '../jsonpath';
 import type { Segment } from '../jsonpath/ast';
 import type { ArgNode, Node, PipeNode } from '../template/ast';
 import { compileSharedTemplate, CompiledTemplate } from '../template';
-import type { CompiledMatchItem, CompiledPatchOperation } from './compiled';
+import type { CompiledMatchItem, CompiledPatchOperation, OwnerReads } from './compiled';
 
 /*
  * Which rules read syntheticRefs.owner, and how deep: found from the selects and templates that name it
@@ -15,13 +15,7 @@ import type { CompiledMatchItem, CompiledPatchOperation } from './compiled';
 /** The most owner levels the engine follows (Pod → ReplicaSet → Deployment is two). */
 export const MAX_OWNER_LEVELS = 4;
 
-/** What a rule reads of its object's owner chain. */
-export interface OwnerReads {
-  /** How many levels of syntheticRefs.owner (0: none). */
-  readonly levels: number;
-  /** 'metadata' when only apiVersion, kind and metadata of the owners are read. */
-  readonly fields: 'metadata' | 'all';
-}
+export type { OwnerReads } from './compiled';
 
 export const NO_OWNER_READS: OwnerReads = Object.freeze({ levels: 0, fields: 'metadata' });
 

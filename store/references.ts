@@ -2,6 +2,7 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { labelsOf, metadataOf, nameOf, namespaceOf, objectKey } from '../util/meta';
 import { deeperThan } from '../util/depth';
 import type { ReferenceDecl } from '../modrule/references';
+import type { CompiledRule } from '../modrule/compile';
 import { asReference } from './rules';
 
 /*
@@ -17,6 +18,29 @@ export interface ReferenceReader {
   get(group: string, kind: string, namespace: string, name: string): JsonObject | undefined;
   /** The objects a label-selector reference matches, sorted by namespace and name. */
   select(decl: ReferenceDecl): readonly JsonObject[];
+}
+
+/**
+ * Reference caches a server evaluates against (the operator's informers, or files): the reader, and when the caches
+ * cannot answer yet, what to wait for. An admission is never answered from a cache that has not synced.
+ */
+export interface ReferenceSource {
+  readonly reader: ReferenceReader;
+  /**
+   * A promise, when the caches cannot answer yet what `rules` read for `object` in `namespace` (a watch still
+   * listing, an owner not seen yet); undefined when they can. It resolves (never rejects) once they can, or once
+   * the answer is known to be "absent" (a kind that cannot be read).
+   */
+  pending(
+    rules: readonly CompiledRule[],
+    object: JsonObject,
+    namespace: string | null,
+  ): Promise<void> | undefined;
+}
+
+/** A source that never waits (objects from files, all loaded before the first request). */
+export function readySource(reader: ReferenceReader): ReferenceSource {
+  return { reader, pending: () => undefined };
 }
 
 /** group/Kind, the key a kind is held under (versions of one kind are the same objects). */
@@ -134,6 +158,23 @@ export class ReferenceObjects implements ReferenceReader {
     return hit;
   }
 
+  /**
+   * Replaces what feeder `id` holds across kinds (a reload from files): kinds it no longer has are dropped.
+   */
+  replaceFeeder(id: string, objects: readonly JsonObject[]): void {
+    const byKind = new Map<string, { group: string; kind: string; list: JsonObject[] }>();
+    for (const o of objects) {
+      if (typeof o.apiVersion !== 'string' || typeof o.kind !== 'string') continue;
+      const group = groupOf(o.apiVersion);
+      const gk = groupKind(group, o.kind);
+      let entry = byKind.get(gk);
+      if (!entry) byKind.set(gk, (entry = { group, kind: o.kind, list: [] }));
+      entry.list.push(o);
+    }
+    for (const [gk, parts] of this.kinds) if (!byKind.has(gk) && parts.delete(id)) this.changed(gk);
+    for (const { group, kind, list } of byKind.values()) this.partition(group, kind, id).replace(list);
+  }
+
   /** Objects held, by group/Kind (metrics). */
   counts(): Map<string, number> {
     const out = new Map<string, number>();
@@ -167,9 +208,9 @@ export class ReferenceObjects implements ReferenceReader {
 /** A reader over manifests (offline tools: objects from files, each held as the cluster would hold it). */
 export function referencesFrom(objects: readonly JsonObject[]): ReferenceObjects {
   const refs = new ReferenceObjects();
-  for (const o of objects) {
-    if (typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || !isJsonObject(o.metadata)) continue;
-    refs.partition(groupOf(o.apiVersion), o.kind, 'files').upsert(o);
-  }
+  refs.replaceFeeder(
+    'files',
+    objects.filter((o) => isJsonObject(o.metadata)),
+  );
   return refs;
 }

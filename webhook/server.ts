@@ -22,6 +22,8 @@ import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText
 import { WebhookMetrics } from './metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
 import { holdBudgetMs, within } from './hold';
+import { referencesReady } from './references';
+import type { ReferenceSource } from '../store/references';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
 import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
@@ -89,6 +91,8 @@ export interface WebhookServerOptions {
    * options, or one the caller keeps (the operator reports quarantines on the ModRules).
    */
   quarantine?: QuarantineOptions | RuleQuarantine;
+  /** The objects rules read besides their object (syntheticRefs.owner, spec.references); none when omitted. */
+  references?: ReferenceSource;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -230,7 +234,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
     let snapshot: RuleSnapshot | undefined;
     const run = await fairness.run(namespace, (budget) =>
-      handleDragnet(request, (snapshot = store.snapshot()), budget, { quarantined: quarantine.gate() }),
+      handleDragnet(request, (snapshot = store.snapshot()), budget, {
+        quarantined: quarantine.gate(),
+        references: options.references?.reader,
+      }),
     );
     const decision = run.value;
     if (decision.outcome && snapshot) quarantine.record(decision.outcome, snapshot);
@@ -320,7 +327,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName) });
       if (logger.isDebugEnabled()) {
         for (const rule of decision.applied) logger.debug('patched', { ...base, rule });
-        logger.debug('patch', { ...base, patch: outcome.patch });
+        // A patch holding a value read from a Secret is not logged, even at debug.
+        if (!outcome.secretValues) logger.debug('patch', { ...base, patch: outcome.patch });
       }
       metrics.countRules('patch', decision.applied);
     }
@@ -379,6 +387,18 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         uid: request.uid,
       });
       finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
+      return;
+    }
+    if (
+      endpoint === 'dragnet' &&
+      !(await referencesReady(options.references, store.snapshot(), request, holdBudgetMs(req.url)))
+    ) {
+      logger.warn('objects the rules read are not in the caches yet; left to the webhook failurePolicy', {
+        object: objectRef(request),
+        operation,
+        uid: request.uid,
+      });
+      finish('error', () => sendText(res, 503, 'modrule: references not synced yet', { 'Retry-After': '1' }));
       return;
     }
     let decision: EndpointDecision;

@@ -9,12 +9,15 @@ import { MODRULE_API_VERSION, MODRULE_KIND } from '../../modrule/types';
 import { formatProblems } from '../../modrule/problems';
 import type { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
+import type { ReferenceObjects } from '../../store/references';
 import { fingerprintFiles, listManifestFiles, loadManifestFile, ManifestError } from './load';
 
 export interface LocalSourceOptions {
-  /** Files and folders of ModRules, Namespaces and Nodes (YAML, multi-document, folders recursive). */
+  /** Files and folders of ModRules, Namespaces, Nodes and objects rules read (YAML, multi-document, recursive). */
   paths: readonly string[];
   store: RuleStore;
+  /** Where the objects rules read (owners, spec.references) go; every object that is not a ModRule. */
+  references?: ReferenceObjects;
   logger: Logger;
   /** Namespace for ModRules that name none, as kubectl would apply them; default "default". */
   defaultNamespace?: string;
@@ -30,6 +33,8 @@ export interface LoadReport {
   rules: number;
   namespaces: number;
   nodes: number;
+  /** Other objects (owners and referenced objects), rules may read them. */
+  objects: number;
   /** Every problem found: unreadable files, YAML errors, invalid ModRules (each kept at its last good version). */
   errors: string[];
 }
@@ -193,11 +198,14 @@ export class LocalRuleSource {
         duplicates.push(`${entry.file}: ModRule ${key} is defined more than once; the last one wins`);
       rules.set(key, entry);
     };
+    const objects: JsonObject[] = [];
     const take = (file: string, docs: readonly JsonObject[]) => {
       for (const doc of docs) {
         const kind = kindOf(doc);
-        if (kind === 'Namespace') namespaces.set(nameOf(doc), doc);
-        else nodes.set(nameOf(doc), doc);
+        const core = (doc.apiVersion ?? 'v1') === 'v1';
+        if (kind === 'Namespace' && core) namespaces.set(nameOf(doc), doc);
+        else if (kind === 'Node' && core) nodes.set(nameOf(doc), doc);
+        else objects.push(doc);
       }
       others.set(file, docs as JsonObject[]);
     };
@@ -229,9 +237,10 @@ export class LocalRuleSource {
             const rule = shareStrings(this.prepareRule(doc), strings);
             define(ruleKey(rule), { ...compile(store, rule), file });
           } else if (
-            (kind === 'Namespace' || kind === 'Node') &&
-            (doc.apiVersion ?? 'v1') === 'v1' &&
-            nameOf(doc)
+            nameOf(doc) &&
+            ((kind === 'Namespace' || kind === 'Node') && (doc.apiVersion ?? 'v1') === 'v1'
+              ? true
+              : kind !== '' && typeof doc.apiVersion === 'string')
           ) {
             kept.push(doc);
           } else {
@@ -275,6 +284,8 @@ export class LocalRuleSource {
     store.replaceRules([], accepted);
     store.replaceNamespaces([...namespaces.values()]);
     store.replaceNodes([...nodes.values()]);
+    // Namespaces and Nodes may be referenced too.
+    this.options.references?.replaceFeeder('files', [...objects, ...namespaces.values(), ...nodes.values()]);
     this.lastFiles = files;
 
     const report: LoadReport = {
@@ -282,6 +293,7 @@ export class LocalRuleSource {
       rules: accepted.length,
       namespaces: namespaces.size,
       nodes: nodes.size,
+      objects: objects.length,
       errors,
     };
     for (const e of errors) logger.error('local rules: problem', { error: e });
@@ -290,6 +302,7 @@ export class LocalRuleSource {
       rules: report.rules,
       namespaces: report.namespaces,
       nodes: report.nodes,
+      objects: report.objects,
       problems: errors.length,
     });
     for (const l of [...this.listeners]) l(report);
