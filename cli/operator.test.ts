@@ -9,6 +9,7 @@ import { FakeApiServer } from '../operator/testing/fake-apiserver';
 import { brokenRule, labelRule } from '../operator/testing/objects';
 import { decodePatch, makeReview, postReview, send } from '../webhook/testing';
 import { CommandIO } from './io';
+import { DEFAULT_OWNER_KINDS } from '../operator/references/owners';
 import { parseOperatorArgs, runOperator } from './operator';
 
 const noSaNamespace = () => undefined;
@@ -27,7 +28,31 @@ describe('parseOperatorArgs', () => {
       budget: { ms: 100, steps: 1_000_000 },
       nativePolicies: 'opt-in',
       dragnetScope: 'rules',
+      references: { allowSecrets: false, ownerKinds: [...DEFAULT_OWNER_KINDS] },
     });
+  });
+
+  it('takes what rules may read from --allow-secret-references and --owner-kinds, or the environment', () => {
+    expect(
+      parseOperatorArgs(
+        ['--allow-secret-references', '--owner-kinds', 'apps/ReplicaSet, argoproj.io/Rollout'],
+        {},
+        noSaNamespace,
+      ),
+    ).toMatchObject({
+      references: { allowSecrets: true, ownerKinds: ['apps/ReplicaSet', 'argoproj.io/Rollout'] },
+    });
+    expect(
+      parseOperatorArgs(
+        [],
+        { MODRULE_ALLOW_SECRET_REFERENCES: 'true', MODRULE_OWNER_KINDS: 'batch/Job' },
+        noSaNamespace,
+      ),
+    ).toMatchObject({ references: { allowSecrets: true, ownerKinds: ['batch/Job'] } });
+    expect(() => parseOperatorArgs(['--owner-kinds', 'replicasets'], {}, noSaNamespace)).toThrow(
+      '--owner-kinds: "replicasets" is not group/Kind',
+    );
+    expect(() => parseOperatorArgs(['--owner-kinds', 'Secret'], {}, noSaNamespace)).toThrow('never followed');
   });
 
   it('keeps the wide net with --dragnet-scope wide or MODRULE_DRAGNET_SCOPE=wide', () => {
@@ -95,6 +120,7 @@ describe('parseOperatorArgs', () => {
       budget: { ms: 100, steps: 1_000_000 },
       nativePolicies: 'all',
       dragnetScope: 'rules',
+      references: { allowSecrets: false, ownerKinds: [...DEFAULT_OWNER_KINDS] },
     });
     expect(
       parseOperatorArgs(

@@ -11,6 +11,7 @@ import { NativeMode } from '../operator/native';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { BackgroundAuditConfig } from '../operator/audit/background';
+import { DEFAULT_OWNER_KINDS } from '../operator/references/owners';
 import { budgetHelp, parseBudget } from './budget';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
@@ -42,6 +43,11 @@ options (environment variable in brackets):
   --native-policies MODE   serve ModRules that fit as admission policies the API server runs (docs/native.md):
                            opt-in: rules annotated native.modrule.io/serve=true; all: every rule not annotated
                            "false"; off [MODRULE_NATIVE_POLICIES] (default opt-in)
+  --allow-secret-references  ModRules may reference Secrets (spec.references); a value read from one never
+                           appears in a log line, warning, Event or report [MODRULE_ALLOW_SECRET_REFERENCES=true]
+                           (default off; needs RBAC for secrets, see docs/references.md)
+  --owner-kinds LIST       owner kinds followed for syntheticRefs.owner, comma-separated group/Kind (core: Kind)
+                           [MODRULE_OWNER_KINDS] (default ${DEFAULT_OWNER_KINDS.join(',')})
 ${budgetHelp(true)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
@@ -139,6 +145,8 @@ export function parseOperatorArgs(
         'request-budget-steps': { type: 'string' },
         reports: { type: 'string' },
         'reports-interval': { type: 'string' },
+        'allow-secret-references': { type: 'boolean' },
+        'owner-kinds': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -191,6 +199,13 @@ export function parseOperatorArgs(
     'MODRULE_REPORTS_INTERVAL',
     '3600',
   );
+  const [ownerKinds, ownerKindsWhere] = pick(
+    'owner-kinds',
+    'MODRULE_OWNER_KINDS',
+    DEFAULT_OWNER_KINDS.join(','),
+  );
+  const allowSecrets =
+    v['allow-secret-references'] === true || env.MODRULE_ALLOW_SECRET_REFERENCES === 'true';
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
   return {
@@ -206,7 +221,24 @@ export function parseOperatorArgs(
     nativePolicies: nativePolicies as NativeMode,
     dragnetScope,
     reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
+    references: { allowSecrets, ownerKinds: kindList(ownerKinds, ownerKindsWhere) },
   };
+}
+
+/** group/Kind list (core kinds without a group); throws on anything else. */
+function kindList(value: string, where: string): string[] {
+  const kinds = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const k of kinds) {
+    if (!/^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Z][A-Za-z0-9]*$/.test(k))
+      throw new UsageError(
+        `${where}: "${k}" is not group/Kind (e.g. apps/ReplicaSet, or Kind for the core group)`,
+      );
+    if (k === 'Secret') throw new UsageError(`${where}: Secrets are never followed as owners`);
+  }
+  return kinds;
 }
 
 /** Test and embedding hooks for runOperator. */

@@ -20,7 +20,7 @@ export const NO_REFERENCES: ReferenceReader = { get: () => undefined, select: ()
 /** The controlling ownerReference of an object (controller: true), when it has one. */
 export function controllerOf(
   obj: JsonObject,
-): { group: string; kind: string; name: string; uid: string } | undefined {
+): { group: string; version: string; kind: string; name: string; uid: string } | undefined {
   const meta = obj.metadata;
   const refs = isJsonObject(meta) ? meta.ownerReferences : undefined;
   if (!Array.isArray(refs)) return undefined;
@@ -31,6 +31,7 @@ export function controllerOf(
     const slash = r.apiVersion.indexOf('/');
     return {
       group: slash < 0 ? '' : r.apiVersion.slice(0, slash),
+      version: slash < 0 ? r.apiVersion : r.apiVersion.slice(slash + 1),
       kind: r.kind,
       name: r.name,
       uid: typeof r.uid === 'string' ? r.uid : '',

@@ -19,6 +19,11 @@ import { NativeController, NativeMode } from './native';
 import { QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
+import { InformerHandlers } from './informer';
+import { ReferenceCaches } from './references/caches';
+import { watchReferences } from './references/metrics';
+import { ReferenceStatusFeed } from './references/status-feed';
+import type { RuleCondition } from './references/status';
 
 export type CertMode = 'self' | 'external';
 
@@ -56,6 +61,8 @@ export interface OperatorConfig {
   quarantine?: QuarantineOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
+  /** Objects rules read (docs/references.md): Secrets allowed (--allow-secret-references), owner kinds read. */
+  references?: { allowSecrets?: boolean; ownerKinds?: readonly string[] };
 }
 
 /** A running operator. */
@@ -104,7 +111,11 @@ async function untilDone<T>(
  */
 export async function startOperator(config: OperatorConfig, deps: OperatorDeps): Promise<RunningOperator> {
   const { client, logger, signal } = deps;
-  const store = new RuleStore({ clusterNamespace: config.clusterNamespace, keepSource: false });
+  const store = new RuleStore({
+    clusterNamespace: config.clusterNamespace,
+    keepSource: false,
+    references: { allowSecrets: config.references?.allowSecrets },
+  });
   const registry = deps.registry ?? new Registry();
   // The metrics read these at scrape time, after they are set.
   let tls: TlsSource | null = null;
@@ -116,12 +127,22 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   const quarantine = new RuleQuarantine(config.quarantine, store);
   const degraded =
     config.writeStatus === false ? null : new QuarantineStatus({ client, logger, store, quarantine });
-  const status = degraded
+  // What the rules read besides their object, and the ReferenceMissing condition that says what is not found.
+  const references = new ReferenceCaches({
+    client,
+    logger,
+    store,
+    ownerKinds: config.references?.ownerKinds,
+    onStatusChange: () => referenceStatus.refresh(),
+  });
+  watchReferences(registry, references);
+  const status: StatusReporter | null = degraded
     ? new StatusReporter({
         client,
         logger,
         onWrite: (result) => metrics.statusWrites.inc({ result }),
         ready: (rule, problems, want) => degraded.ready(rule, problems, want),
+        conditions: (rule): RuleCondition[] => referenceStatus.conditions(rule),
       })
     : null;
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
@@ -146,22 +167,36 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
           podNamespace: config.podNamespace,
           settleMs: config.nativeSettleMs,
         });
+  const referenceStatus: ReferenceStatusFeed = new ReferenceStatusFeed(
+    store,
+    references,
+    scope.status,
+    status ? (rule, reason, message) => status.warn(rule, reason, message) : undefined,
+  );
   const rules = new ClusterSync({
     client,
     store,
     logger,
     status: scope.status,
-    observer: native ?? undefined,
+    observer: observers(native, referenceStatus),
   });
   if (status) degraded?.attach(status);
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), native?.stop()]);
+    await Promise.all([
+      rules.stop(),
+      status?.stop(),
+      certs?.stop(),
+      scope.stop(),
+      native?.stop(),
+      references.stop(),
+    ]);
   };
   let draining = false;
   rules.start();
+  references.start();
   void native
     ?.start()
     .catch((err: Error) => logger.error('native policies failed to start', { error: err.message }));
@@ -217,6 +252,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
+      references,
     });
   } catch (err) {
     await stopWatchers();
@@ -225,7 +261,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   }
   // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
   const audit = config.reports
-    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced })
+    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced, references })
     : null;
   audit?.start();
   logger.info('webhook listening', {
@@ -252,5 +288,15 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       })();
       return stopping;
     },
+  };
+}
+
+/** Every ModRule event to each observer in turn (the native controller, the reference status). */
+function observers(...list: Array<InformerHandlers | null>): InformerHandlers {
+  const present = list.filter((o): o is InformerHandlers => o !== null);
+  return {
+    replace: (items) => present.forEach((o) => o.replace(items)),
+    upsert: (obj) => present.forEach((o) => o.upsert(obj)),
+    remove: (obj) => present.forEach((o) => o.remove(obj)),
   };
 }

@@ -6,6 +6,7 @@ import { formatProblems, ValidationProblem } from '../modrule/problems';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
 import { Backoff, sleep } from './backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from './kube';
+import { conditionUpToDate, RuleCondition, withTransitionTime } from './references/status';
 
 /** Kubernetes caps condition messages at 32 KiB; a readable status needs far less. */
 const MAX_MESSAGE = 4096;
@@ -90,12 +91,18 @@ function currentReady(rule: JsonObject): JsonObject | undefined {
   return conditions.find((c): c is JsonObject => isJsonObject(c) && c.type === 'Ready');
 }
 
-/** True when the rule's status already says what `want` says (lastTransitionTime aside). */
-export function statusUpToDate(rule: JsonObject, want: ReadyCondition, servedBy?: string): boolean {
+/** True when the rule's status already says what `want` (and `extra`) say (lastTransitionTime aside). */
+export function statusUpToDate(
+  rule: JsonObject,
+  want: ReadyCondition,
+  servedBy?: string,
+  extra: readonly RuleCondition[] = [],
+): boolean {
   const status = isJsonObject(rule.status) ? rule.status : {};
   const have = currentReady(rule);
   return (
     !!have &&
+    extra.every((c) => conditionUpToDate(rule, c)) &&
     status.servedBy === servedBy &&
     have.status === want.status &&
     have.reason === want.reason &&
@@ -111,17 +118,19 @@ export function statusPatch(
   want: ReadyCondition,
   now: Date,
   servedBy?: string,
+  extra: readonly RuleCondition[] = [],
 ): JsonObject {
   const have = currentReady(rule);
+  const time = now.toISOString().replace(/\.\d+Z$/, 'Z');
   const lastTransitionTime =
     have && have.status === want.status && typeof have.lastTransitionTime === 'string'
       ? have.lastTransitionTime
-      : now.toISOString().replace(/\.\d+Z$/, 'Z');
+      : time;
   const condition: JsonObject = { ...want, lastTransitionTime };
   return {
     status: {
       observedGeneration: want.observedGeneration ?? null,
-      conditions: [condition],
+      conditions: [condition, ...extra.map((c) => withTransitionTime(rule, c, time))],
       servedBy: servedBy ?? null,
     },
   };
@@ -213,6 +222,8 @@ export interface StatusReporterOptions {
     problems: readonly ValidationProblem[],
     want: ReadyCondition,
   ) => ReadyCondition | null;
+  /** Conditions besides Ready a valid rule carries (ReferenceMissing: operator/references/status.ts). */
+  conditions?: (rule: JsonObject) => readonly RuleCondition[];
 }
 
 interface Pending {
@@ -313,16 +324,17 @@ export class StatusReporter {
     const serving = problems.length === 0 ? this.serving.get(key) : undefined;
     const computed = readyCondition(id.generation, problems, serving);
     const want = this.options.ready ? this.options.ready(rule, problems, computed) : computed;
-    if (want === null || statusUpToDate(rule, want, serving?.servedBy)) return;
+    const extra = problems.length === 0 ? (this.options.conditions?.(rule) ?? []) : [];
+    if (want === null || statusUpToDate(rule, want, serving?.servedBy, extra)) return;
     // If the CRD prunes status, our write changes nothing and the rule never shows it: do not rewrite it forever.
-    const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}|${serving?.servedBy ?? ''}`;
+    const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify([want, extra])}|${serving?.servedBy ?? ''}`;
     if (this.written.get(key) === signature) return;
     const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(id.namespace)}/modrules/${encodeURIComponent(id.name)}/status`;
     const backoff = new Backoff({ initialMs: this.options.backoffMs ?? 500 });
     for (let attempt = 1; ; attempt++) {
       try {
         await this.options.client.request('PATCH', path, {
-          body: statusPatch(rule, want, this.now(), serving?.servedBy),
+          body: statusPatch(rule, want, this.now(), serving?.servedBy, extra),
           contentType: MERGE_PATCH,
         });
         this.writes++;

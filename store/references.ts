@@ -115,6 +115,13 @@ export class ReferenceObjects implements ReferenceReader {
   // Selector results per kind, namespace and selector, valid until the kind's objects change.
   private readonly selected = new Map<string, readonly JsonObject[]>();
   private readonly versions = new Map<string, number>();
+  private readonly listeners = new Set<(groupKind: string, feeder: string) => void>();
+
+  /** Calls `listener` with the group/Kind and feeder after every change of objects; returns the unsubscribe. */
+  onChange(listener: (groupKind: string, feeder: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
 
   /** The partition `id` of a kind (made on first use); `shape` applies from then on. */
   partition(
@@ -127,14 +134,14 @@ export class ReferenceObjects implements ReferenceReader {
     let parts = this.kinds.get(gk);
     if (!parts) this.kinds.set(gk, (parts = new Map()));
     let part = parts.get(id);
-    if (!part) parts.set(id, (part = new ReferencePartition(() => this.changed(gk), shape)));
+    if (!part) parts.set(id, (part = new ReferencePartition(() => this.changed(gk, id), shape)));
     return part;
   }
 
   /** Forgets a partition and its objects. */
   drop(group: string, kind: string, id: string): void {
     const gk = groupKind(group, kind);
-    if (this.kinds.get(gk)?.delete(id)) this.changed(gk);
+    if (this.kinds.get(gk)?.delete(id)) this.changed(gk, id);
   }
 
   get(group: string, kind: string, namespace: string, name: string): JsonObject | undefined {
@@ -171,7 +178,7 @@ export class ReferenceObjects implements ReferenceReader {
       if (!entry) byKind.set(gk, (entry = { group, kind: o.kind, list: [] }));
       entry.list.push(o);
     }
-    for (const [gk, parts] of this.kinds) if (!byKind.has(gk) && parts.delete(id)) this.changed(gk);
+    for (const [gk, parts] of this.kinds) if (!byKind.has(gk) && parts.delete(id)) this.changed(gk, id);
     for (const { group, kind, list } of byKind.values()) this.partition(group, kind, id).replace(list);
   }
 
@@ -198,10 +205,11 @@ export class ReferenceObjects implements ReferenceReader {
     return Object.freeze(keys.slice(0, MAX_SELECTED).map((k) => byKey.get(k) as JsonObject));
   }
 
-  private changed(gk: string): void {
+  private changed(gk: string, feeder: string): void {
     this.versions.set(gk, (this.versions.get(gk) ?? 0) + 1);
     // Results of the kind's selectors are stale; others stay (their key has their own kind's version).
     for (const key of this.selected.keys()) if (key.split('\n')[1] === gk) this.selected.delete(key);
+    for (const l of this.listeners) l(gk, feeder);
   }
 }
 

@@ -212,6 +212,8 @@ export class RuleStore {
   // The rule map handed to a snapshot must not change; the next write copies it first (copy-on-write).
   private sharedRules = false;
   private readonly listeners = new Set<() => void>();
+  /** Counts changes of the rules held (not of Namespaces or Nodes): who derives from the rules sees when to redo it. */
+  rulesVersion = 0;
 
   // false in the servers: CompiledRule.source is for the CLI's explain/lint, and would keep every ModRule object.
   private readonly compileOptions: CompileOptions;
@@ -338,6 +340,7 @@ export class RuleStore {
     this.natively.clear();
     this.count = count;
     this.stale = 'all';
+    this.rulesVersion++;
     this.changed();
     return rejected;
   }
@@ -460,6 +463,7 @@ export class RuleStore {
     else this.byNamespace.set(namespace, after);
     this.count += after.length - before.length;
     this.stale = 'all';
+    this.rulesVersion++;
     this.changed();
   }
 

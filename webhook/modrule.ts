@@ -70,16 +70,20 @@ export function targetingWarnings(request: AdmissionRequest, clusterNamespace: s
 
 /**
  * /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all;
- * valid rules with targeting fields outside `clusterNamespace` are admitted with a warning.
+ * valid rules with targeting fields outside `clusterNamespace` are admitted with a warning. A rule outside
+ * `clusterNamespace` referencing another namespace, or a Secret without `allowSecretReferences`, is refused.
  */
 export function handleValidateModRule(
   request: AdmissionRequest,
   clusterNamespace: string = DEFAULT_CLUSTER_NAMESPACE,
+  allowSecretReferences = false,
 ): EndpointDecision {
   if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
     return { response: allowResponse(request.uid), result: 'allowed' };
   }
-  const problems = validateModRule(objectFor(request));
+  // spec.references is checked against where cluster-wide rules live and whether Secrets may be read.
+  const policy = { clusterNamespace, allowSecrets: allowSecretReferences };
+  const problems = validateModRule(objectFor(request), policy);
   if (problems.length === 0) {
     const response = allowResponse(request.uid);
     const warnings = targetingWarnings(request, clusterNamespace);

@@ -271,7 +271,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const answer = (endpoint: Exclude<Endpoint, 'dragnet'>, request: AdmissionRequest): EndpointDecision => {
     switch (endpoint) {
       case 'validate-modrule': {
-        const decision = handleValidateModRule(request, store.snapshot().clusterNamespace);
+        const policy = store.referencePolicy;
+        const decision = handleValidateModRule(request, policy.clusterNamespace, policy.allowSecrets);
         if (decision.result === 'rejected') {
           logger.info('invalid ModRule rejected', {
             object: objectRef(request),

@@ -1,6 +1,7 @@
 import { Logger } from '../../util/logger';
 import { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
+import type { ReferenceSource } from '../../store/references';
 import { ReportBuilder, ReportFormat } from '../../audit/report';
 import { sleep } from '../backoff';
 import { KubeClient } from '../kube';
@@ -43,6 +44,8 @@ export interface BackgroundAuditDeps {
   logger: Logger;
   /** Resolves once the store holds the cluster's rules (the first full sync). */
   rulesLoaded: Promise<void>;
+  /** The webhook's reference caches: the audit evaluates against the same objects. */
+  references?: ReferenceSource;
   onRound?: (round: ScanRound) => void;
 }
 
@@ -171,6 +174,7 @@ export class BackgroundAudit {
           signal,
           sliceMs: this.config.sliceMs ?? 1,
           share: this.config.share ?? DEFAULT_SHARE,
+          references: this.deps.references,
         },
         (audit) => builder.add(audit),
       );

@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { RuleSnapshot } from '../../store/rules';
+import type { ReferenceSource } from '../../store/references';
 import { DragnetScope } from '../../audit/dragnet';
 import { auditObject } from '../../audit/evaluate';
 import { objectLabels, ScanPlan, ScanTarget } from '../../audit/plan';
@@ -9,6 +10,7 @@ import { retry, sleep } from '../backoff';
 import { isTransient, KubeApiError, KubeClient } from '../kube';
 import { collectionPath } from './discovery';
 import { RateLimiter } from './rate';
+import { referencesFor } from './references';
 
 /** How an audit lists and evaluates. */
 export interface ScanOptions {
@@ -37,6 +39,8 @@ export interface ScanOptions {
    */
   share?: number;
   maxBodyBytes?: number;
+  /** The reference caches rules read from (the webhook's own); an object waits until they can answer for it. */
+  references?: ReferenceSource;
   onProgress?: (progress: ScanProgress) => void;
   /** How often onProgress is called; default 2 s. */
   progressEveryMs?: number;
@@ -185,7 +189,12 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
             checkBudget();
             result.listed++;
             if (!wanted(item, list.resource, list.keep)) continue;
-            const audit = auditObject(item, list.resource, { snapshot, maxBodyBytes: options.maxBodyBytes });
+            if (options.references) await referencesFor(options.references, snapshot, item, list.resource);
+            const audit = auditObject(item, list.resource, {
+              snapshot,
+              maxBodyBytes: options.maxBodyBytes,
+              references: options.references?.reader,
+            });
             if (audit) {
               result.evaluated++;
               result.verdicts[audit.verdict]++;
