@@ -4,7 +4,7 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
-import { computeScope, Precision, PRECISIONS, ScopeResult } from '../scope/compute';
+import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } from '../scope/compute';
 import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
@@ -59,6 +59,11 @@ export interface DragnetScopeOptions {
   settleMs?: number;
   /** Clock; injectable for tests. */
   now?: () => number;
+  /**
+   * Told each computation's per-rule reports (operator/unknown-kinds.ts); `narrowed` false when the registration is
+   * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
+   */
+  onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
 }
 
 /**
@@ -213,6 +218,22 @@ export class DragnetScope {
     return { registration: result.registration, result, full };
   }
 
+  /** The per-rule reports to onScope: the computation's, or on the configured net one made for them alone. */
+  private report(result: ScopeResult | null, live: LiveScope): void {
+    const { onScope } = this.options;
+    if (!onScope) return;
+    const reports =
+      result?.rules ??
+      computeScope({
+        rules: this.options.rules(),
+        clusterNamespace: this.options.clusterNamespace,
+        configured: live.configured,
+        catalog: this.options.discovery.catalog(),
+        precision: 'resources',
+      }).rules;
+    onScope(reports, result !== null);
+  }
+
   private async reconcile(): Promise<void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
     const rulesVersion = this.options.rulesVersion();
@@ -224,6 +245,7 @@ export class DragnetScope {
     if (!config || !webhook) return;
     const live = readLive(config, webhook);
     const { registration, result, full } = this.desired(live);
+    this.report(result, live);
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
     this.live.notify();

@@ -6,10 +6,12 @@ import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
+import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
+import { FailingStatus } from './failing';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
@@ -19,11 +21,9 @@ import { NativeController, NativeMode } from './native';
 import { QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
-import { InformerHandlers } from './informer';
 import { ReferenceCaches } from './references/caches';
 import { watchReferences } from './references/metrics';
-import { ReferenceStatusFeed } from './references/status-feed';
-import type { RuleCondition } from './references/status';
+import { ReferenceStatus } from './references/status-feed';
 
 export type CertMode = 'self' | 'external';
 
@@ -59,6 +59,8 @@ export interface OperatorConfig {
   shutdownDelayMs?: number;
   /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
   quarantine?: QuarantineOptions;
+  /** The window run-time failures are counted over on a rule's status (tests shorten it). */
+  failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
   /** Objects rules read (docs/references.md): Secrets allowed (--allow-secret-references), owner kinds read. */
@@ -125,9 +127,15 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   });
   // Rules that keep running out of their share are quarantined (per replica) and shown Degraded on the ModRule.
   const quarantine = new RuleQuarantine(config.quarantine, store);
-  const degraded =
-    config.writeStatus === false ? null : new QuarantineStatus({ client, logger, store, quarantine });
-  // What the rules read besides their object, and the ReferenceMissing condition that says what is not found.
+  const status =
+    config.writeStatus === false
+      ? null
+      : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
+  const degraded = status ? new QuarantineStatus({ quarantine, store }) : null;
+  // Rules that fail at run time show it on the ModRule (Failing), per replica.
+  const failures = new RuleFailures(config.failures, store);
+  const failing = new FailingStatus({ failures, status, registry });
+  // What the rules read besides their object; the ReferenceMissing condition says what is not found.
   const references = new ReferenceCaches({
     client,
     logger,
@@ -135,16 +143,8 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     ownerKinds: config.references?.ownerKinds,
     onStatusChange: () => referenceStatus.refresh(),
   });
+  const referenceStatus = new ReferenceStatus(store, references, status);
   watchReferences(registry, references);
-  const status: StatusReporter | null = degraded
-    ? new StatusReporter({
-        client,
-        logger,
-        onWrite: (result) => metrics.statusWrites.inc({ result }),
-        ready: (rule, problems, want) => degraded.ready(rule, problems, want),
-        conditions: (rule): RuleCondition[] => referenceStatus.conditions(rule),
-      })
-    : null;
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
@@ -167,24 +167,22 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
           podNamespace: config.podNamespace,
           settleMs: config.nativeSettleMs,
         });
-  const referenceStatus: ReferenceStatusFeed = new ReferenceStatusFeed(
-    store,
-    references,
-    scope.status,
-    status ? (rule, reason, message) => status.warn(rule, reason, message) : undefined,
-  );
   const rules = new ClusterSync({
     client,
     store,
     logger,
     status: scope.status,
-    observer: observers(native, referenceStatus),
+    observer: native ?? undefined,
   });
   if (status) degraded?.attach(status);
+  failing.start();
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
+    failing.stop();
+    failures.close();
+    referenceStatus.stop();
     await Promise.all([
       rules.stop(),
       status?.stop(),
@@ -252,6 +250,9 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
+      failures,
+      // ModRules naming kinds the cluster does not serve are admitted with a warning.
+      servedKinds: scope.catalog,
       references,
     });
   } catch (err) {
@@ -261,7 +262,11 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   }
   // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
   const audit = config.reports
-    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced, references })
+    ? new BackgroundAudit(config.reports, {
+        ...{ client, store, logger, rulesLoaded: rules.synced },
+        quarantined: () => quarantine.gate(),
+        references,
+      })
     : null;
   audit?.start();
   logger.info('webhook listening', {
@@ -288,15 +293,5 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       })();
       return stopping;
     },
-  };
-}
-
-/** Every ModRule event to each observer in turn (the native controller, the reference status). */
-function observers(...list: Array<InformerHandlers | null>): InformerHandlers {
-  const present = list.filter((o): o is InformerHandlers => o !== null);
-  return {
-    replace: (items) => present.forEach((o) => o.replace(items)),
-    upsert: (obj) => present.forEach((o) => o.upsert(obj)),
-    remove: (obj) => present.forEach((o) => o.remove(obj)),
   };
 }

@@ -14,6 +14,7 @@ import {
 import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
 import { MatchCondition, Registration } from './types';
+import { UnservedKind } from './unserved';
 
 /**
  * How much the scope may say: `full` (resources, operations and namespaces), `no-regex` (namespace regexes become
@@ -88,6 +89,8 @@ export interface RuleScopeReport {
   namespaces: string;
   cluster: boolean;
   notes: string[];
+  /** Kinds it names that discovery does not serve (the scope fails wide for them); [] before discovery. */
+  unserved: UnservedKind[];
 }
 
 /** The computed registration and how it came about. */
@@ -119,7 +122,8 @@ function describeNamespaces(reach: RuleReach): string {
   return parts.length === 0 ? '-' : parts.join(',');
 }
 
-function report(reach: RuleReach, resources: string[], notes: readonly string[]): RuleScopeReport {
+function report(reach: RuleReach, group: ShapeGroup): RuleScopeReport {
+  const { resources, notes, unserved } = group;
   return {
     rule: reach.rule,
     operations: [...reach.operations],
@@ -127,6 +131,7 @@ function report(reach: RuleReach, resources: string[], notes: readonly string[])
     namespaces: describeNamespaces(reach),
     cluster: reach.cluster,
     notes: notes.length === 0 ? (reach.notes as string[]) : [...reach.notes, ...notes],
+    unserved,
   };
 }
 
@@ -141,6 +146,7 @@ function resourcesOf(products: readonly Product[]): string[] {
 interface ShapeGroup {
   products: Product[];
   notes: string[];
+  unserved: UnservedKind[];
   resources: string[];
   any: boolean;
   names: Set<string>;
@@ -155,10 +161,11 @@ function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleS
     const reach = reachOf(rule, input.clusterNamespace);
     let g = byShape.get(reach.shape);
     if (!g) {
-      const { products, notes } = productsOf(reach, input.configured.rules, input.catalog);
+      const { products, notes, unserved } = productsOf(reach, input.configured.rules, input.catalog);
       g = {
         products,
         notes,
+        unserved,
         resources: resourcesOf(products),
         any: false,
         names: new Set(),
@@ -172,7 +179,7 @@ function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleS
     for (const n of ns.names) g.names.add(n);
     for (const p of ns.patterns) g.patterns.set(p.map((r) => r.source).join('\u0000'), p);
     g.cluster ||= reach.cluster;
-    reports.push(report(reach, g.resources, g.notes));
+    reports.push(report(reach, g));
   }
   return { groups: [...byShape.values()], reports };
 }

@@ -20,12 +20,13 @@ import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
-import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
+import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
 import { holdBudgetMs, within } from './hold';
 import { referencesReady } from './references';
 import type { ReferenceSource } from '../store/references';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
+import { RuleFailures } from './rule-failures';
 import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
 import { TLS_MIN_VERSION, TlsSource } from './tls';
 
@@ -93,6 +94,10 @@ export interface WebhookServerOptions {
   quarantine?: QuarantineOptions | RuleQuarantine;
   /** The objects rules read besides their object (syntheticRefs.owner, spec.references); none when omitted. */
   references?: ReferenceSource;
+  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
+  failures?: RuleFailures;
+  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
+  servedKinds?: ServedKinds;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -138,6 +143,12 @@ function objectRef(request: AdmissionRequest): ObjectRef {
     namespace: request.namespace ?? str(meta.namespace),
     name: request.name || str(meta.name) || str(meta.generateName),
   };
+}
+
+/** "ConfigMap team/web (CREATE)": the object a rule failed on, as the rule's status names it. */
+function objectLabel(request: AdmissionRequest): string {
+  const { kind, namespace, name } = objectRef(request);
+  return `${kind} ${namespace ? `${namespace}/` : ''}${name || '(unnamed)'} (${request.operation})`;
 }
 
 function urlHost(host: string | undefined): string {
@@ -191,6 +202,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       ? options.quarantine
       : new RuleQuarantine(options.quarantine, store);
   const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
+  const failures = options.failures ?? new RuleFailures({}, store);
   let closing = false;
   let loaded = !options.rulesLoaded;
   void options.rulesLoaded?.then(() => (loaded = true));
@@ -271,8 +283,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const answer = (endpoint: Exclude<Endpoint, 'dragnet'>, request: AdmissionRequest): EndpointDecision => {
     switch (endpoint) {
       case 'validate-modrule': {
-        const policy = store.referencePolicy;
-        const decision = handleValidateModRule(request, policy.clusterNamespace, policy.allowSecrets);
+        const decision = handleValidateModRule(
+          request,
+          store.snapshot().clusterNamespace,
+          options.servedKinds,
+          store.referencePolicy.allowSecrets,
+        );
         if (decision.result === 'rejected') {
           logger.info('invalid ModRule rejected', {
             object: objectRef(request),
@@ -312,6 +328,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         ...base,
         failures: outcome.failures.map((f) => ({ rule: ruleName(f.rule), error: f.message })),
       });
+      failures.record(outcome.failures, () => objectLabel(request));
     }
     metrics.countRules(
       'error',
@@ -501,6 +518,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
             metrics.close();
             unwatchQuarantine();
             if (ownQuarantine) quarantine.close();
+            if (!options.failures) failures.close();
           },
         );
       }

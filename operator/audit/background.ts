@@ -2,6 +2,7 @@ import { Logger } from '../../util/logger';
 import { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
 import type { ReferenceSource } from '../../store/references';
+import { QuarantineCheck } from '../../engine/admit';
 import { ReportBuilder, ReportFormat } from '../../audit/report';
 import { sleep } from '../backoff';
 import { KubeClient } from '../kube';
@@ -46,6 +47,8 @@ export interface BackgroundAuditDeps {
   rulesLoaded: Promise<void>;
   /** The webhook's reference caches: the audit evaluates against the same objects. */
   references?: ReferenceSource;
+  /** The webhook's quarantine check now (rules it skips are reported `error`). */
+  quarantined?: () => QuarantineCheck | undefined;
   onRound?: (round: ScanRound) => void;
 }
 
@@ -175,6 +178,7 @@ export class BackgroundAudit {
           sliceMs: this.config.sliceMs ?? 1,
           share: this.config.share ?? DEFAULT_SHARE,
           references: this.deps.references,
+          quarantined: this.deps.quarantined,
         },
         (audit) => builder.add(audit),
       );

@@ -4,6 +4,7 @@ import { RuleSnapshot } from '../../store/rules';
 import type { ReferenceSource } from '../../store/references';
 import { DragnetScope } from '../../audit/dragnet';
 import { auditObject } from '../../audit/evaluate';
+import { QuarantineCheck } from '../../engine/admit';
 import { objectLabels, ScanPlan, ScanTarget } from '../../audit/plan';
 import { ObjectAudit, ObjectVerdict, resourceName, ListableResource } from '../../audit/types';
 import { retry, sleep } from '../backoff';
@@ -41,6 +42,8 @@ export interface ScanOptions {
   maxBodyBytes?: number;
   /** The reference caches rules read from (the webhook's own); an object waits until they can answer for it. */
   references?: ReferenceSource;
+  /** The webhook's quarantine check now, if any: rules it skips are `error` in the reports. */
+  quarantined?: () => QuarantineCheck | undefined;
   onProgress?: (progress: ScanProgress) => void;
   /** How often onProgress is called; default 2 s. */
   progressEveryMs?: number;
@@ -193,6 +196,7 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
             const audit = auditObject(item, list.resource, {
               snapshot,
               maxBodyBytes: options.maxBodyBytes,
+              quarantined: options.quarantined?.(),
               references: options.references?.reader,
             });
             if (audit) {

@@ -1,66 +1,85 @@
 import { JsonObject } from '../../util/json';
-import { generationOf, nameOf, namespaceOf, objectKey } from '../../util/meta';
+import { objectKey, splitKey } from '../../util/meta';
 import { RuleStore } from '../../store/rules';
-import type { InformerHandlers } from '../informer';
-import type { StatusSink } from '../sync';
+import { warningEvent } from '../rule-events';
+import type { StatusReporter } from '../status';
 import type { ReferenceCaches } from './caches';
-import { REFERENCE_MISSING, referenceMissingCondition, RuleCondition } from './status';
+import { REFERENCE_MISSING, referenceFacet } from './status';
 
 /*
- * Keeps each ModRule's ReferenceMissing condition current: told about every ModRule after the store took it (as
- * the native controller is), it remembers the latest object of the rules that read other objects, and when what
- * the caches answer for them changes (an object deleted, a kind that cannot be read), reports them again through
- * the same sink as every status report. The condition itself is computed when the status is written.
+ * The `references` status source: for every rule that reads other objects, sets the ReferenceMissing condition while
+ * one is not found or cannot be read (and a Warning Event once per distinct message), and clears it once all are
+ * found again. Called (debounced) whenever what the caches answer may have changed.
  */
-export class ReferenceStatusFeed implements InformerHandlers {
-  private readonly rules = new Map<string, JsonObject>();
-  private readonly reported = new Map<string, string>();
+export class ReferenceStatus {
+  private readonly shown = new Map<string, string>();
+  private readonly posted = new Map<string, string>();
+  private retry: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly store: RuleStore,
     private readonly caches: ReferenceCaches,
-    private readonly sink: StatusSink | null,
-    /** A Warning Event on a rule whose references went missing (once per distinct message). */
-    private readonly warn?: (rule: JsonObject, reason: string, message: string) => Promise<void>,
+    private readonly status: StatusReporter | null,
   ) {}
 
-  replace(items: JsonObject[]): void {
-    this.rules.clear();
-    for (const item of items) this.upsert(item);
-  }
-
-  upsert(obj: JsonObject): void {
-    const key = objectKey(namespaceOf(obj), nameOf(obj));
-    if (this.store.ruleOf(namespaceOf(obj), nameOf(obj))?.references) this.rules.set(key, obj);
-    else this.rules.delete(key);
-  }
-
-  remove(obj: JsonObject): void {
-    const key = objectKey(namespaceOf(obj), nameOf(obj));
-    this.rules.delete(key);
-    this.reported.delete(key);
-  }
-
-  /** The conditions besides Ready `rule` carries now (the status writer's hook). */
-  conditions(rule: JsonObject): RuleCondition[] {
-    const compiled = this.store.ruleOf(namespaceOf(rule), nameOf(rule));
-    const problems = compiled?.references ? this.caches.problemsOf(compiled) : [];
-    const condition = referenceMissingCondition(rule, problems, generationOf(rule));
-    return condition ? [condition] : [];
-  }
-
-  /** Reports every rule whose references' state changed since its last report. */
+  /** Sets or clears each rule's facet to what the caches answer now. */
   refresh(): void {
-    for (const [key, obj] of this.rules) {
-      const compiled = this.store.ruleOf(namespaceOf(obj), nameOf(obj));
-      if (!compiled) continue;
-      const problems = this.caches.problemsOf(compiled).join('; ');
-      if (this.reported.get(key) === problems) continue;
-      const first = !this.reported.has(key);
-      this.reported.set(key, problems);
-      // Valid rules only reach here (the store holds them): their validation problems are none.
-      if (!first || problems !== '') this.sink?.report(obj, []);
-      if (problems !== '') void this.warn?.(obj, REFERENCE_MISSING, `references not found: ${problems}`);
+    const status = this.status;
+    if (!status) return;
+    const current = new Set<string>();
+    for (const rule of this.store.allRules()) {
+      if (!rule.references) continue;
+      const key = objectKey(rule.namespace, rule.name);
+      const facet = referenceFacet(this.caches.problemsOf(rule));
+      if (!facet?.condition) continue;
+      current.add(key);
+      const message = facet.condition.message;
+      if (this.shown.get(key) !== message) {
+        status.set(rule.namespace, rule.name, 'references', facet);
+        this.shown.set(key, message);
+      }
+      if (this.posted.get(key) === message) continue;
+      if (this.event(rule.namespace, rule.name, message)) this.posted.set(key, message);
+      else this.retryLater();
     }
+    for (const key of this.shown.keys()) {
+      if (current.has(key)) continue;
+      this.shown.delete(key);
+      this.posted.delete(key);
+      const { namespace, name } = splitKey(key);
+      status.clear(namespace, name, 'references');
+    }
+  }
+
+  /** Stops the retry timer. */
+  stop(): void {
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+  }
+
+  private retryLater(): void {
+    if (this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.refresh();
+    }, 2000);
+    this.retry.unref();
+  }
+
+  // False when the reporter does not know the rule yet (its first report waits for the registration): next refresh.
+  private event(namespace: string, name: string, message: string): boolean {
+    const status = this.status;
+    const id = status?.identityOf(namespace, name);
+    if (!status || !id) return false;
+    const event: JsonObject = warningEvent(
+      id,
+      REFERENCE_MISSING,
+      message,
+      `${id.uid}\nreferences\n${message}`,
+      new Date(),
+      status.instance,
+    );
+    void status.postEvent(event);
+    return true;
   }
 }
