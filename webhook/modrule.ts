@@ -41,7 +41,8 @@ function displayName(request: AdmissionRequest): string {
 function causeReason(message: string): string {
   if (message.startsWith('required')) return 'FieldValueRequired';
   if (message.startsWith('unknown field')) return 'FieldValueNotSupported';
-  if (message.startsWith('only allowed')) return 'FieldValueForbidden';
+  if (message.startsWith('only allowed') || message.startsWith('Forbidden')) return 'FieldValueForbidden';
+  if (message.startsWith('Duplicate')) return 'FieldValueDuplicate';
   return 'FieldValueInvalid';
 }
 
