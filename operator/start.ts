@@ -8,7 +8,8 @@ import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
 import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
-import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
+import { BackgroundAudit, BackgroundAuditConfig, DEFAULT_INTERVAL_SECONDS } from './audit/background';
+import { AuditMetrics } from './audit/metrics';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
 import { FailingStatus } from './failing';
@@ -261,11 +262,16 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     throw err;
   }
   // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
+  const auditMetrics = config.reports
+    ? new AuditMetrics(registry, config.reports.intervalSeconds ?? DEFAULT_INTERVAL_SECONDS)
+    : null;
   const audit = config.reports
     ? new BackgroundAudit(config.reports, {
         ...{ client, store, logger, rulesLoaded: rules.synced },
         quarantined: () => quarantine.gate(),
         references,
+        onRound: (round) => auditMetrics?.round(round),
+        onFailure: (_err, ms) => auditMetrics?.failed(ms),
       })
     : null;
   audit?.start();

@@ -20,6 +20,7 @@ import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
+import { AnswerMetrics } from './answer-metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
 import { holdBudgetMs, within } from './hold';
 import { referencesReady } from './references';
@@ -196,6 +197,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
   const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
   const metrics = new WebhookMetrics(registry, store, () => fairness.demotedCount());
+  const answers = new AnswerMetrics(registry);
   const ownQuarantine = !(options.quarantine instanceof RuleQuarantine);
   const quarantine =
     options.quarantine instanceof RuleQuarantine
@@ -252,6 +254,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       }),
     );
     const decision = run.value;
+    if (decision.error) answers.failedOpen('dragnet', 'engine_error');
     if (decision.outcome && snapshot) quarantine.record(decision.outcome, snapshot);
     logDragnet(request, decision);
     if (run.budget.exhausted) {
@@ -394,6 +397,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       request = parsed.request;
       apiVersion = parsed.apiVersion;
       operation = request.operation;
+      answers.called(endpoint, req.url);
     } catch (err) {
       if (err instanceof BadRequestError) return fail(err.status, err.message);
       throw err;
@@ -404,6 +408,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         operation,
         uid: request.uid,
       });
+      answers.failedOpen(endpoint, 'rules_not_loaded');
       finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
       return;
     }
@@ -416,6 +421,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         operation,
         uid: request.uid,
       });
+      answers.failedOpen(endpoint, 'references_not_synced');
       finish('error', () => sendText(res, 503, 'modrule: references not synced yet', { 'Retry-After': '1' }));
       return;
     }
@@ -440,6 +446,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         warnings: [`modrule: internal error, request allowed unchanged: ${error.message}`.slice(0, 400)],
       };
       decision = { response, result: 'error' };
+      answers.failedOpen(endpoint, 'handler_error');
     }
     finish(decision.result, () => sendJson(res, 200, encodeReview(apiVersion, decision.response)));
   };

@@ -268,7 +268,9 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
       spec: {
         namespaceSelector: { matchNames: ['kubemod-system'] },
         selector: { matchLabels: serviceLabels },
-        endpoints: [{ port: expected.name, path: '/metrics', interval: '30s' }],
+        endpoints: [
+          { port: expected.name, path: '/metrics', scheme: 'http', honorLabels: true, interval: '30s' },
+        ],
       },
     });
   });

@@ -23,6 +23,13 @@ asks for. The helpers below take a dict: "o" the object to change in place, "roo
 {{- toYaml $docs -}}
 {{- end -}}
 
+{{/* The operator's namespace: the bundle's Deployment's. */}}
+{{- define "modrule.namespace" -}}
+{{- range $o := include "modrule.documents" (dict "root" . "file" "files/bundle.yaml" "source" "bundle.yaml (make bundle)") | fromYamlArray -}}
+{{- if eq $o.kind "Deployment" -}}{{- $o.metadata.namespace -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* "name[:tag][@digest]" with the repository and tag of .Values.image put in where they are set. */}}
 {{- define "modrule.image" -}}
 {{- $pattern := "^(.+?)(?::([^:/@]+))?(@.+)?$" -}}
