@@ -268,10 +268,10 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   const audit = config.reports
     ? new BackgroundAudit(config.reports, {
         ...{ client, store, logger, rulesLoaded: rules.synced },
-        quarantined: () => quarantine.gate(),
-        references,
         onRound: (round) => auditMetrics?.round(round),
         onFailure: (_err, ms) => auditMetrics?.failed(ms),
+        quarantined: () => quarantine.gate(),
+        references,
       })
     : null;
   audit?.start();
