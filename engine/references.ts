@@ -101,6 +101,9 @@ export function withReferences(obj: JsonObject, values: JsonObject): JsonObject 
 export class ReferenceViews {
   private root: JsonObject | undefined;
   private readonly views = new Map<RuleReferences, SelectCache>();
+  // Values per set of references, with the ownerReferences they were looked up for: a rule's patch changes the
+  // object, rarely its ownerReferences (kept by identity when untouched), so the lookups are made once a request.
+  private readonly values = new Map<RuleReferences, { owners: JsonValue | undefined; values: JsonObject }>();
 
   constructor(
     private readonly reader: ReferenceReader,
@@ -119,8 +122,7 @@ export class ReferenceViews {
     }
     let view = this.views.get(refs);
     if (!view) {
-      const values = referenceValues(refs, root, this.namespace, this.reader);
-      view = new SelectCache(withReferences(root, values), base.budget);
+      view = new SelectCache(withReferences(root, this.valuesFor(refs, root)), base.budget);
       this.views.set(refs, view);
     }
     return view;
@@ -130,6 +132,20 @@ export class ReferenceViews {
   objectFor(rule: CompiledRule, obj: JsonObject): JsonObject {
     const refs = rule.references;
     if (!refs) return obj;
-    return withReferences(obj, referenceValues(refs, obj, this.namespace, this.reader));
+    return withReferences(obj, this.valuesFor(refs, obj));
   }
+
+  private valuesFor(refs: RuleReferences, obj: JsonObject): JsonObject {
+    const owners = refs.owner.levels > 0 ? ownerReferencesOf(obj) : undefined;
+    const hit = this.values.get(refs);
+    if (hit && hit.owners === owners) return hit.values;
+    const values = referenceValues(refs, obj, this.namespace, this.reader);
+    this.values.set(refs, { owners, values });
+    return values;
+  }
+}
+
+function ownerReferencesOf(obj: JsonObject): JsonValue | undefined {
+  const meta = obj.metadata;
+  return isJsonObject(meta) ? meta.ownerReferences : undefined;
 }

@@ -23,7 +23,7 @@ import { WebhookMetrics } from './metrics';
 import { AnswerMetrics } from './answer-metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
 import { holdBudgetMs, within } from './hold';
-import { referencesReady } from './references';
+import { referencesPending } from './references';
 import type { ReferenceSource } from '../store/references';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
@@ -412,10 +412,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
       return;
     }
-    if (
-      endpoint === 'dragnet' &&
-      !(await referencesReady(options.references, store.snapshot(), request, holdBudgetMs(req.url)))
-    ) {
+    const references =
+      endpoint === 'dragnet' ? referencesPending(options.references, store.snapshot(), request) : undefined;
+    if (references && !(await within(references, holdBudgetMs(req.url)))) {
       logger.warn('objects the rules read are not in the caches yet; left to the webhook failurePolicy', {
         object: objectRef(request),
         operation,
