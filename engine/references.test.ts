@@ -233,6 +233,35 @@ spec:
   });
 });
 
+describe('bad input', () => {
+  test('a referenced object of 1 MiB: read by key, iterated by a select, under the request budget', () => {
+    const data: Record<string, string> = {};
+    for (let i = 0; i < 1024; i++) data[`key-${i}`] = `${i}:`.padEnd(1024, 'x');
+    const big: JsonObject = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'big', namespace: 'shop' },
+      data,
+    };
+    expect(JSON.stringify(big).length).toBeGreaterThan(1024 * 1024);
+    const store = storeFromYaml(`
+kind: ModRule
+apiVersion: api.kubemod.io/v1beta1
+metadata: {name: big, namespace: shop}
+spec:
+  type: Patch
+  references: [{name: big, apiVersion: v1, kind: ConfigMap, objectName: big}]
+  match: [{select: '$.syntheticRefs.big.data.*', matchRegex: '^1000:'}]
+  patch: [{op: add, path: /metadata/labels/picked, value: '"{{ index .Target.syntheticRefs.big.data "key-7" | trunc 2 }}"'}]
+`);
+    const started = process.hrtime.bigint();
+    const out = run(store, chain.pod, referencesFrom([big]));
+    expect(labels(out).picked).toBe('7:');
+    expect(out.failures).toEqual([]);
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(2000);
+  });
+});
+
 function owned(name: string, owner: string): JsonObject {
   return {
     apiVersion: 'example.com/v1',

@@ -192,6 +192,16 @@ describe('ReferenceCaches', () => {
     expect(problems[1]).toBe('syntheticRefs.owner: owners of kind Widget are not read (--owner-kinds)');
   });
 
+  test('a referenced object of 1 MiB is held like any other', async () => {
+    const data: Record<string, string> = {};
+    for (let i = 0; i < 1024; i++) data[`key-${i}`] = 'x'.repeat(1024);
+    fake.put('configmaps', cm('platform', 'mirror', data));
+    store.upsertRule(mirrorRule());
+    expect(await ready()).toBeUndefined();
+    const held = caches.reader.get('', 'ConfigMap', 'platform', 'mirror');
+    expect(Object.keys(held?.data as JsonObject)).toHaveLength(1024);
+  });
+
   test('a watch no rule needs is stopped and its objects dropped', async () => {
     fake.put('configmaps', cm('platform', 'mirror', { host: 'x' }));
     store.upsertRule(mirrorRule());
