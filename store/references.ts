@@ -64,8 +64,13 @@ export class ReferencePartition {
   constructor(
     private readonly changed: () => void,
     /** What is kept of each object (e.g. only metadata, for owners read only by their metadata). */
-    private readonly shape: (obj: JsonObject) => JsonObject = (o) => o,
+    private shape: (obj: JsonObject) => JsonObject = (o) => o,
   ) {}
+
+  /** What is kept of objects from now on (those held stay as they are until listed again). */
+  reshape(shape: (obj: JsonObject) => JsonObject): void {
+    this.shape = shape;
+  }
 
   get size(): number {
     return this.objects.size;

@@ -143,6 +143,28 @@ describe('ReferenceCaches', () => {
     expect(caches.reader.get('apps', 'Deployment', 'shop', 'web')).toBeDefined();
   });
 
+  test('a rule reading more than metadata of owners makes the owner caches list whole objects again', async () => {
+    const chain = deploymentChain('shop');
+    const deployment = fake.put('deployments', chain.deployment);
+    const replicaSet = fake.put('replicasets', ownedBy(chain.replicaSet, deployment));
+    const owned = ownedBy(chain.pod, replicaSet);
+    store.upsertRule(ownerRule());
+    await caches.pending(rules(), owned, 'shop');
+    expect(caches.reader.get('apps', 'ReplicaSet', 'shop', 'web-7d9f8c6b5')?.spec).toBeUndefined();
+    store.upsertRule(
+      rule('kubemod-system', 'replicas', {
+        targetNamespaceRegex: '.*',
+        match: [{ select: '$.syntheticRefs.owner.spec.replicas' }],
+      }),
+    );
+    const wait = caches.pending(rules(), owned, 'shop');
+    expect(wait).toBeInstanceOf(Promise);
+    await wait;
+    expect(caches.reader.get('apps', 'ReplicaSet', 'shop', 'web-7d9f8c6b5')?.spec).toMatchObject({
+      replicas: 2,
+    });
+  });
+
   test('an owner the watch has not delivered yet is read once from the API server', async () => {
     const chain = deploymentChain('shop');
     const deployment = fake.put('deployments', chain.deployment);

@@ -27,6 +27,11 @@ export const DEFAULT_OWNER_KINDS: readonly string[] = [
 ];
 
 const ABSENT_MS = 10_000;
+
+/** What an owner cache keeps of each object. */
+function shapeOf(fields: 'metadata' | 'all'): (obj: JsonObject) => JsonObject {
+  return fields === 'metadata' ? metadataOnly : (o) => o;
+}
 const MAX_FETCHED = 1000;
 
 /** Why an owner of an object could not be looked up (for the rules' status), or undefined. */
@@ -34,6 +39,7 @@ export type OwnerProblem = { readonly kind: string; readonly why: string };
 
 export class OwnerCaches {
   private readonly watches = new Map<string, ReferenceWatch<'metadata' | 'all'>>();
+  private readonly partitions = new Map<string, ReferencePartition>();
   private readonly allowed: ReadonlySet<string>;
   private needs: OwnerNeeds | null = null;
   // Owners read from the API server on a cache miss, and owners found missing, until the watch has them.
@@ -56,15 +62,25 @@ export class OwnerCaches {
   reconcile(needs: OwnerNeeds | null): void {
     const before = this.needs;
     this.needs = needs;
+    if (before?.fields !== needs?.fields) {
+      // Owners read on a miss were kept in the old shape: they go (the watches list again).
+      for (const f of this.fetched.values()) f.part.remove(f.ns, f.name);
+      this.fetched.clear();
+    }
     for (const [id, watch] of this.watches) {
       const ns = id.split('|')[1];
       const wanted = needs && (needs.namespaces === 'all' ? ns === '' : needs.namespaces.has(ns));
       if (!wanted) {
         this.watches.delete(id);
+        this.partitions.delete(id);
         const [group, kind] = id.split('|')[0].split('/');
         this.objects.drop(group, kind, `owners:${id}`);
         void watch.stop();
-      } else if (before?.fields !== needs.fields) watch.retarget(needs.fields);
+      } else if (before?.fields !== needs.fields) {
+        // Keep (and list) whole objects, or only their metadata, from now on.
+        this.partitions.get(id)?.reshape(shapeOf(needs.fields));
+        watch.retarget(needs.fields);
+      }
     }
   }
 
@@ -122,10 +138,9 @@ export class OwnerCaches {
     const id = `${groupKind(group, kind)}|${scope}`;
     let watch = this.watches.get(id);
     if (!watch) {
-      const shape = (fields: 'metadata' | 'all') =>
-        fields === 'metadata' ? metadataOnly : (o: JsonObject) => o;
       const fields = this.needs?.fields ?? 'all';
-      const part = this.objects.partition(group, kind, `owners:${id}`, shape(fields));
+      const part = this.objects.partition(group, kind, `owners:${id}`, shapeOf(fields));
+      this.partitions.set(id, part);
       watch = new ReferenceWatch(
         { group, version, kind, namespace: scope, wants: fields },
         part,
@@ -156,12 +171,8 @@ export class OwnerCaches {
         if (ref.uid !== '' && metaString(owner, 'uid') !== ref.uid)
           throw new KubeApiError('uid differs', 404, 'NotFound');
         const fields = this.needs?.fields ?? 'all';
-        const part = this.objects.partition(
-          ref.group,
-          ref.kind,
-          'owners:fetched',
-          fields === 'metadata' ? metadataOnly : undefined,
-        );
+        const part = this.objects.partition(ref.group, ref.kind, 'owners:fetched');
+        part.reshape(shapeOf(fields));
         part.upsert({
           apiVersion: ref.group ? `${ref.group}/${ref.version}` : ref.version,
           kind: ref.kind,
