@@ -10,6 +10,10 @@ import { runCommand } from '../cli/testing';
 import { auditObject } from './evaluate';
 import { ReportBuilder } from './report';
 import { ListableResource } from './types';
+import { deploymentChain } from '../fixtures/owners';
+import { referencesFrom } from '../store/references';
+import { RuleStore } from '../store/rules';
+import { WITHHELD } from '../engine/outcome';
 
 const DEPLOYMENTS: ListableResource = {
   group: 'apps',
@@ -311,5 +315,56 @@ describe('auditObject', () => {
           'the webhook skipped: quarantined until 2026-11-23T10:00:00Z on this replica: ran out of its share',
       }),
     ]);
+  });
+});
+
+describe('auditObject with references', () => {
+  const REPLICASETS: ListableResource = { ...DEPLOYMENTS, resource: 'replicasets', kind: 'ReplicaSet' };
+  const chain = deploymentChain('shop');
+
+  test('rules read owners and named objects from the reader given; without one they are absent', () => {
+    const store = storeFromYaml(
+      rule(
+        'owner-team',
+        `  type: Patch
+  match: [{select: '$.syntheticRefs.owner.metadata.labels.team'}]
+  patch: [{op: add, path: /metadata/labels/team, value: '{{ .Target.syntheticRefs.owner.metadata.labels.team }}'}]`,
+      ),
+    );
+    const snapshot = store.snapshot();
+    const references = referencesFrom([chain.deployment]);
+    expect(auditObject(chain.replicaSet, REPLICASETS, { snapshot, references })).toMatchObject({
+      verdict: 'patch',
+      patch: [{ op: 'add', path: '/metadata/labels/team', value: 'payments' }],
+    });
+    expect(auditObject(chain.replicaSet, REPLICASETS, { snapshot })?.verdict).toBe('pass');
+  });
+
+  test('a rule reading a Secret: its rejection message stays out of the report', () => {
+    const store = new RuleStore({ references: { allowSecrets: true } });
+    store.upsertRule(
+      parse(
+        rule(
+          'no-token',
+          `  type: Reject
+  references: [{name: token, apiVersion: v1, kind: Secret, objectName: api}]
+  match: [{select: '$.syntheticRefs.token.data.token'}]
+  rejectMessage: 'token {{ .Target.syntheticRefs.token.data.token }}'`,
+        ),
+      ) as JsonObject,
+    );
+    const secret: JsonObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'api', namespace: 'shop' },
+      data: { token: 'c2VjcmV0' },
+    };
+    const audit = auditObject(chain.replicaSet, REPLICASETS, {
+      snapshot: store.snapshot(),
+      references: referencesFrom([secret]),
+    });
+    expect(audit?.verdict).toBe('reject');
+    expect(JSON.stringify(audit)).not.toContain('c2VjcmV0');
+    expect(audit?.message).toContain(WITHHELD);
   });
 });

@@ -1,6 +1,7 @@
 import { isJsonObject, jsonEqual, JsonObject } from '../util/json';
 import { admit, AdmissionInput, AdmissionOutcome, QuarantineCheck, RuleRef } from '../engine/admit';
 import { isIgnored, prepare, scopeOf } from '../engine/subject';
+import { NO_REFERENCES, ReferenceReader, ReferenceViews } from '../engine/references';
 import { applyOperationsShared, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from '../engine/patch';
 import { CompiledRule } from '../modrule/compile';
 import { RuleSnapshot } from '../store/rules';
@@ -12,6 +13,8 @@ import { apiVersionOf, ObjectAudit, ObjectRef, RuleResult, ListableResource } fr
 /** What an audit evaluates against: the rules and cluster manifests, and the webhook's request size limit. */
 export interface AuditContext {
   snapshot: RuleSnapshot;
+  /** Where rules' references are looked up (the operator's caches); omitted: every reference is absent. */
+  references?: ReferenceReader;
   /** The webhook's body limit (an UPDATE review carries the object twice); default 8 MiB. */
   maxBodyBytes?: number;
   /** The rules the webhook sets aside now (its quarantine): they are skipped there, so `error` here, not `pass`. */
@@ -74,10 +77,13 @@ export function auditObject(
     };
   }
 
-  const quarantined = context.quarantined;
-  const outcome = admit(request, snapshot, undefined, quarantined ? { quarantined } : undefined);
+  // Messages of rules that read a Secret are withheld: reports are objects in the cluster.
+  const outcome = admit(request, snapshot, undefined, {
+    quarantined: context.quarantined,
+    references: context.references,
+  });
   if (outcome.ignored) return undefined;
-  const changing = changingRules(request, snapshot, outcome);
+  const changing = changingRules(request, snapshot, outcome, context.references);
   const rejected = outcome.rejections.length
     ? new Map(outcome.rejections.map((r) => [key(r.rule), r.message]))
     : null;
@@ -164,6 +170,7 @@ function changingRules(
   request: AdmissionInput,
   snapshot: RuleSnapshot,
   outcome: AdmissionOutcome,
+  references: ReferenceReader | undefined,
 ): Set<string> {
   if (outcome.patched.length === 0) return new Set();
   // A rejected object gets no patch, but the rules that would have changed it are still worth reporting.
@@ -177,6 +184,7 @@ function changingRules(
   const namespace = request.namespace ?? '';
   const budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
   let current = prepare(request.object as JsonObject, request.namespace, snapshot).object;
+  const views = new ReferenceViews(references ?? NO_REFERENCES, namespace);
   const out = new Set<string>();
   for (const k of all) {
     const rule = byKey.get(k);
@@ -185,7 +193,7 @@ function changingRules(
     try {
       next = applyOperationsShared(
         current,
-        resolveOperations(rule, current, namespace, budget),
+        resolveOperations(rule, views.objectFor(rule, current), namespace, budget),
       ) as JsonObject;
     } catch {
       continue; // cannot happen for a rule that applied in the real run; credit it below if nothing else

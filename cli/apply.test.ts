@@ -431,3 +431,66 @@ describe('modrule apply', () => {
     expect(r.stdout).toContain('usage: modrule apply');
   });
 });
+
+describe('objects the rules read, from --cluster', () => {
+  const dir = join(__dirname, '..', 'examples', 'references');
+
+  test('owners and referenced objects come from --cluster; --explain says which were found', async () => {
+    const args = [
+      '--rules',
+      join(dir, 'rules.yaml'),
+      '-f',
+      join(dir, 'input.yaml'),
+      '-o',
+      'json',
+      '--explain',
+    ];
+    const withAll = await apply([...args, '--cluster', join(dir, 'cluster.yaml')]);
+    expect(withAll.code).toBe(EXIT.ok);
+    const verdicts = JSON.parse(withAll.stdout) as ApplyVerdict[];
+    const pod = verdicts[0];
+    expect(pod.object).toMatchObject({
+      metadata: { labels: { team: 'payments' } },
+      spec: {
+        containers: [{ image: 'mirror.example.com/library/nginx:1.27' }, {}],
+        priorityClassName: 'shop-standard',
+      },
+    });
+    const mirror = pod.explanation?.rules.find((r) => r.rule === 'kubemod-system/registry-mirror');
+    expect(mirror?.references).toEqual([
+      { name: 'mirror', target: 'ConfigMap platform/registry-mirror', found: true },
+    ]);
+    const without = await apply(args);
+    const bare = (JSON.parse(without.stdout) as ApplyVerdict[])[0];
+    expect(bare.rules).toEqual([]);
+    expect(
+      bare.explanation?.rules.find((r) => r.rule === 'kubemod-system/registry-mirror')?.references,
+    ).toEqual([{ name: 'mirror', target: 'ConfigMap platform/registry-mirror', found: false }]);
+  });
+
+  test('a tenant rule naming another namespace is refused with file, rule and field', async () => {
+    const rule = join(mkdtempSync(join(tmpdir(), 'modrule-refs-')), 'rule.yaml');
+    writeFileSync(
+      rule,
+      stringify({
+        apiVersion: 'api.kubemod.io/v1beta1',
+        kind: 'ModRule',
+        metadata: { name: 'peek', namespace: 'shop' },
+        spec: {
+          type: 'Patch',
+          references: [
+            { name: 'x', apiVersion: 'v1', kind: 'Secret', namespace: 'bank', objectName: 'vault' },
+          ],
+          match: [{ select: '$.kind' }],
+          patch: [{ op: 'add', path: '/metadata/labels/x', value: 'y' }],
+        },
+      }),
+    );
+    await expect(apply(['--rules', rule, '-f', join(dir, 'input.yaml')])).rejects.toThrow(
+      `${rule}: ModRule shop/peek: spec.references[0].namespace: Forbidden: a ModRule reads only objects of its own namespace (shop)`,
+    );
+    await expect(apply(['--rules', rule, '-f', join(dir, 'input.yaml')])).rejects.toThrow(
+      'spec.references[0].kind: Forbidden: Secret references are off',
+    );
+  });
+});

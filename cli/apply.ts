@@ -5,12 +5,13 @@ import { ManifestSyntaxError, parseManifestEntries, stringifyManifests } from '.
 import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
 import { admit, AdmissionInput, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
-import { compileModRule } from '../modrule/compile';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, ModRule, MODRULE_KIND } from '../modrule/types';
+import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { ReadObject, warnDuplicateKeys } from './duplicates';
+import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
 import { EXIT, exitHelp } from './exit';
+import { allowSecretsHelp, standInCluster } from './cluster';
 import { formatExplanation, palette } from './explain';
 import { CommandIO, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
 
@@ -22,7 +23,8 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
   -f, --file PATH|-     objects to admit (multi-document YAML/JSON or kind: List); - or no --file reads
                         standard input
-  --cluster PATH        Namespace and Node manifests standing in for the cluster; repeatable
+  --cluster PATH        objects standing in for the cluster: Namespaces, Nodes (syntheticRefs.namespace/node),
+                        owners (syntheticRefs.owner) and objects rules reference (spec.references); repeatable
   --operation OP        CREATE (default), UPDATE or DELETE (--file then holds the objects being deleted)
   --old PATH            previous versions of the objects for UPDATE (matched by kind/namespace/name); repeatable
   --namespace NS        namespace for ModRules and namespaced objects that name none (default "default")
@@ -34,39 +36,13 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
   --record-patched-by   annotate each patched object with the rules that patched it (modrule.io/patched-by), as
                         the operator does with --record-patched-by
+${allowSecretsHelp(24)}
   -h, --help            show this help
 
 ${exitHelp('at least one object rejected')}`;
 
 /** Kinds the API server stores without a namespace (objects of other kinds take --namespace). */
-export const CLUSTER_SCOPED_KINDS: ReadonlySet<string> = new Set([
-  'APIService',
-  'CertificateSigningRequest',
-  'ClusterIssuer',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'ComponentStatus',
-  'CSIDriver',
-  'CSINode',
-  'CustomResourceDefinition',
-  'FlowSchema',
-  'IngressClass',
-  'MutatingAdmissionPolicy',
-  'MutatingAdmissionPolicyBinding',
-  'MutatingWebhookConfiguration',
-  'Namespace',
-  'Node',
-  'PersistentVolume',
-  'PodSecurityPolicy',
-  'PriorityClass',
-  'PriorityLevelConfiguration',
-  'RuntimeClass',
-  'StorageClass',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-  'ValidatingWebhookConfiguration',
-  'VolumeAttachment',
-]);
+export { CLUSTER_SCOPED_KINDS };
 
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 
@@ -111,6 +87,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
         output: { type: 'string', short: 'o', default: 'yaml' },
         explain: { type: 'boolean', default: false },
         'record-patched-by': { type: 'boolean', default: false },
+        'allow-secret-references': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -134,15 +111,15 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     throw new UsageError(`--old only makes sense with --operation UPDATE`);
   const defaultNamespace = opts.namespace;
 
-  const store = new RuleStore({ clusterNamespace: opts['cluster-namespace'] });
-  const rules = await loadRules(store, opts.rules, defaultNamespace, io);
-
-  const cluster = await loadPaths(opts.cluster ?? [], io);
-  warnDuplicateKeys(cluster, io);
-  for (const { object } of cluster) {
-    if (object.kind === 'Namespace') store.upsertNamespace(object);
-    else if (object.kind === 'Node') store.upsertNode(object);
-  }
+  const store = new RuleStore({
+    clusterNamespace: opts['cluster-namespace'],
+    references: { allowSecrets: opts['allow-secret-references'] },
+  });
+  await loadRules(store, opts.rules, defaultNamespace, io);
+  const clusterFiles = await loadPaths(opts.cluster ?? [], io);
+  warnDuplicateKeys(clusterFiles, io);
+  const cluster = clusterFiles.map((l) => l.object);
+  const references = standInCluster(store, cluster, defaultNamespace);
 
   const olds = new Map<string, JsonObject>();
   const oldObjects = await loadPaths(opts.old ?? [], io);
@@ -152,7 +129,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const inputs = await loadPaths([file], io);
   warnDuplicateKeys(inputs, io);
   const snapshot = store.snapshot();
-  const compiled = opts.explain ? rules.map((r) => compileModRule(r as unknown as ModRule)) : [];
+  const compiled = opts.explain ? store.allRules() : [];
   const verdicts: ApplyVerdict[] = [];
   const admitted: JsonObject[] = [];
   let rejected = false;
@@ -167,9 +144,14 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       olds.get(identity(object, namespace)) ?? null,
       namespace,
     );
-    const outcome = admit(input, snapshot, undefined, { recordPatchedBy: opts['record-patched-by'] });
+    // Offline, on the user's own files: messages of rules reading Secrets are shown.
+    const outcome = admit(input, snapshot, undefined, {
+      references,
+      withholdSecrets: false,
+      recordPatchedBy: opts['record-patched-by'],
+    });
     const label = `${String(object.kind ?? '<no kind>')} ${namespace ? `${namespace}/` : ''}${nameOf(object)}`;
-    const explanation = opts.explain ? explainAdmission(input, snapshot, compiled) : undefined;
+    const explanation = opts.explain ? explainAdmission(input, snapshot, compiled, references) : undefined;
     if (explanation && opts.output === 'yaml')
       io.stderr(formatExplanation(label, explanation, palette(false)));
     for (const f of outcome.failures) {

@@ -2,6 +2,8 @@ import { parseArgs } from 'node:util';
 import { JsonObject } from '../util/json';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
+import { ReferenceCaches } from '../operator/references/caches';
+import { silentLogger } from '../util/logger';
 import { auditObject } from '../audit/evaluate';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { resourceName } from '../audit/types';
@@ -244,69 +246,79 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
     `modrule audit: ${snapshot.ruleCount} ModRules; listing ${prepared.plan.targets.map((t) => resourceName(t.resource)).join(', ') || 'nothing'}\n`,
   );
 
-  const out = auditOutput(io, options.output, options.reportFormat);
-  const applied: Record<ApplyOutcome['status'], number> = {
-    patched: 0,
-    'dry-run': 0,
-    'in-line': 0,
-    rejected: 0,
-    gone: 0,
-    failed: 0,
-  };
-  let conflicts = 0;
-  const pool = new Pool(options.concurrency);
-  const applyOptions = {
-    client,
-    limiter,
-    dryRun: options.dryRun,
-    reaudit: (object: JsonObject, resource: Parameters<typeof auditObject>[1]) =>
-      auditObject(object, resource, { snapshot }),
-  };
-  const scan = await scanCluster(
-    {
+  // Rules that read other objects: the operator's reference caches, filled from this cluster for this run.
+  const references = state.store.allRules().some((r) => r.references)
+    ? new ReferenceCaches({ client, logger: silentLogger(), store: state.store })
+    : undefined;
+  references?.start();
+  try {
+    const out = auditOutput(io, options.output, options.reportFormat);
+    const applied: Record<ApplyOutcome['status'], number> = {
+      patched: 0,
+      'dry-run': 0,
+      'in-line': 0,
+      rejected: 0,
+      gone: 0,
+      failed: 0,
+    };
+    let conflicts = 0;
+    const pool = new Pool(options.concurrency);
+    const applyOptions = {
       client,
-      snapshot,
-      plan: prepared.plan,
-      scope: prepared.scope,
-      labelSelector: options.selector,
-      pageSize: options.pageSize,
       limiter,
-      maxObjects: options.maxObjects,
-      onProgress: (p) => {
-        if (p.elapsedMs >= 2000) io.stderr(progressLine(p));
+      dryRun: options.dryRun,
+      reaudit: (object: JsonObject, resource: Parameters<typeof auditObject>[1]) =>
+        auditObject(object, resource, { snapshot, references: references?.reader }),
+    };
+    const scan = await scanCluster(
+      {
+        client,
+        snapshot,
+        plan: prepared.plan,
+        scope: prepared.scope,
+        labelSelector: options.selector,
+        pageSize: options.pageSize,
+        limiter,
+        maxObjects: options.maxObjects,
+        references,
+        onProgress: (p) => {
+          if (p.elapsedMs >= 2000) io.stderr(progressLine(p));
+        },
       },
-    },
-    async (audit, resource) => {
-      if (!options.apply || audit.verdict === 'pass' || audit.verdict === 'error') return out.object(audit);
-      if (audit.verdict === 'reject') {
-        applied.rejected++;
-        return out.object(audit, { status: 'rejected', message: audit.message, conflicts: 0 });
-      }
-      await pool.submit(async () => {
-        const outcome = await bringInLine(audit, resource, applyOptions);
-        applied[outcome.status]++;
-        conflicts += outcome.conflicts;
-        out.object(audit, outcome);
-      });
-    },
-  );
-  await pool.drain();
-  const problems = [...prepared.problems, ...scan.problems];
-  const summary: AuditSummary = {
-    scan,
-    problems,
-    notes,
-    resources: prepared.plan.targets.length,
-    applied: options.apply ? applied : undefined,
-    conflicts,
-  };
-  out.finish(summary);
-  // A partial answer cannot say "nothing would change": it is an error, after everything it did find is printed.
-  if (!scan.complete || problems.length > 0) return EXIT.error;
-  const remaining = options.apply
-    ? applied['dry-run'] + applied.rejected + applied.failed
-    : scan.verdicts.patch + scan.verdicts.reject;
-  return remaining > 0 ? EXIT.finding : EXIT.ok;
+      async (audit, resource) => {
+        if (!options.apply || audit.verdict === 'pass' || audit.verdict === 'error') return out.object(audit);
+        if (audit.verdict === 'reject') {
+          applied.rejected++;
+          return out.object(audit, { status: 'rejected', message: audit.message, conflicts: 0 });
+        }
+        await pool.submit(async () => {
+          const outcome = await bringInLine(audit, resource, applyOptions);
+          applied[outcome.status]++;
+          conflicts += outcome.conflicts;
+          out.object(audit, outcome);
+        });
+      },
+    );
+    await pool.drain();
+    const problems = [...prepared.problems, ...scan.problems];
+    const summary: AuditSummary = {
+      scan,
+      problems,
+      notes,
+      resources: prepared.plan.targets.length,
+      applied: options.apply ? applied : undefined,
+      conflicts,
+    };
+    out.finish(summary);
+    // A partial answer cannot say "nothing would change": it is an error, after everything it did find is printed.
+    if (!scan.complete || problems.length > 0) return EXIT.error;
+    const remaining = options.apply
+      ? applied['dry-run'] + applied.rejected + applied.failed
+      : scan.verdicts.patch + scan.verdicts.reject;
+    return remaining > 0 ? EXIT.finding : EXIT.ok;
+  } finally {
+    await references?.stop();
+  }
 }
 
 /** modrule audit. */

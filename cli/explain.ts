@@ -64,6 +64,17 @@ function ruleLines(rule: RuleExplanation, p: Palette): string[] {
       ? p.green('matched')
       : p.red(`not matched (match[${failing < 0 ? '?' : failing}] failed)`);
   const lines = [`${head}: ${status}`];
+  for (const r of rule.references ?? []) {
+    const found =
+      typeof r.found === 'number'
+        ? r.name === 'owner'
+          ? `${r.found} level(s) found`
+          : `${r.found} object(s)`
+        : r.found
+          ? 'found'
+          : p.yellow('absent');
+    lines.push(`    syntheticRefs.${r.name}: ${r.target}: ${found}`);
+  }
   rule.items.forEach((item, i) => lines.push(...itemLines(item, i === failing, p)));
   for (const o of rule.operations ?? [])
     lines.push(`    patch: ${o.op} ${o.path}${o.value === undefined ? '' : ` = ${shortValue(o.value)}`}`);

@@ -9,6 +9,7 @@ import { FakeApiServer } from '../operator/testing/fake-apiserver';
 import { brokenRule, labelRule } from '../operator/testing/objects';
 import { decodePatch, makeReview, postReview, send } from '../webhook/testing';
 import { CommandIO } from './io';
+import { DEFAULT_OWNER_KINDS } from '../operator/references/owners';
 import { parseOperatorArgs, runOperator } from './operator';
 
 const noSaNamespace = () => undefined;
@@ -28,6 +29,7 @@ describe('parseOperatorArgs', () => {
       nativePolicies: 'opt-in',
       dragnetScope: 'rules',
       recordPatchedBy: false,
+      references: { allowSecrets: false, ownerKinds: [...DEFAULT_OWNER_KINDS] },
     });
   });
 
@@ -41,6 +43,29 @@ describe('parseOperatorArgs', () => {
     expect(() => parseOperatorArgs([], { MODRULE_RECORD_PATCHED_BY: 'yes' }, noSaNamespace)).toThrow(
       'MODRULE_RECORD_PATCHED_BY must be true or false, got "yes"',
     );
+  });
+
+  it('takes what rules may read from --allow-secret-references and --owner-kinds, or the environment', () => {
+    expect(
+      parseOperatorArgs(
+        ['--allow-secret-references', '--owner-kinds', 'apps/ReplicaSet, argoproj.io/Rollout'],
+        {},
+        noSaNamespace,
+      ),
+    ).toMatchObject({
+      references: { allowSecrets: true, ownerKinds: ['apps/ReplicaSet', 'argoproj.io/Rollout'] },
+    });
+    expect(
+      parseOperatorArgs(
+        [],
+        { MODRULE_ALLOW_SECRET_REFERENCES: 'true', MODRULE_OWNER_KINDS: 'batch/Job' },
+        noSaNamespace,
+      ),
+    ).toMatchObject({ references: { allowSecrets: true, ownerKinds: ['batch/Job'] } });
+    expect(() => parseOperatorArgs(['--owner-kinds', 'replicasets'], {}, noSaNamespace)).toThrow(
+      '--owner-kinds: "replicasets" is not group/Kind',
+    );
+    expect(() => parseOperatorArgs(['--owner-kinds', 'Secret'], {}, noSaNamespace)).toThrow('never followed');
   });
 
   it('keeps the wide net with --dragnet-scope wide or MODRULE_DRAGNET_SCOPE=wide', () => {
@@ -109,6 +134,7 @@ describe('parseOperatorArgs', () => {
       nativePolicies: 'all',
       dragnetScope: 'rules',
       recordPatchedBy: false,
+      references: { allowSecrets: false, ownerKinds: [...DEFAULT_OWNER_KINDS] },
     });
     expect(
       parseOperatorArgs(

@@ -11,6 +11,7 @@ import { NativeMode } from '../operator/native';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { BackgroundAuditConfig } from '../operator/audit/background';
+import { DEFAULT_OWNER_KINDS } from '../operator/references/owners';
 import { budgetHelp, parseBudget } from './budget';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
@@ -44,6 +45,12 @@ options (environment variable in brackets):
                            "false"; off [MODRULE_NATIVE_POLICIES] (default opt-in)
   --record-patched-by      annotate every object a ModRule patches with the rules that patched it (modrule.io/patched-by;
                            docs/operator.md) [MODRULE_RECORD_PATCHED_BY=true] (default off: objects as KubeMod leaves them)
+  --allow-secret-references
+                           ModRules may reference Secrets (spec.references); a value read from one never
+                           appears in a log line, warning, Event or report [MODRULE_ALLOW_SECRET_REFERENCES=true]
+                           (default off; needs RBAC for secrets, see docs/references.md)
+  --owner-kinds LIST       owner kinds followed for syntheticRefs.owner, comma-separated group/Kind (core: Kind)
+                           [MODRULE_OWNER_KINDS] (default ${DEFAULT_OWNER_KINDS.join(',')})
 ${budgetHelp(true, 27)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
@@ -142,6 +149,8 @@ export function parseOperatorArgs(
         reports: { type: 'string' },
         'reports-interval': { type: 'string' },
         'record-patched-by': { type: 'boolean' },
+        'allow-secret-references': { type: 'boolean' },
+        'owner-kinds': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -194,6 +203,13 @@ export function parseOperatorArgs(
     'MODRULE_REPORTS_INTERVAL',
     '3600',
   );
+  const [ownerKinds, ownerKindsWhere] = pick(
+    'owner-kinds',
+    'MODRULE_OWNER_KINDS',
+    DEFAULT_OWNER_KINDS.join(','),
+  );
+  const allowSecrets =
+    v['allow-secret-references'] === true || env.MODRULE_ALLOW_SECRET_REFERENCES === 'true';
   const clusterNamespace = namespaceName(clusterNs, clusterWhere);
   const podNs = env.POD_NAMESPACE || fallbackNamespace() || clusterNamespace;
   return {
@@ -210,6 +226,7 @@ export function parseOperatorArgs(
     dragnetScope,
     reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
     recordPatchedBy: v['record-patched-by'] ?? envBoolean(env, 'MODRULE_RECORD_PATCHED_BY'),
+    references: { allowSecrets, ownerKinds: kindList(ownerKinds, ownerKindsWhere) },
   };
 }
 
@@ -219,6 +236,22 @@ function envBoolean(env: Env, name: string): boolean {
   if (value === '' || value === 'false') return false;
   if (value === 'true') return true;
   throw new UsageError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+/** group/Kind list (core kinds without a group); throws on anything else. */
+function kindList(value: string, where: string): string[] {
+  const kinds = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const k of kinds) {
+    if (!/^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Z][A-Za-z0-9]*$/.test(k))
+      throw new UsageError(
+        `${where}: "${k}" is not group/Kind (e.g. apps/ReplicaSet, or Kind for the core group)`,
+      );
+    if (k === 'Secret') throw new UsageError(`${where}: Secrets are never followed as owners`);
+  }
+  return kinds;
 }
 
 /** Test and embedding hooks for runOperator. */

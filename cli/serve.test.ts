@@ -2,6 +2,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { AddressInfo, connect, createServer } from 'node:net';
 import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import { AdmissionReview } from '../webhook/admission';
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
@@ -39,6 +40,7 @@ describe('parseServeArgs', () => {
       cert: undefined,
       key: undefined,
       certDir: undefined,
+      allowSecretReferences: false,
       budget: { ms: 100, steps: 1_000_000 },
       recordPatchedBy: false,
     });
@@ -274,6 +276,57 @@ describe('serve --local', () => {
       expect(answer.review.response?.uid).toBe(sent.request?.uid);
       check(answer.review);
     }
+  });
+
+  it('serves rules that read owners and referenced objects from the files, and follows their edits', async () => {
+    const refs = join(dir, 'refs');
+    const from = join(__dirname, '..', 'examples', 'references');
+    await cp(join(from, 'rules.yaml'), join(refs, 'rules.yaml'));
+    await cp(join(from, 'cluster.yaml'), join(refs, 'cluster.yaml'));
+    server = await startLocalServer(
+      ['--local', refs, '--port', '0', '--health-port', '0', '--cert-dir', join(dir, 'c')],
+      captureIO(),
+      { logger: silentLogger(), pollMs: 50, debounceMs: 20 },
+    );
+    if (!server) throw new Error('no server');
+    const s = server;
+    expect(s.firstLoad).toMatchObject({ rules: 4, namespaces: 1, objects: 5, errors: [] });
+    const ca = await readFile(s.caFile, 'utf8');
+    const [pod] = parseAllDocuments(await readFile(join(from, 'input.yaml'), 'utf8')).map(
+      (d) => d.toJS() as JsonObject,
+    );
+    const sent: AdmissionReview & { request: { object: JsonObject } } = {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'c0ffee00-0000-4000-8000-000000000001',
+        kind: { group: '', version: 'v1', kind: 'Pod' },
+        resource: { group: '', version: 'v1', resource: 'pods' },
+        namespace: 'shop',
+        operation: 'CREATE',
+        userInfo: { username: 'system:serviceaccount:kube-system:replicaset-controller' },
+        object: pod,
+      },
+    } as AdmissionReview & { request: { object: JsonObject } };
+    const admitted = async (): Promise<JsonObject> => {
+      const answer = await postReview(s.webhook.url, WEBHOOK_PATHS.dragnet, sent, ca);
+      return applyPatch(pod, decodePatch(answer.review) as JsonPatchOperation[]) as JsonObject;
+    };
+    const first = await admitted();
+    expect((first.metadata as JsonObject).labels).toMatchObject({ team: 'payments' });
+    expect(((first.spec as JsonObject).containers as JsonObject[])[0].image).toBe(
+      'mirror.example.com/library/nginx:1.27',
+    );
+    const cluster = join(refs, 'cluster.yaml');
+    await writeFile(
+      cluster,
+      (await readFile(cluster, 'utf8')).replace('mirror.example.com', 'mirror.internal'),
+    );
+    await until(async () =>
+      String(((await admitted()).spec as { containers: JsonObject[] }).containers[0].image).startsWith(
+        'mirror.internal/',
+      ),
+    );
   });
 
   it('holds dragnet requests that arrive during the first load until the rules are in', async () => {

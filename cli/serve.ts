@@ -13,13 +13,15 @@ import { FileTlsSource, MemoryTlsSource, TlsSource } from '../webhook/tls';
 import { BudgetLimits } from '../util/budget';
 import { budgetHelp, parseBudget } from './budget';
 import { EXIT, exitHelp } from './exit';
+import { allowSecretsHelp } from './cluster';
+import { ReferenceObjects, readySource } from '../store/references';
 import { CommandIO, STDIN, UsageError } from './io';
 
 const HELP = `usage: modrule serve --local [PATH...] [options]
 
-Runs the admission webhook with ModRules, Namespaces and Nodes read from YAML files and folders
-(recursive, multi-document) instead of a cluster, and reloads them when they change. Without PATHs
-it serves the bundled examples/local/.
+Runs the admission webhook with ModRules, Namespaces, Nodes and the objects rules read (owners,
+spec.references) from YAML files and folders (recursive, multi-document) instead of a cluster, and
+reloads them when they change. Without PATHs it serves the bundled examples/local/.
 
 options:
   --local                    required: take rules from files (the in-cluster server is "modrule operator")
@@ -32,6 +34,7 @@ options:
   --cert-dir DIR             where generated ca.crt, tls.crt, tls.key go (default a new temp folder)
   --log-level LEVEL          error|warn|info|debug (default info)
   --record-patched-by        annotate patched objects with the rules that patched them (modrule.io/patched-by)
+${allowSecretsHelp(29)}
 ${budgetHelp(false, 29)}
 SIGTERM or SIGINT (Ctrl-C) stops it: in-flight requests finish (at most 10 s), then it exits 0.
 ${exitHelp()}`;
@@ -49,6 +52,8 @@ export interface ServeOptions {
   cert?: string;
   key?: string;
   certDir?: string;
+  /** Rules may reference Secrets. */
+  allowSecretReferences: boolean;
   /** Work and time one dragnet request may use. */
   budget: BudgetLimits;
   /** Annotate patched objects with the rules that patched them (engine/record.ts). */
@@ -92,6 +97,7 @@ export function parseServeArgs(args: string[]): ServeOptions | 'help' {
         cert: { type: 'string' },
         key: { type: 'string' },
         'cert-dir': { type: 'string' },
+        'allow-secret-references': { type: 'boolean' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
         'record-patched-by': { type: 'boolean' },
@@ -128,6 +134,7 @@ export function parseServeArgs(args: string[]): ServeOptions | 'help' {
     cert: v.cert,
     key: v.key,
     certDir: v['cert-dir'],
+    allowSecretReferences: v['allow-secret-references'] === true,
     budget: parseBudget(
       { value: v['request-budget-ms'], where: '--request-budget-ms' },
       { value: v['request-budget-steps'], where: '--request-budget-steps' },
@@ -222,10 +229,16 @@ export async function startLocalServer(
   const paths = options.paths.map((p) => resolve(p));
   for (const p of paths) if (!existsSync(p)) throw new UsageError(`no such file or folder: ${p}`);
   const logger = overrides.logger ?? createLogger(options.logLevel);
-  const store = new RuleStore({ clusterNamespace: options.clusterNamespace, keepSource: false });
+  const store = new RuleStore({
+    clusterNamespace: options.clusterNamespace,
+    keepSource: false,
+    references: { allowSecrets: options.allowSecretReferences },
+  });
+  const references = new ReferenceObjects();
   const source = new LocalRuleSource({
     paths,
     store,
+    references,
     logger,
     pollMs: overrides.pollMs,
     debounceMs: overrides.debounceMs,
@@ -249,6 +262,8 @@ export async function startLocalServer(
       rulesLoaded,
       budget: options.budget,
       recordPatchedBy: options.recordPatchedBy,
+      // Loaded with the rules, before the first request is answered: nothing to wait for.
+      references: readySource(references),
     });
   } catch (err) {
     tls.close();

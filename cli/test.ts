@@ -11,8 +11,8 @@ const USAGE = `usage: modrule test PATH... [--output text|json] [--junit FILE] [
 
 Runs ModRule test suites: files named modrule-test.yaml (or NAME.modrule-test.yaml), found recursively under
 each PATH (a file PATH is read whatever its name; "-" reads one from standard input, and its relative paths are
-then taken from the current folder). Each names its ModRules, the objects to admit, optional Namespaces and
-Nodes, and the expected result per object: patched, rejected, unchanged or error.
+then taken from the current folder). Each names its ModRules, the objects to admit, optional cluster
+objects (Namespaces, Nodes, owners, referenced objects), and the expected result per object: patched, rejected, unchanged or error.
 
   -o, --output text|json  text (default): one row per case, then each failure with a diff and the explanation
   --junit FILE            also write a JUnit XML report (for CI systems), even when suites do not load

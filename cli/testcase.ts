@@ -4,9 +4,10 @@ import { stringify } from 'yaml';
 import { admit, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
 import { JsonObject, JsonValue } from '../util/json';
-import { compileModRule } from '../modrule/compile';
-import { AdmissionOperation, ModRule } from '../modrule/types';
+import { AdmissionOperation } from '../modrule/types';
 import { RuleStore } from '../store/rules';
+import type { ReferenceObjects } from '../store/references';
+import { standInCluster } from './cluster';
 import { admissionInput, restoreNamespace, resultObject, withNamespace } from './apply';
 import { displayName, STDIN } from './io';
 import { diffLines, firstMismatch, projectOnto, withContext } from './diff';
@@ -34,29 +35,29 @@ export interface CaseReport {
 
 /** Runs every case of a suite; failing cases (every case with explainAll) carry the explanation. */
 export function runSuite(p: Prepared, explainAll: boolean): CaseReport[] {
-  const stores = new Map<string, { store: RuleStore; rules: JsonObject[] }>();
-  const storeFor = (keys: string[]): { store: RuleStore; rules: JsonObject[] } => {
+  type Entry = { store: RuleStore; references: ReferenceObjects };
+  const stores = new Map<string, Entry>();
+  const storeFor = (keys: string[]): Entry => {
     const id = keys.length === 0 ? '*' : [...keys].sort().join(',');
     let entry = stores.get(id);
     if (!entry) {
-      const store = new RuleStore({ clusterNamespace: p.spec.clusterNamespace });
+      const store = new RuleStore({
+        clusterNamespace: p.spec.clusterNamespace,
+        references: { allowSecrets: p.spec.allowSecretReferences },
+      });
       const rules = keys.length === 0 ? p.rules : p.rules.filter((r) => keys.includes(ruleKeyOf(r)));
       for (const r of rules) store.upsertRule(r);
-      for (const o of p.cluster) {
-        if (o.kind === 'Namespace') store.upsertNamespace(o);
-        else store.upsertNode(o);
-      }
-      entry = { store, rules };
+      entry = { store, references: standInCluster(store, p.cluster, p.spec.namespace) };
       stores.set(id, entry);
     }
     return entry;
   };
   return p.cases.map(({ result, candidate, ruleKeys }) => {
-    const { store, rules } = storeFor(ruleKeys);
+    const { store, references } = storeFor(ruleKeys);
     const snapshot = store.snapshot();
     const subject = withNamespace(candidate.object, candidate.namespace);
     const input = admissionInput(candidate.operation, subject, candidate.old, candidate.namespace);
-    const outcome = admit(input, snapshot);
+    const outcome = admit(input, snapshot, undefined, { references, withholdSecrets: false });
     const object = restoreNamespace(resultObject(outcome, subject), candidate.object);
     const verdict = check(result.expect, outcome, object);
     const report: CaseReport = {
@@ -71,10 +72,8 @@ export function runSuite(p: Prepared, explainAll: boolean): CaseReport[] {
       ...(verdict.reason ? { reason: verdict.reason } : {}),
       ...(verdict.diff ? { diff: verdict.diff } : {}),
     };
-    if (!verdict.pass || explainAll) {
-      const compiled = rules.map((r) => compileModRule(r as unknown as ModRule));
-      report.explanation = explainAdmission(input, snapshot, compiled);
-    }
+    if (!verdict.pass || explainAll)
+      report.explanation = explainAdmission(input, snapshot, store.allRules(), references);
     return report;
   });
 }

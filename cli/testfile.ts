@@ -44,6 +44,8 @@ export interface TestSpec {
   rules: string[];
   resources: ResourceSpec[];
   cluster: string[];
+  /** Whether the rules may reference Secrets (as the operator's --allow-secret-references). */
+  allowSecretReferences: boolean;
   /** `patched: FILE` expectations carry the file in `source`; the caller reads it (parsing does no I/O). */
   results: ResultSpec[];
 }
@@ -63,6 +65,7 @@ const TOP_FIELDS = [
   'rules',
   'resources',
   'cluster',
+  'allowSecretReferences',
   'results',
 ];
 const RESOURCE_FIELDS = ['file', 'operation', 'old'];
@@ -109,6 +112,8 @@ export function parseTestSpec(
   const clusterNamespace = optionalString(doc, 'clusterNamespace', problem);
   const rules = pathList(doc.rules, 'rules', true, problem).map(path);
   const cluster = pathList(doc.cluster, 'cluster', false, problem).map(path);
+  const allowSecrets = doc.allowSecretReferences ?? false;
+  if (typeof allowSecrets !== 'boolean') problem('allowSecretReferences', 'must be true or false');
 
   const resources: ResourceSpec[] = [];
   if (!Array.isArray(doc.resources) || doc.resources.length === 0) {
@@ -179,7 +184,17 @@ export function parseTestSpec(
   if (problems.length > 0) return { problems };
   return {
     problems,
-    spec: { file, name, namespace, clusterNamespace, rules, resources, cluster, results },
+    spec: {
+      file,
+      name,
+      namespace,
+      clusterNamespace,
+      rules,
+      resources,
+      cluster,
+      allowSecretReferences: allowSecrets === true,
+      results,
+    },
   };
 }
 

@@ -110,14 +110,15 @@ export async function prepareFile(file: string, io: CommandIO): Promise<Prepared
 
 async function prepareSpec(spec: TestSpec, where: string, io: CommandIO): Promise<Prepared> {
   const inTest = (message: string): UsageError => new UsageError(`${where}: ${message}`);
-  const store = new RuleStore({ clusterNamespace: spec.clusterNamespace });
+  const store = new RuleStore({
+    clusterNamespace: spec.clusterNamespace,
+    references: { allowSecrets: spec.allowSecretReferences },
+  });
   const rules = await loadRules(store, spec.rules, spec.namespace, io).catch(rethrowIn(inTest));
+  // Namespaces, Nodes, owners and objects the rules reference.
   const clusterFiles = await loadPaths(spec.cluster, io).catch(rethrowIn(inTest));
   warnDuplicateKeys(clusterFiles, io);
   const cluster = clusterFiles.map((l) => l.object);
-  for (const o of cluster)
-    if (o.kind !== 'Namespace' && o.kind !== 'Node')
-      throw inTest(`cluster: only Namespaces and Nodes stand in for the cluster, found ${String(o.kind)}`);
 
   const candidates: Candidate[] = [];
   for (const r of spec.resources) {

@@ -5,8 +5,10 @@ import { analyzeModRule, CompiledRule } from '../modrule/compile';
 import { findShadowedRules, lintModRule } from '../modrule/lint';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { validateModRule } from '../modrule/validate';
+import { DEFAULT_REFERENCE_POLICY, ReferencePolicy } from '../modrule/references';
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
+import { allowSecretsHelp } from './cluster';
 import { expandPath } from './apply';
 import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { parsePathArgs } from './args';
@@ -27,6 +29,7 @@ kinds; give the folder of your CRDs as another PATH), with the kind it is likely
 
   -o, --output text|json  text (default): one line per finding; json: one array of findings
   --strict                warnings fail too
+${allowSecretsHelp(26)}
   -h, --help              show this help
 
 ${exitHelp('at least one problem (broken YAML included; warnings too with --strict)', 'a PATH that cannot be read')}`;
@@ -54,10 +57,12 @@ const API_GROUP = 'api.kubemod.io/';
 export const run: Command = async (args, io) => {
   const parsed = parsePathArgs('validate', USAGE, args, io, {
     strict: { type: 'boolean', default: false },
+    'allow-secret-references': { type: 'boolean', default: false },
   });
   if (typeof parsed === 'number') return parsed;
   const { values, output, paths: positionals } = parsed;
-  const { findings, files, rules, unreadable } = await validatePaths(positionals, io);
+  const policy = { ...DEFAULT_REFERENCE_POLICY, allowSecrets: values['allow-secret-references'] === true };
+  const { findings, files, rules, unreadable } = await validatePaths(positionals, io, policy);
   const errors = findings.filter((f) => f.severity === 'error').length;
   const warnings = findings.length - errors;
   if (output === 'json') io.stdout(JSON.stringify(findings, null, 2) + '\n');
@@ -91,6 +96,7 @@ export function formatFinding(f: Finding): string {
 export async function validatePaths(
   paths: readonly string[],
   io: CommandIO,
+  policy: ReferencePolicy = DEFAULT_REFERENCE_POLICY,
 ): Promise<{ findings: Finding[]; files: number; rules: number; unreadable: number }> {
   const findings: Finding[] = [];
   let fileCount = 0;
@@ -153,13 +159,13 @@ export async function validatePaths(
           findings.push(finding('error', file, doc.index, d.line, rule, p.field, p.message));
         }
         // The same function the validating webhook calls (webhook/modrule.ts).
-        const problems = validateModRule(value);
+        const problems = validateModRule(value, policy);
         for (const p of problems)
           findings.push(
             finding('error', file, doc.index, doc.lineOf(fieldPath(p.field)), rule, p.field, p.message),
           );
         if (problems.length > 0) continue;
-        const compiled = analyzeModRule(value).rule;
+        const compiled = analyzeModRule(value, { references: policy }).rule;
         if (!compiled) continue;
         valid.push({ rule: compiled, file, doc });
         for (const w of lintModRule(compiled))

@@ -125,6 +125,7 @@ describe('ModRule CRD: schema', () => {
     rejectMessage: true,
     targetNamespaceRegex: true,
     targetNamespaceSelector: true,
+    references: true,
   };
   const matchFields: Record<keyof MatchItem, true> = {
     select: true,

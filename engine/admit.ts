@@ -6,7 +6,8 @@ import { RuleSnapshot } from '../store/rules';
 import { RuleIndex } from '../store/rule-index';
 import { SelectCache } from '../jsonpath/select-cache';
 import { LastApplied } from './last-applied';
-import { AdmissionInput, AdmissionOutcome, QuarantineCheck } from './outcome';
+import { AdmissionInput, AdmissionOutcome, QuarantineCheck, withholdSecretMessages } from './outcome';
+import { NO_REFERENCES, ReferenceReader, ReferenceViews } from './references';
 import { runPatchRules } from './patch-phase';
 import { recordedRules, withPatchRecord } from './record';
 import { refuseDeep, runRejectRules } from './reject-phase';
@@ -21,6 +22,13 @@ export interface AdmitOptions {
   quarantined?: QuarantineCheck;
   /** Keep the record of the rules that patched the object (engine/record.ts) on it; default off, as KubeMod. */
   recordPatchedBy?: boolean;
+  /** Where the objects rules reference are looked up; omitted: every reference is absent. */
+  references?: ReferenceReader;
+  /**
+   * false: keep the messages of rules that may read a Secret (offline tools, the user's own files). Default: they
+   * are withheld, since the webhook logs them and sends them as warnings.
+   */
+  withholdSecrets?: boolean;
 }
 
 /**
@@ -67,6 +75,9 @@ export function admit(
   }
 
   const namespaceText = namespace ?? '';
+  const views = index.readsReferences
+    ? new ReferenceViews(options.references ?? NO_REFERENCES, namespaceText)
+    : undefined;
   const working = prepare(subject, namespace, snapshot);
   let current = working.object;
 
@@ -84,6 +95,7 @@ export function admit(
     lastApplied,
     outcome,
     options.quarantined,
+    views,
   );
   const patched = selects.root as JsonObject;
   let final: JsonObject | null = null;
@@ -107,8 +119,10 @@ export function admit(
 
   if (reserved) {
     budget.release();
-    runRejectRules(index, candidates, operation, selects, namespaceText, outcome, options.quarantined);
+    runRejectRules(index, candidates, operation, selects, namespaceText, outcome, options.quarantined, views);
   }
+  if (index.readsSecrets.size > 0 && options.withholdSecrets !== false)
+    withholdSecretMessages(outcome, index.readsSecrets);
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
     outcome.patch = [];

@@ -9,6 +9,8 @@ import { RuleStore } from '../store/rules';
 import { admit, AdmissionInput, AdmissionOutcome } from './admit';
 import { AdmissionExplanation, explainAdmission, MAX_LISTED_RESULTS, RuleExplanation } from './explain';
 import { storeFromYaml } from './testing';
+import { deploymentChain } from '../fixtures/owners';
+import { referencesFrom } from '../store/references';
 
 const yamlDocs = (text: string): JsonObject[] =>
   parseAllDocuments(text)
@@ -169,6 +171,45 @@ spec:
       status: 'out-of-scope',
       reason: 'admissionOperations [CREATE, DELETE] does not include UPDATE',
     });
+  });
+});
+
+describe('explainAdmission with references', () => {
+  test('rules see their own references, as in admit(); each reference is listed found or absent', () => {
+    const rules = `
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: owner-team, namespace: shop}
+spec:
+  type: Patch
+  match: [{select: '$.syntheticRefs.owner.syntheticRefs.owner.metadata.labels.team'}]
+  patch: [{op: add, path: /metadata/labels/team, value: '{{ .Target.syntheticRefs.owner.syntheticRefs.owner.metadata.labels.team }}'}]
+---
+apiVersion: api.kubemod.io/v1beta1
+kind: ModRule
+metadata: {name: needs-quota, namespace: shop}
+spec:
+  type: Reject
+  references: [{name: quota, apiVersion: v1, kind: ConfigMap, objectName: quota}]
+  match: [{select: '$.kind', matchValue: Pod}, {select: '$.syntheticRefs.quota', negate: true}]
+  rejectMessage: 'no quota ConfigMap in {{ .Namespace }}'
+`;
+    const { deployment, replicaSet, pod } = deploymentChain('shop');
+    const store = storeFromYaml(rules);
+    const snapshot = store.snapshot();
+    const refs = referencesFrom([deployment, replicaSet]);
+    const input = create(pod, 'shop');
+    const outcome = admit(input, snapshot, undefined, { references: refs });
+    const explanation = explainAdmission(input, snapshot, compiledOf(rules), refs);
+    expect(verdictsOf(explanation)).toEqual(outcomeVerdicts(outcome));
+    expect(outcome.patched.map(ref)).toEqual(['shop/owner-team']);
+    expect(outcome.rejections.map((r) => r.message)).toEqual(['no quota ConfigMap in shop']);
+    expect(byName(explanation, 'owner-team').references).toEqual([
+      { name: 'owner', target: 'the controlling owner, 2 level(s)', found: 2 },
+    ]);
+    expect(byName(explanation, 'needs-quota').references).toEqual([
+      { name: 'quota', target: 'ConfigMap shop/quota', found: false },
+    ]);
   });
 });
 

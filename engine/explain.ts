@@ -12,6 +12,7 @@ import { applyOperations, Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations 
 import { AdmissionInput } from './admit';
 import { isIgnored, prepare, scopeOf } from './subject';
 import { compareRules, RuleSnapshot } from '../store/rules';
+import { NO_REFERENCES, ReferenceReader, ReferenceViews } from './references';
 
 /** How many select results an explanation lists per match item. */
 export const MAX_LISTED_RESULTS = 5;
@@ -64,6 +65,18 @@ export interface RuleExplanation {
   rejectMessage?: string;
   /** The rule failed at run time; its changes were dropped. */
   error?: string;
+  /** Rules that read other objects: each syntheticRefs entry it reads, and whether it was found. */
+  references?: ReferenceExplanation[];
+}
+
+/** One reference a rule reads, as the rule saw it. */
+export interface ReferenceExplanation {
+  /** syntheticRefs.<name> */
+  name: string;
+  /** What it names: `ConfigMap platform/registry`, `ConfigMap platform with labels ...`, `owner (2 levels)`. */
+  target: string;
+  /** Found (an object), how many (a selector), or absent. */
+  found: boolean | number;
 }
 
 /** Every rule's part in one admission request. */
@@ -83,6 +96,7 @@ export function explainAdmission(
   input: AdmissionInput,
   snapshot: RuleSnapshot,
   allRules: readonly CompiledRule[],
+  references: ReferenceReader = NO_REFERENCES,
 ): AdmissionExplanation {
   const operation = input.operation;
   const subject = operation === 'DELETE' ? input.oldObject : input.object;
@@ -127,6 +141,7 @@ export function explainAdmission(
   const rules = [...inScope].filter((r) => r.operations.has(operation));
   const namespaceText = namespace ?? '';
   let current = prepare(subject, namespace, snapshot).object;
+  const views = new ReferenceViews(references, namespaceText);
 
   // Patch rules tier by tier, as admit(): matched against the tier's input, resolved against the running object.
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
@@ -136,11 +151,11 @@ export function explainAdmission(
     const tierInput = current;
     for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
       const rule = patchRules[i];
-      const e = explainMatch(rule, tierInput);
+      const e = explainMatch(rule, views.objectFor(rule, tierInput));
       byRule.set(rule, e);
       if (e.status !== 'matched') continue;
       try {
-        const ops = resolveOperations(rule, current, namespaceText, budget);
+        const ops = resolveOperations(rule, views.objectFor(rule, current), namespaceText, budget);
         e.operations = ops.map((o) => ({
           op: o.op,
           path: formatPointer(o.tokens),
@@ -156,11 +171,12 @@ export function explainAdmission(
   }
   for (const rule of rules) {
     if (rule.type !== 'Reject') continue;
-    const e = explainMatch(rule, current);
+    const view = views.objectFor(rule, current);
+    const e = explainMatch(rule, view);
     byRule.set(rule, e);
     if (e.status !== 'matched' || !rule.rejectMessage) continue;
     try {
-      e.rejectMessage = rule.rejectMessage.render({ Target: current, Namespace: namespaceText });
+      e.rejectMessage = rule.rejectMessage.render({ Target: view, Namespace: namespaceText });
     } catch (err) {
       e.error = `rejectMessage: ${(err as Error).message}`;
     }
@@ -177,7 +193,42 @@ function explainMatch(rule: CompiledRule, root: JsonValue): RuleExplanation {
     tier: rule.tier,
     status: ruleMatches(rule, root) ? 'matched' : 'not-matched',
     items,
+    ...(rule.references ? { references: explainReferences(rule, root) } : {}),
   };
+}
+
+/** What each reference of a rule was in its view (root: the object with the rule's references). */
+function explainReferences(rule: CompiledRule, root: JsonValue): ReferenceExplanation[] {
+  const refs = rule.references;
+  const seen = isJsonObject(root) && isJsonObject(root.syntheticRefs) ? root.syntheticRefs : {};
+  const out: ReferenceExplanation[] = [];
+  if (refs && refs.owner.levels > 0) {
+    let levels = 0;
+    let o: JsonValue | undefined = seen.owner;
+    while (isJsonObject(o)) {
+      levels++;
+      o = isJsonObject(o.syntheticRefs) ? o.syntheticRefs.owner : undefined;
+    }
+    out.push({
+      name: 'owner',
+      target: `the controlling owner, ${refs.owner.levels} level(s)`,
+      found: levels,
+    });
+  }
+  for (const d of refs?.named ?? []) {
+    const where = d.namespace ? `${d.namespace}/` : '';
+    const value = seen[d.name];
+    out.push(
+      d.objectName !== undefined
+        ? { name: d.name, target: `${d.kind} ${where}${d.objectName}`, found: value !== undefined }
+        : {
+            name: d.name,
+            target: `${d.kind} ${d.namespace || '(cluster)'} with labels ${d.selectorKey ?? ''}`,
+            found: Array.isArray(value) ? value.length : 0,
+          },
+    );
+  }
+  return out;
 }
 
 /** Explains one match item; `matched` is itemMatches() itself. */

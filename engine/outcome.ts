@@ -42,6 +42,8 @@ export interface AdmissionOutcome {
    * matches still rejects, without rendering its rejectMessage ("rejectMessage not rendered: why").
    */
   quarantined: Array<{ rule: RuleRef; message: string }>;
+  /** Some rule that may read a Secret patched or rejected: the patch and messages may hold its values. */
+  secretValues?: boolean;
 }
 
 /**
@@ -59,4 +61,18 @@ export function failAlone(rule: CompiledRule, err: Error, outcome: AdmissionOutc
 /** The rule's identity as outcomes report it. */
 export function refOf(rule: CompiledRule): RuleRef {
   return { namespace: rule.namespace, name: rule.name };
+}
+
+/** What replaces the messages of rules that may read a Secret (a value from it must not reach a log or warning). */
+export const WITHHELD = 'message withheld: this ModRule reads a Secret';
+
+/**
+ * Replaces the failure and rejection messages of the rules in `secret` (by namespace/name) with WITHHELD, and marks
+ * the outcome when one of them patched or rejected, so callers leave its patch out of logs.
+ */
+export function withholdSecretMessages(outcome: AdmissionOutcome, secret: ReadonlySet<string>): void {
+  const hit = (r: RuleRef) => secret.has(`${r.namespace}/${r.name}`);
+  for (const f of outcome.failures) if (hit(f.rule)) f.message = WITHHELD;
+  for (const r of outcome.rejections) if (hit(r.rule) && r.message !== '') r.message = WITHHELD;
+  if (outcome.patched.some(hit) || outcome.rejections.some((r) => hit(r.rule))) outcome.secretValues = true;
 }

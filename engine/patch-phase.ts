@@ -15,6 +15,7 @@ import {
 } from './patch';
 import { LastApplied } from './last-applied';
 import { AdmissionOutcome, failAlone, QuarantineCheck, refOf } from './outcome';
+import type { ReferenceViews } from './references';
 
 /**
  * Runs Patch rules tier by tier (lowest first). Every rule of a tier is matched against the tier's input; the
@@ -32,6 +33,7 @@ export function runPatchRules(
   lastApplied: LastApplied,
   outcome: AdmissionOutcome,
   quarantined?: QuarantineCheck,
+  views?: ReferenceViews,
 ): { selects: SelectCache; candidates?: readonly CompiledRule[] } {
   const request = input.budget;
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST, request };
@@ -55,7 +57,7 @@ export function runPatchRules(
           outcome.quarantined.push({ rule: refOf(rule), message: `skipped: ${quarantine}` });
           continue;
         }
-        const ops = runRule(rule, tierInput, work, namespace, budget, outcome);
+        const ops = runRule(rule, tierInput, work, namespace, budget, outcome, views);
         if (ops !== undefined) lastApplied.apply(ops);
       }
       current = work.current;
@@ -95,14 +97,17 @@ function runRule(
   namespace: string,
   budget: Budget,
   outcome: AdmissionOutcome,
+  views: ReferenceViews | undefined,
 ): ResolvedOperation[] | undefined {
   const request = budget.request;
   request?.beginRule();
   try {
-    if (!ruleMatches(rule, tierInput.root, tierInput)) return undefined;
+    // A rule that reads other objects sees them (its own view); every other rule sees the tier's input itself.
+    const input = views ? views.selectsFor(rule, tierInput) : tierInput;
+    if (!ruleMatches(rule, input.root, input)) return undefined;
     request?.check();
     outcome.matched.push(refOf(rule));
-    return applyRule(rule, work, namespace, budget, outcome);
+    return applyRule(rule, work, namespace, budget, outcome, views);
   } catch (err) {
     if (!(err instanceof RuleBudgetExhaustedError)) throw err;
     failAlone(rule, err, outcome);
@@ -119,9 +124,11 @@ function applyRule(
   namespace: string,
   budget: Budget,
   outcome: AdmissionOutcome,
+  views: ReferenceViews | undefined,
 ): ResolvedOperation[] | undefined {
   try {
-    const ops = resolveOperations(rule, work.current, namespace, budget);
+    const target = views ? views.objectFor(rule, work.current) : work.current;
+    const ops = resolveOperations(rule, target, namespace, budget);
     work.apply(ops, budget.request);
     outcome.patched.push(refOf(rule));
     return ops;

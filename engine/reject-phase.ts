@@ -7,6 +7,7 @@ import { RuleIndex } from '../store/rule-index';
 import { SelectCache } from '../jsonpath/select-cache';
 import { ruleMatches } from './match';
 import { AdmissionOutcome, QuarantineCheck, refOf } from './outcome';
+import type { ReferenceViews } from './references';
 
 /**
  * Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
@@ -21,6 +22,7 @@ export function runRejectRules(
   namespace: string,
   outcome: AdmissionOutcome,
   quarantined?: QuarantineCheck,
+  views?: ReferenceViews,
 ): void {
   let rules: readonly CompiledRule[] = [];
   let i = 0;
@@ -28,7 +30,10 @@ export function runRejectRules(
     rules = (candidates ?? index.candidates(selects)).filter(
       (r) => r.type === 'Reject' && r.operations.has(operation),
     );
-    for (; i < rules.length; i++) runRule(rules[i], selects, namespace, outcome, quarantined);
+    for (; i < rules.length; i++) {
+      const rule = rules[i];
+      runRule(rule, views ? views.selectsFor(rule, selects) : selects, namespace, outcome, quarantined);
+    }
   } catch (err) {
     if (!(err instanceof BudgetExhaustedError)) throw err;
     // rules[i] ran out of budget while matching or rendering its message: it and the rest reject.

@@ -18,7 +18,10 @@ import {
   CompiledRule,
   CompileOptions,
   InvalidModRuleError,
+  RuleReferences,
 } from './compiled';
+import { compileReferences, DEFAULT_REFERENCE_POLICY, isSecretKind, ReferenceDecl } from './references';
+import { ruleOwnerReads } from './reads';
 import { describe, Report, tryRegex, tryTemplate, unknownField } from './field-checks';
 import { compileMatchItem } from './compile-match';
 import { compilePatchOperation } from './compile-patch';
@@ -36,6 +39,7 @@ export type {
   CompiledValue,
   CompileOptions,
   PathToken,
+  RuleReferences,
 } from './compiled';
 export { InvalidModRuleError } from './compiled';
 export { placeholderCapacity, preprocessValueTemplate } from './compile-patch';
@@ -49,10 +53,12 @@ const SPEC_FIELDS = new Set([
   'rejectMessage',
   'targetNamespaceRegex',
   'targetNamespaceSelector',
+  'references',
 ]);
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 // Reject messages are shared by text across rules and rule versions (they are immutable).
 const rejectMessages = new Interner<CompiledTemplate>();
+const sharedReferences = new Interner<RuleReferences>();
 
 /** Compiles a ModRule (namespace taken from metadata, '' when absent); throws InvalidModRuleError. */
 export function compileModRule(rule: ModRule): CompiledRule {
@@ -210,6 +216,12 @@ export function analyzeModRule(
     );
   }
 
+  let named: ReferenceDecl[] = [];
+  if (spec.references !== undefined && spec.references !== null) {
+    const policy = options.references ?? DEFAULT_REFERENCE_POLICY;
+    named = compileReferences(spec.references, namespace, policy, problem) ?? [];
+  }
+
   if (problems.length > 0) return { problems };
   return {
     problems,
@@ -229,6 +241,25 @@ export function analyzeModRule(
       spec.targetNamespaceSelector,
       patch,
       options.keepSource === false ? undefined : (obj as unknown as ModRule),
+      referencesOf(named, match, patch, rejectMessage),
     ),
   };
+}
+
+/** What the rule reads besides its object; undefined for the many rules that read nothing else. */
+function referencesOf(
+  named: readonly ReferenceDecl[],
+  match: readonly CompiledMatchItem[],
+  patch: readonly CompiledPatchOperation[],
+  rejectMessage: CompiledTemplate | undefined,
+): RuleReferences | undefined {
+  const owner = ruleOwnerReads(match, patch, rejectMessage);
+  if (named.length === 0 && owner.levels === 0) return undefined;
+  // Rules with equal references share one object: a request looks them up once for all of them.
+  const key = JSON.stringify([owner, named.map(({ selector: _s, ...rest }) => rest)]);
+  return sharedReferences.get(key, () => ({
+    named,
+    owner,
+    secrets: named.some((d) => isSecretKind(d.group, d.kind)),
+  }));
 }

@@ -5,6 +5,7 @@ import type { JsonValue } from '../util/json';
 import type { AdmissionOperation, MatchFor, ModRule, PatchOperationType } from './types';
 import type { ValidationProblem } from './problems';
 import type { CompiledLabelSelector } from './labelselector';
+import type { ReferenceDecl, ReferencePolicy } from './references';
 
 /** One compiled criteria item of spec.match. */
 export interface CompiledMatchItem {
@@ -56,6 +57,24 @@ export interface CompiledRule {
   readonly targetNamespaceRegex?: SafeRegex;
   /** Compiled targetNamespaceSelector (labels of the object's Namespace); undefined when absent. */
   readonly targetNamespaceSelector?: CompiledLabelSelector;
+  /** What it reads besides the object (spec.references, syntheticRefs.owner); undefined for most rules. */
+  readonly references?: RuleReferences;
+}
+
+/** What a rule reads of its object's owner chain (modrule/reads.ts). */
+export interface OwnerReads {
+  /** How many levels of syntheticRefs.owner (0: none). */
+  readonly levels: number;
+  /** 'metadata' when only apiVersion, kind and metadata of the owners are read. */
+  readonly fields: 'metadata' | 'all';
+}
+
+/** The other objects a rule reads: its named references and its object's owner chain. */
+export interface RuleReferences {
+  readonly named: readonly ReferenceDecl[];
+  readonly owner: OwnerReads;
+  /** It may read a Secret: its messages are withheld from logs, warnings, Events and reports. */
+  readonly secrets: boolean;
 }
 
 /** Thrown by compileModRule for a rule that does not validate. */
@@ -68,4 +87,6 @@ export class InvalidModRuleError extends Error {
 /** Compile options: `keepSource: false` leaves CompiledRule.source out (what a server holds per rule). */
 export interface CompileOptions {
   readonly keepSource?: boolean;
+  /** What spec.references may name (default: DEFAULT_REFERENCE_POLICY). */
+  readonly references?: ReferencePolicy;
 }

@@ -4,7 +4,7 @@ import type { JsonValue } from '../util/json';
 import { Interner } from '../util/interner';
 import type { AdmissionOperation, ModRule } from './types';
 import type { CompiledLabelSelector } from './labelselector';
-import type { CompiledMatchItem, CompiledPatchOperation, CompiledRule } from './compiled';
+import type { CompiledMatchItem, CompiledPatchOperation, CompiledRule, RuleReferences } from './compiled';
 
 /*
  * Compiled rules share what they can: rules generated from one template (GitOps) differ only in their identity and
@@ -32,6 +32,7 @@ class Rule implements CompiledRule {
     readonly name: string,
     private readonly body: RuleBody,
     readonly patch: readonly CompiledPatchOperation[],
+    readonly references: RuleReferences | undefined,
   ) {}
 
   get key(): string {
@@ -70,9 +71,10 @@ class SourcedRule extends Rule {
     name: string,
     body: RuleBody,
     patch: readonly CompiledPatchOperation[],
+    references: RuleReferences | undefined,
     private readonly from: ModRule,
   ) {
-    super(namespace, name, body, patch);
+    super(namespace, name, body, patch, references);
   }
 
   override get source(): ModRule {
@@ -114,7 +116,7 @@ const bodies = new Interner<RuleBody>();
 /**
  * A compiled rule over the body shared by every rule of the same shape. `itemKeys` names the interned match items
  * and `selector` is the targetNamespaceSelector as written (both part of the body's key); `source`, when given, is
- * kept for the CLI.
+ * kept for the CLI; `references`, when the rule reads other objects, is its own.
  */
 export function internedRule(
   namespace: string,
@@ -124,6 +126,7 @@ export function internedRule(
   selector: JsonValue | undefined,
   patch: readonly CompiledPatchOperation[],
   source: ModRule | undefined,
+  references?: RuleReferences,
 ): CompiledRule {
   const { type, tier, operations, match, rejectMessage, targetNamespaceRegex, targetNamespaceSelector } =
     parts;
@@ -149,6 +152,6 @@ export function internedRule(
   }));
   const held = patch.length === 0 ? NO_PATCH : patch.slice();
   return source === undefined
-    ? new Rule(namespace, name, body, held)
-    : new SourcedRule(namespace, name, body, held, source);
+    ? new Rule(namespace, name, body, held, references)
+    : new SourcedRule(namespace, name, body, held, references, source);
 }

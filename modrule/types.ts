@@ -39,6 +39,18 @@ export interface ModRuleSpec {
   targetNamespaceRegex?: string;
   /** Beyond KubeMod: cluster-wide rules only; the labels the object's Namespace must have. */
   targetNamespaceSelector?: LabelSelector;
+  /** Beyond KubeMod: other objects the rule reads, each as syntheticRefs.<name>. */
+  references?: ModRuleReference[];
+}
+
+/** One entry of spec.references: an object by objectName, or a list of objects by labelSelector. */
+export interface ModRuleReference {
+  name: string;
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  objectName?: string;
+  labelSelector?: LabelSelector;
 }
 
 /** A condition as `kubectl get modrules` shows it. */

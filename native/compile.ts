@@ -79,6 +79,12 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
       'spec.admissionOperations',
       'DELETE: a MutatingAdmissionPolicy cannot act on DELETE, where a Patch rule still changes what Reject rules see',
     );
+  if (rule.references && rule.references.named.length > 0)
+    fail(
+      'spec.references',
+      'an admission policy reads no other objects than the one admitted and its Namespace: the webhook serves rules ' +
+        'with references',
+    );
   if (rule.match.length > MAX_MATCH_ITEMS)
     fail('spec.match', `more than ${MAX_MATCH_ITEMS} items (a policy has at most 64 match conditions)`);
 

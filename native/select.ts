@@ -81,11 +81,7 @@ function definite(ast: PathNode, ctx: SelectContext, segments = ast.segments, it
 function fromObjectTokens(tokens: readonly Token[], ctx: SelectContext, iterate: boolean): FieldPath {
   if (tokens[0] === 'syntheticRefs') {
     if (tokens[1] !== 'namespace') {
-      throw new NoCelForm(
-        tokens[1] === 'node'
-          ? 'syntheticRefs.node has no counterpart in admission CEL (policies see no Node)'
-          : 'syntheticRefs other than .namespace have no CEL counterpart',
-      );
+      throw new NoCelForm(syntheticRefsMisfit(String(tokens[1])));
     }
     const rest = tokens.slice(2);
     const ok =
@@ -437,4 +433,12 @@ function numberGuard(
     (v) => typeof v === 'number',
     'a number (ordered against a number)',
   );
+}
+
+/** Why a syntheticRefs entry other than the namespace has no CEL form. */
+export function syntheticRefsMisfit(key: string): string {
+  if (key === 'node') return 'syntheticRefs.node has no counterpart in admission CEL (policies see no Node)';
+  if (key === 'owner')
+    return 'syntheticRefs.owner has no counterpart in admission CEL (policies see no owner of the object)';
+  return `syntheticRefs.${key} has no counterpart in admission CEL (policies read no other objects)`;
 }

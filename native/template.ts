@@ -5,7 +5,7 @@ import { celString, or } from './cel';
 import { celPrint, celPrintable, isPrintable, pathGuard } from './guard';
 import { ABSENT, celOptional, celValueOrNull, FieldPath, Found, rootValue, walk } from './path';
 import { NoCelForm } from './values';
-import { SelectContext } from './select';
+import { SelectContext, syntheticRefsMisfit } from './select';
 
 /*
  * The Go templates of patch values and reject messages that have a CEL twin: text, field chains on .Target and
@@ -152,9 +152,9 @@ function fieldChain(ident: readonly string[], scope: TemplateScope): Part {
         !['labels', 'name', 'annotations'].includes(rest[3])
       )
         throw new NoCelForm(
-          rest[1] === 'node'
-            ? 'syntheticRefs.node has no counterpart in admission CEL (policies see no Node)'
-            : 'only metadata.name/labels/annotations of syntheticRefs.namespace compile',
+          rest[1] === 'namespace'
+            ? 'only metadata.name/labels/annotations of syntheticRefs.namespace compile'
+            : syntheticRefsMisfit(String(rest[1])),
         );
       path = { root: { kind: 'namespace' }, tokens: rest.slice(2) };
     } else {

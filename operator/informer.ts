@@ -32,6 +32,13 @@ export interface InformerOptions {
   watchTimeoutSeconds?: number;
   /** Items per list page; default 500. */
   pageSize?: number;
+  /**
+   * Which objects to hold (reference caches keep only what rules name): others are dropped from each list page as it
+   * arrives, and a watch event for one is handed on as a removal (it may have been held before a change).
+   */
+  keep?: (obj: JsonObject) => boolean;
+  /** Told about every failed list (the reference caches report a kind that cannot be read). */
+  onListError?: (err: unknown) => void;
 }
 
 function resourceVersionOf(obj: JsonObject): string | undefined {
@@ -99,7 +106,10 @@ export class Informer {
     while (!this.stopped) {
       try {
         if (resourceVersion === null) {
-          resourceVersion = await this.list();
+          resourceVersion = await this.list().catch((err: unknown) => {
+            this.options.onListError?.(err);
+            throw err;
+          });
           listedAt = Date.now();
           reconnect.reset();
         }
@@ -153,7 +163,9 @@ export class Informer {
       token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
       if (typeof meta.resourceVersion === 'string') version = meta.resourceVersion;
       const pageItems = Array.isArray(page.items) ? page.items : [];
-      for (const item of pageItems) if (isJsonObject(item)) items.push({ apiVersion, kind, ...item });
+      const keep = this.options.keep;
+      for (const item of pageItems)
+        if (isJsonObject(item) && (!keep || keep(item))) items.push({ apiVersion, kind, ...item });
     } while (token && !this.stopped);
     if (this.stopped) return version;
     this.resourceVersion = version || this.resourceVersion;
@@ -195,7 +207,8 @@ export class Informer {
         if (version) lastVersion = this.resourceVersion = version;
         if (event.type === 'BOOKMARK') return;
         const obj: JsonObject = { apiVersion, kind, ...event.object };
-        if (event.type === 'DELETED') this.safely('remove', () => handlers.remove(obj));
+        const dropped = this.options.keep !== undefined && !this.options.keep(obj);
+        if (event.type === 'DELETED' || dropped) this.safely('remove', () => handlers.remove(obj));
         else this.safely('upsert', () => handlers.upsert(obj));
       },
     );

@@ -22,6 +22,9 @@ import { NativeController, NativeMode } from './native';
 import { QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
+import { ReferenceCaches } from './references/caches';
+import { watchReferences } from './references/metrics';
+import { ReferenceStatus } from './references/status-feed';
 
 export type CertMode = 'self' | 'external';
 
@@ -63,6 +66,8 @@ export interface OperatorConfig {
   reports?: BackgroundAuditConfig;
   /** Keep the record of the rules that patched an object on it (--record-patched-by); default off. */
   recordPatchedBy?: boolean;
+  /** Objects rules read (docs/references.md): Secrets allowed (--allow-secret-references), owner kinds read. */
+  references?: { allowSecrets?: boolean; ownerKinds?: readonly string[] };
 }
 
 /** A running operator. */
@@ -111,7 +116,11 @@ async function untilDone<T>(
  */
 export async function startOperator(config: OperatorConfig, deps: OperatorDeps): Promise<RunningOperator> {
   const { client, logger, signal } = deps;
-  const store = new RuleStore({ clusterNamespace: config.clusterNamespace, keepSource: false });
+  const store = new RuleStore({
+    clusterNamespace: config.clusterNamespace,
+    keepSource: false,
+    references: { allowSecrets: config.references?.allowSecrets },
+  });
   const registry = deps.registry ?? new Registry();
   // The metrics read these at scrape time, after they are set.
   let tls: TlsSource | null = null;
@@ -129,6 +138,16 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   // Rules that fail at run time show it on the ModRule (Failing), per replica.
   const failures = new RuleFailures(config.failures, store);
   const failing = new FailingStatus({ failures, status, registry });
+  // What the rules read besides their object; the ReferenceMissing condition says what is not found.
+  const references = new ReferenceCaches({
+    client,
+    logger,
+    store,
+    ownerKinds: config.references?.ownerKinds,
+    onStatusChange: () => referenceStatus.refresh(),
+  });
+  const referenceStatus = new ReferenceStatus(store, references, status);
+  watchReferences(registry, references);
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
@@ -166,10 +185,19 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     quarantine.close();
     failing.stop();
     failures.close();
-    await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), native?.stop()]);
+    referenceStatus.stop();
+    await Promise.all([
+      rules.stop(),
+      status?.stop(),
+      certs?.stop(),
+      scope.stop(),
+      native?.stop(),
+      references.stop(),
+    ]);
   };
   let draining = false;
   rules.start();
+  references.start();
   void native
     ?.start()
     .catch((err: Error) => logger.error('native policies failed to start', { error: err.message }));
@@ -229,6 +257,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // ModRules naming kinds the cluster does not serve are admitted with a warning.
       servedKinds: scope.catalog,
       recordPatchedBy: config.recordPatchedBy,
+      references,
     });
   } catch (err) {
     await stopWatchers();
@@ -245,6 +274,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         onRound: (round) => auditMetrics?.round(round),
         onFailure: (_err, ms) => auditMetrics?.failed(ms),
         quarantined: () => quarantine.gate(),
+        references,
       })
     : null;
   audit?.start();

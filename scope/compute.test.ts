@@ -31,6 +31,27 @@ describe('computeScope', () => {
     expect(sends(result, request('CREATE', 'ConfigMap', 'team-a'))).toBe(false);
   });
 
+  test('rules that read other objects need the same net as without: references do not widen or narrow it', () => {
+    const base = {
+      type: 'Patch',
+      targetNamespaceRegex: '^team-',
+      match: [{ select: '$.kind', matchValue: 'Pod' }],
+      patch: [{ op: 'add', path: '/metadata/labels/team', value: 'x' }],
+    };
+    const reading = {
+      ...base,
+      references: [
+        { name: 'cfg', apiVersion: 'v1', kind: 'ConfigMap', namespace: 'platform', objectName: 'cfg' },
+      ],
+      match: [...base.match, { select: '$.syntheticRefs.owner.syntheticRefs.owner.metadata.labels.team' }],
+      patch: [{ ...base.patch[0], value: '{{ .Target.syntheticRefs.cfg.data.team }}' }],
+    };
+    const plain = scopeOf([rule('kubemod-system', 'r', base)]);
+    const withRefs = scopeOf([rule('kubemod-system', 'r', reading)]);
+    expect(rule('kubemod-system', 'r', reading).references?.owner.levels).toBe(2);
+    expect(withRefs.registration).toEqual(plain.registration);
+  });
+
   test('no rules: the webhook is registered for nothing', () => {
     const result = scopeOf([]);
     expect(result.registration.rules).toEqual([]);

@@ -32,9 +32,15 @@ export class RuleIndex {
   readonly operations = new Set<AdmissionOperation>();
   /** Operations some Reject rule handles: only those requests reserve budget for the Reject phase. */
   readonly rejectOperations = new Set<AdmissionOperation>();
+  /** Whether some rule reads other objects (spec.references, syntheticRefs.owner): only then are views made. */
+  readonly readsReferences: boolean;
+  /** Rules that may read a Secret, by namespace/name: their messages are withheld. */
+  readonly readsSecrets: ReadonlySet<string>;
 
   private constructor(readonly rules: readonly CompiledRule[]) {
     const byPath = new Map<CompiledJsonPath, IndexedPath>();
+    this.readsReferences = rules.some((r) => r.references !== undefined);
+    this.readsSecrets = new Set(rules.filter((r) => r.references?.secrets).map((r) => r.key));
     rules.forEach((rule, at) => {
       for (const op of rule.operations) {
         this.operations.add(op);
@@ -88,15 +94,23 @@ export class RuleIndex {
   }
 }
 
-/** A criterion the index can use: not negated, a fixed path from the root, exact values. */
+// syntheticRefs the object always carries when the index reads it; a rule's own references are added later.
+const ALWAYS_INJECTED = new Set(['namespace', 'node']);
+
+/**
+ * A criterion the index can use: not negated, a fixed path from the root, exact values, and not under a reference
+ * only the rule's own view has (syntheticRefs.owner, spec.references).
+ */
 function isIndexable(item: CompiledMatchItem): boolean {
   if (item.negate || (item.matchValue === undefined && item.matchValues === undefined)) return false;
   const ast = item.select.ast;
-  return (
-    ast.kind === 'path' &&
-    ast.root === '$' &&
-    ast.segments.length > 0 &&
-    ast.segments.every((s) => s.type === 'name')
+  if (ast.kind !== 'path' || ast.root !== '$' || ast.segments.length === 0) return false;
+  if (!ast.segments.every((s) => s.type === 'name')) return false;
+  const [first, second] = ast.segments;
+  return !(
+    first.type === 'name' &&
+    first.name === 'syntheticRefs' &&
+    !(second?.type === 'name' && ALWAYS_INJECTED.has(second.name))
   );
 }
 

@@ -1,6 +1,7 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule, CompiledRule, CompileOptions } from '../modrule/compile';
 import { ValidationProblem } from '../modrule/problems';
+import type { ReferencePolicy } from '../modrule/references';
 import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { namespaceLabels, targetsClusterScoped, targetsNamespace } from './target';
 
@@ -211,13 +212,33 @@ export class RuleStore {
   // The rule map handed to a snapshot must not change; the next write copies it first (copy-on-write).
   private sharedRules = false;
   private readonly listeners = new Set<() => void>();
+  /** Counts changes of the rules held (not of Namespaces or Nodes): who derives from the rules sees when to redo it. */
+  rulesVersion = 0;
 
   // false in the servers: CompiledRule.source is for the CLI's explain/lint, and would keep every ModRule object.
   private readonly compileOptions: CompileOptions;
 
-  constructor(options: { clusterNamespace?: string; keepSource?: boolean } = {}) {
+  constructor(
+    options: {
+      clusterNamespace?: string;
+      keepSource?: boolean;
+      /** Whether spec.references may name Secrets (the operator's --allow-secret-references); default false. */
+      references?: { allowSecrets?: boolean };
+    } = {},
+  ) {
     this.clusterNamespace = options.clusterNamespace || DEFAULT_CLUSTER_NAMESPACE;
-    this.compileOptions = { keepSource: options.keepSource ?? true };
+    this.compileOptions = {
+      keepSource: options.keepSource ?? true,
+      references: {
+        clusterNamespace: this.clusterNamespace,
+        allowSecrets: options.references?.allowSecrets ?? false,
+      },
+    };
+  }
+
+  /** What rules of this store may reference (the webhook validates ModRules with the same). */
+  get referencePolicy(): ReferencePolicy {
+    return this.compileOptions.references as ReferencePolicy;
   }
 
   /** The current view; O(1) when nothing changed since the last call. */
@@ -319,6 +340,7 @@ export class RuleStore {
     this.natively.clear();
     this.count = count;
     this.stale = 'all';
+    this.rulesVersion++;
     this.changed();
     return rejected;
   }
@@ -441,6 +463,7 @@ export class RuleStore {
     else this.byNamespace.set(namespace, after);
     this.count += after.length - before.length;
     this.stale = 'all';
+    this.rulesVersion++;
     this.changed();
   }
 

@@ -24,7 +24,7 @@ describe('AnswerMetrics', () => {
     const registry = new Registry();
     const metrics = new AnswerMetrics(registry);
     const before = samples(await registry.metrics(), 'modrule_webhook_fail_open_total');
-    expect(Object.keys(before)).toHaveLength(6);
+    expect(Object.keys(before)).toHaveLength(7);
     expect(Object.values(before).every((v) => v === 0)).toBe(true);
     metrics.failedOpen('dragnet', 'engine_error');
     metrics.failedOpen('dragnet', 'engine_error');

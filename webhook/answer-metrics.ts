@@ -6,15 +6,18 @@ import { parseGoDuration } from './hold';
  * - `engine_error`: the dragnet's evaluation threw; answered allowed, unchanged, with a warning;
  * - `handler_error`: an endpoint's handler threw; answered allowed, unchanged, with a warning;
  * - `rules_not_loaded`: the rules were still not loaded when the hold ran out; answered HTTP 503, so the webhook's
- *   failurePolicy decides (the bundle's Ignore: admitted unchanged).
+ *   failurePolicy decides (the bundle's Ignore: admitted unchanged);
+ * - `references_not_synced`: an object the request's rules read was still not in the reference caches when the
+ *   hold ran out; answered HTTP 503 as well.
  */
-export type FailOpenReason = 'engine_error' | 'handler_error' | 'rules_not_loaded';
+export type FailOpenReason = 'engine_error' | 'handler_error' | 'rules_not_loaded' | 'references_not_synced';
 
 /** The endpoints and the reasons each can fail open for: their series exist at 0 from the start. */
 const FAIL_OPEN_SERIES: ReadonlyArray<[string, FailOpenReason]> = [
   ['dragnet', 'engine_error'],
   ['dragnet', 'handler_error'],
   ['dragnet', 'rules_not_loaded'],
+  ['dragnet', 'references_not_synced'],
   ['validate-modrule', 'handler_error'],
   ['mutate-modrule', 'handler_error'],
   ['podbinding', 'handler_error'],
@@ -36,7 +39,7 @@ export class AnswerMetrics {
       name: 'modrule_webhook_fail_open_total',
       help:
         'Admission requests let through without their ModRules because of modrule itself, by endpoint and reason ' +
-        '(engine_error|handler_error: allowed unchanged; rules_not_loaded: HTTP 503, the failurePolicy decides).',
+        '(engine_error|handler_error: allowed unchanged; rules_not_loaded, references_not_synced: HTTP 503, the failurePolicy decides).',
       labelNames: ['endpoint', 'reason'],
       registers: [registry],
     });

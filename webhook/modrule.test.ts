@@ -46,6 +46,48 @@ describe('handleValidateModRule causes', () => {
   });
 });
 
+describe('handleValidateModRule references', () => {
+  const withReference = (reference: Record<string, string>) =>
+    review({
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'peek', namespace: 'team-a' },
+      spec: {
+        type: 'Patch',
+        references: [{ name: 'r', apiVersion: 'v1', objectName: 'x', ...reference }],
+        match: [{ select: '$.syntheticRefs.r.data.x' }],
+        patch: [{ op: 'add', path: '/metadata/labels/x', value: 'y' }],
+      },
+    });
+
+  it("refuses a tenant's rule naming another namespace, at the field", () => {
+    const { response } = handleValidateModRule(withReference({ kind: 'ConfigMap', namespace: 'team-b' }));
+    expect(response.status).toMatchObject({ code: 422, reason: 'Invalid' });
+    expect(response.status?.details?.causes).toEqual([
+      {
+        field: 'spec.references[0].namespace',
+        reason: 'FieldValueForbidden',
+        message:
+          'Forbidden: a ModRule reads only objects of its own namespace (team-a); only ModRules in kubemod-system ' +
+          'may read other namespaces',
+      },
+    ]);
+    // The same rule in the cluster namespace configured here reads any namespace.
+    expect(
+      handleValidateModRule(withReference({ kind: 'ConfigMap', namespace: 'team-b' }), 'team-a').response
+        .allowed,
+    ).toBe(true);
+  });
+
+  it('refuses a Secret reference unless the operator allows them', () => {
+    const secret = withReference({ kind: 'Secret' });
+    expect(handleValidateModRule(secret).response.status?.details?.causes).toEqual([
+      expect.objectContaining({ field: 'spec.references[0].kind', reason: 'FieldValueForbidden' }),
+    ]);
+    expect(handleValidateModRule(secret, 'kubemod-system', undefined, true).response.allowed).toBe(true);
+  });
+});
+
 describe('handleValidateModRule targeting warnings', () => {
   const rule = (namespace: string, extra: Record<string, unknown>) => {
     const request = review({

@@ -41,7 +41,8 @@ function displayName(request: AdmissionRequest): string {
 function causeReason(message: string): string {
   if (message.startsWith('required')) return 'FieldValueRequired';
   if (message.startsWith('unknown field')) return 'FieldValueNotSupported';
-  if (message.startsWith('only allowed')) return 'FieldValueForbidden';
+  if (message.startsWith('only allowed') || message.startsWith('Forbidden')) return 'FieldValueForbidden';
+  if (message.startsWith('Duplicate')) return 'FieldValueDuplicate';
   return 'FieldValueInvalid';
 }
 
@@ -95,17 +96,21 @@ export function kindWarnings(
 /**
  * /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all;
  * valid rules with targeting fields outside `clusterNamespace`, or naming kinds `servedKinds` does not serve, are
- * admitted with a warning.
+ * admitted with a warning. A rule outside `clusterNamespace` referencing another namespace, or a Secret without
+ * `allowSecretReferences`, is refused.
  */
 export function handleValidateModRule(
   request: AdmissionRequest,
   clusterNamespace: string = DEFAULT_CLUSTER_NAMESPACE,
   servedKinds?: ServedKinds,
+  allowSecretReferences = false,
 ): EndpointDecision {
   if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
     return { response: allowResponse(request.uid), result: 'allowed' };
   }
-  const problems = validateModRule(objectFor(request));
+  // spec.references is checked against where cluster-wide rules live and whether Secrets may be read.
+  const policy = { clusterNamespace, allowSecrets: allowSecretReferences };
+  const problems = validateModRule(objectFor(request), policy);
   if (problems.length === 0) {
     const response = allowResponse(request.uid);
     const catalog = servedKinds?.();

@@ -23,6 +23,8 @@ import { WebhookMetrics } from './metrics';
 import { AnswerMetrics } from './answer-metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
 import { holdBudgetMs, within } from './hold';
+import { referencesPending } from './references';
+import type { ReferenceSource } from '../store/references';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
 import { RuleFailures } from './rule-failures';
@@ -91,6 +93,8 @@ export interface WebhookServerOptions {
    * options, or one the caller keeps (the operator reports quarantines on the ModRules).
    */
   quarantine?: QuarantineOptions | RuleQuarantine;
+  /** The objects rules read besides their object (syntheticRefs.owner, spec.references); none when omitted. */
+  references?: ReferenceSource;
   /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
   failures?: RuleFailures;
   /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
@@ -249,6 +253,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       handleDragnet(request, (snapshot = store.snapshot()), budget, {
         quarantined: quarantine.gate(),
         recordPatchedBy: options.recordPatchedBy,
+        references: options.references?.reader,
       }),
     );
     const decision = run.value;
@@ -288,6 +293,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
           request,
           store.snapshot().clusterNamespace,
           options.servedKinds,
+          store.referencePolicy.allowSecrets,
         );
         if (decision.result === 'rejected') {
           logger.info('invalid ModRule rejected', {
@@ -345,7 +351,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName) });
       if (logger.isDebugEnabled()) {
         for (const rule of decision.applied) logger.debug('patched', { ...base, rule });
-        logger.debug('patch', { ...base, patch: outcome.patch });
+        // A patch holding a value read from a Secret is not logged, even at debug.
+        if (!outcome.secretValues) logger.debug('patch', { ...base, patch: outcome.patch });
       }
       metrics.countRules('patch', decision.applied);
     }
@@ -406,6 +413,18 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       });
       answers.failedOpen(endpoint, 'rules_not_loaded');
       finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
+      return;
+    }
+    const references =
+      endpoint === 'dragnet' ? referencesPending(options.references, store.snapshot(), request) : undefined;
+    if (references && !(await within(references, holdBudgetMs(req.url)))) {
+      logger.warn('objects the rules read are not in the caches yet; left to the webhook failurePolicy', {
+        object: objectRef(request),
+        operation,
+        uid: request.uid,
+      });
+      answers.failedOpen(endpoint, 'references_not_synced');
+      finish('error', () => sendText(res, 503, 'modrule: references not synced yet', { 'Retry-After': '1' }));
       return;
     }
     let decision: EndpointDecision;

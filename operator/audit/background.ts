@@ -2,6 +2,7 @@ import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
+import type { ReferenceSource } from '../../store/references';
 import { QuarantineCheck } from '../../engine/admit';
 import { ReportBuilder, ReportFormat } from '../../audit/report';
 import { sleep } from '../backoff';
@@ -47,6 +48,8 @@ export interface BackgroundAuditDeps {
   logger: Logger;
   /** Resolves once the store holds the cluster's rules (the first full sync). */
   rulesLoaded: Promise<void>;
+  /** The webhook's reference caches: the audit evaluates against the same objects. */
+  references?: ReferenceSource;
   /** The webhook's quarantine check now (rules it skips are reported `error`). */
   quarantined?: () => QuarantineCheck | undefined;
   onRound?: (round: ScanRound) => void;
@@ -182,6 +185,7 @@ export class BackgroundAudit {
           signal,
           sliceMs: this.config.sliceMs ?? 1,
           share: this.config.share ?? DEFAULT_SHARE,
+          references: this.deps.references,
           quarantined: this.deps.quarantined,
         },
         (audit) => builder.add(audit),

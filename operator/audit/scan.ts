@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { RuleSnapshot } from '../../store/rules';
+import type { ReferenceSource } from '../../store/references';
 import { DragnetScope } from '../../audit/dragnet';
 import { auditObject } from '../../audit/evaluate';
 import { QuarantineCheck } from '../../engine/admit';
@@ -10,6 +11,7 @@ import { retry, sleep } from '../backoff';
 import { isTransient, KubeApiError, KubeClient } from '../kube';
 import { collectionPath } from './discovery';
 import { RateLimiter } from './rate';
+import { referencesFor } from './references';
 
 /** How an audit lists and evaluates. */
 export interface ScanOptions {
@@ -38,6 +40,8 @@ export interface ScanOptions {
    */
   share?: number;
   maxBodyBytes?: number;
+  /** The reference caches rules read from (the webhook's own); an object waits until they can answer for it. */
+  references?: ReferenceSource;
   /** The webhook's quarantine check now, if any: rules it skips are `error` in the reports. */
   quarantined?: () => QuarantineCheck | undefined;
   onProgress?: (progress: ScanProgress) => void;
@@ -188,10 +192,12 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
             checkBudget();
             result.listed++;
             if (!wanted(item, list.resource, list.keep)) continue;
+            if (options.references) await referencesFor(options.references, snapshot, item, list.resource);
             const audit = auditObject(item, list.resource, {
               snapshot,
               maxBodyBytes: options.maxBodyBytes,
               quarantined: options.quarantined?.(),
+              references: options.references?.reader,
             });
             if (audit) {
               result.evaluated++;

@@ -6,7 +6,7 @@ import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
 import { ClusterAccess, setHeader } from '../access';
 import { HttpError, mergePatch, sendError, sendJson } from './fake-http';
-import { FAKE_RESOURCES, FakeResource, Route, routeOf } from './fake-resources';
+import { discoveryOf, FAKE_RESOURCES, FakeResource, Route, routeOf } from './fake-resources';
 import { FakeStore, meta } from './fake-store';
 import { FakeWatches } from './fake-watches';
 
@@ -203,6 +203,8 @@ export class FakeApiServer {
       return;
     }
     try {
+      const discovery = req.method === 'GET' ? discoveryOf(url.pathname) : null;
+      if (discovery) return sendJson(res, 200, discovery);
       const route = routeOf(url.pathname);
       this.dispatch(recorded, route, res);
     } catch (err) {

@@ -15,6 +15,29 @@ export const FAKE_RESOURCES = {
   pods: { prefix: '/api/v1', namespaced: true, kind: 'Pod', apiVersion: 'v1', status: true },
   secrets: { prefix: '/api/v1', namespaced: true, kind: 'Secret', apiVersion: 'v1', status: false },
   events: { prefix: '/api/v1', namespaced: true, kind: 'Event', apiVersion: 'v1', status: false },
+  configmaps: { prefix: '/api/v1', namespaced: true, kind: 'ConfigMap', apiVersion: 'v1', status: false },
+  replicasets: {
+    prefix: '/apis/apps/v1',
+    namespaced: true,
+    kind: 'ReplicaSet',
+    apiVersion: 'apps/v1',
+    status: true,
+  },
+  deployments: {
+    prefix: '/apis/apps/v1',
+    namespaced: true,
+    kind: 'Deployment',
+    apiVersion: 'apps/v1',
+    status: true,
+  },
+  jobs: { prefix: '/apis/batch/v1', namespaced: true, kind: 'Job', apiVersion: 'batch/v1', status: true },
+  cronjobs: {
+    prefix: '/apis/batch/v1',
+    namespaced: true,
+    kind: 'CronJob',
+    apiVersion: 'batch/v1',
+    status: true,
+  },
   mutatingwebhookconfigurations: {
     prefix: '/apis/admissionregistration.k8s.io/v1',
     namespaced: false,
@@ -92,4 +115,22 @@ export function matches(obj: JsonObject, route: Route, selector: Record<string, 
   if (selector['metadata.namespace'] !== undefined && m.namespace !== selector['metadata.namespace'])
     return false;
   return true;
+}
+
+/** The APIResourceList of a group version path (/api/v1, /apis/GROUP/VERSION), or null for other paths. */
+export function discoveryOf(path: string): JsonObject | null {
+  if (path !== '/api/v1' && !/^\/apis\/[^/]+\/[^/]+$/.test(path)) return null;
+  const defs = Object.entries(FAKE_RESOURCES).filter(([, d]) => d.prefix === path);
+  if (defs.length === 0)
+    throw new HttpError(404, 'NotFound', `the server could not find the requested resource`);
+  return {
+    kind: 'APIResourceList',
+    groupVersion: path === '/api/v1' ? 'v1' : path.slice('/apis/'.length),
+    resources: defs.map(([name, d]) => ({
+      name,
+      kind: d.kind,
+      namespaced: d.namespaced,
+      verbs: ['get', 'list', 'watch'],
+    })),
+  };
 }

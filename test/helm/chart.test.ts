@@ -233,11 +233,41 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
       },
     ],
     ['no namespace', { namespace: { create: false } }, { 'Namespace//kubemod-system': 'removed' }],
+    [
+      'references',
+      {
+        references: {
+          owners: true,
+          configMaps: true,
+          secrets: true,
+          ownerKinds: ['apps/ReplicaSet', 'batch/Job'],
+        },
+      },
+      {
+        [D]: [
+          { op: 'add', path: `${C}/args/1`, value: '--allow-secret-references' },
+          { op: 'add', path: `${C}/args/2`, value: '--owner-kinds=apps/ReplicaSet,batch/Job' },
+        ],
+        ...Object.fromEntries(
+          ['owners', 'configmaps', 'secrets'].flatMap((n) => [
+            [`ClusterRole//kubemod-operator-${n}`, 'added'],
+            [`ClusterRoleBinding//kubemod-operator-${n}`, 'added'],
+          ]),
+        ),
+      },
+    ],
   ])('%s: changes exactly what the value says', async (_name, values, expected) => {
     const sorted = Object.fromEntries(
       Object.entries(expected).map(([k, v]) => [k, Array.isArray(v) ? byPath(v as JsonObject[]) : v]),
     );
     expect(changes(defaults, await render(values))).toEqual(sorted);
+  });
+
+  it('adds each opt-in RBAC of config/rbac/references as it is there', async () => {
+    const rendered = byId(await render({ references: { owners: true } }));
+    for (const o of objects(readFileSync(join(ROOT, 'config', 'rbac', 'references', 'owners.yaml'), 'utf8')))
+      expect(rendered.get(id(o))).toEqual(o);
+    expect([...rendered.keys()].filter((k) => k.includes('configmaps') || k.includes('secrets'))).toEqual([]);
   });
 
   it('puts a metrics port on the Service and a ServiceMonitor on it', async () => {

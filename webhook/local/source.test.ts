@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../../util/logger';
 import { RuleStore } from '../../store/rules';
+import { ReferenceObjects } from '../../store/references';
 import { listManifestFiles, ManifestError, parseManifests } from './load';
 import { LoadReport, LocalRuleSource } from './source';
 
@@ -88,6 +89,31 @@ describe('LocalRuleSource', () => {
     return source;
   }
 
+  it('holds every other object for the rules to read, and follows edits and deletions of the files', async () => {
+    const references = new ReferenceObjects();
+    const store = new RuleStore();
+    source = new LocalRuleSource({ paths: [dir], store, references, logger: silentLogger() });
+    const cm = (host: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: registry-mirror, namespace: platform}\ndata: {host: ${host}}\n`;
+    await writeFile(join(dir, 'objects.yaml'), cm('one.example.com'));
+    await writeFile(
+      join(dir, 'owners.yaml'),
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop, uid: u1}\n',
+    );
+    const report = await source.reload();
+    expect(report.objects).toBe(2);
+    const host = () =>
+      (references.get('', 'ConfigMap', 'platform', 'registry-mirror')?.data as { host?: string } | undefined)
+        ?.host;
+    expect(host()).toBe('one.example.com');
+    expect(references.get('apps', 'Deployment', 'shop', 'web')).toBeDefined();
+    await writeFile(join(dir, 'objects.yaml'), cm('two.example.com'));
+    await rm(join(dir, 'owners.yaml'));
+    await source.reload();
+    expect(host()).toBe('two.example.com');
+    expect(references.get('apps', 'Deployment', 'shop', 'web')).toBeUndefined();
+  });
+
   it('loads rules, namespaces and nodes from nested folders and defaults the rule namespace', async () => {
     await mkdir(join(dir, 'a', 'b'), { recursive: true });
     await writeFile(join(dir, 'a', 'one.yaml'), ruleYaml('one', 'x'));
@@ -103,7 +129,7 @@ describe('LocalRuleSource', () => {
     await writeFile(join(dir, 'review.json'), '{"kind": "AdmissionReview"}');
     const store = new RuleStore();
     const report = await open(store).reload();
-    expect(report).toEqual({ files: 3, rules: 2, namespaces: 1, nodes: 1, errors: [] });
+    expect(report).toEqual({ files: 3, rules: 2, namespaces: 1, nodes: 1, objects: 0, errors: [] });
     expect(ruleNames(store)).toEqual(['default/one', 'default/two']);
     expect(store.snapshot().namespace('default')).toMatchObject({ metadata: { labels: { color: 'blue' } } });
     expect(store.snapshot().node('worker-1')).toBeDefined();

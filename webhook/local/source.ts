@@ -12,11 +12,14 @@ import { RuleStore } from '../../store/rules';
 import { ManifestEntry } from '../../util/yaml';
 import { DuplicateKey, duplicateKeyMessage, duplicateKeyProblem } from '../../util/yaml-duplicates';
 import { fingerprintFiles, listManifestFiles, loadManifestEntries, ManifestError } from './load';
+import type { ReferenceObjects } from '../../store/references';
 
 export interface LocalSourceOptions {
-  /** Files and folders of ModRules, Namespaces and Nodes (YAML, multi-document, folders recursive). */
+  /** Files and folders of ModRules, Namespaces, Nodes and objects rules read (YAML, multi-document, recursive). */
   paths: readonly string[];
   store: RuleStore;
+  /** Where the objects rules read (owners, spec.references) go; every object that is not a ModRule. */
+  references?: ReferenceObjects;
   logger: Logger;
   /** Namespace for ModRules that name none, as kubectl would apply them; default "default". */
   defaultNamespace?: string;
@@ -32,6 +35,8 @@ export interface LoadReport {
   rules: number;
   namespaces: number;
   nodes: number;
+  /** Other objects (owners and referenced objects), rules may read them. */
+  objects: number;
   /** Every problem found: unreadable files, YAML errors, invalid ModRules (each kept at its last good version). */
   errors: string[];
 }
@@ -203,11 +208,14 @@ export class LocalRuleSource {
         duplicates.push(`${entry.file}: ModRule ${key} is defined more than once; the last one wins`);
       rules.set(key, entry);
     };
+    const objects: JsonObject[] = [];
     const take = (file: string, docs: readonly JsonObject[]) => {
       for (const doc of docs) {
         const kind = kindOf(doc);
-        if (kind === 'Namespace') namespaces.set(nameOf(doc), doc);
-        else nodes.set(nameOf(doc), doc);
+        const core = (doc.apiVersion ?? 'v1') === 'v1';
+        if (kind === 'Namespace' && core) namespaces.set(nameOf(doc), doc);
+        else if (kind === 'Node' && core) nodes.set(nameOf(doc), doc);
+        else objects.push(doc);
       }
       others.set(file, docs as JsonObject[]);
     };
@@ -241,9 +249,10 @@ export class LocalRuleSource {
             const entry = twice.length > 0 ? { problems: duplicateKeysText(twice) } : compile(store, rule);
             define(ruleKey(rule), { ...entry, file });
           } else if (
-            (kind === 'Namespace' || kind === 'Node') &&
-            (doc.apiVersion ?? 'v1') === 'v1' &&
-            nameOf(doc)
+            nameOf(doc) &&
+            ((kind === 'Namespace' || kind === 'Node') && (doc.apiVersion ?? 'v1') === 'v1'
+              ? true
+              : kind !== '' && typeof doc.apiVersion === 'string')
           ) {
             for (const d of twice)
               logger.warn('local manifest: duplicate key', {
@@ -293,6 +302,8 @@ export class LocalRuleSource {
     store.replaceRules([], accepted);
     store.replaceNamespaces([...namespaces.values()]);
     store.replaceNodes([...nodes.values()]);
+    // Namespaces and Nodes may be referenced too.
+    this.options.references?.replaceFeeder('files', [...objects, ...namespaces.values(), ...nodes.values()]);
     this.lastFiles = files;
 
     const report: LoadReport = {
@@ -300,6 +311,7 @@ export class LocalRuleSource {
       rules: accepted.length,
       namespaces: namespaces.size,
       nodes: nodes.size,
+      objects: objects.length,
       errors,
     };
     for (const e of errors) logger.error('local rules: problem', { error: e });
@@ -308,6 +320,7 @@ export class LocalRuleSource {
       rules: report.rules,
       namespaces: report.namespaces,
       nodes: report.nodes,
+      objects: report.objects,
       problems: errors.length,
     });
     for (const l of [...this.listeners]) l(report);

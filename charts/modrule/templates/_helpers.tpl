@@ -39,7 +39,7 @@ asks for. The helpers below take a dict: "o" the object to change in place, "roo
 {{- printf "%s%s%s" $repository (ternary (printf ":%s" $tag) "" (ne $tag "")) $digest -}}
 {{- end -}}
 
-{{/* The operator Deployment: image, replicas, resources, scheduling, log level, the patched-by record. */}}
+{{/* The operator Deployment: image, replicas, resources, scheduling, log level, the patched-by record, what rules may read. */}}
 {{- define "modrule.deployment" -}}
 {{- $v := .root.Values -}}
 {{- $spec := .o.spec -}}
@@ -58,6 +58,12 @@ asks for. The helpers below take a dict: "o" the object to change in place, "roo
 {{- end -}}
 {{- if $v.recordPatchedBy -}}
 {{- $_ := set $c "args" (append $c.args "--record-patched-by") -}}
+{{- end -}}
+{{- if $v.references.secrets -}}
+{{- $_ := set $c "args" (append $c.args "--allow-secret-references") -}}
+{{- end -}}
+{{- if $v.references.ownerKinds -}}
+{{- $_ := set $c "args" (append $c.args (printf "--owner-kinds=%s" (join "," $v.references.ownerKinds))) -}}
 {{- end -}}
 {{- end -}}
 

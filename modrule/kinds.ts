@@ -1,0 +1,31 @@
+// Which kinds are cluster-scoped, for tools without API discovery (offline apply, reference validation).
+
+/** Kinds the API server stores without a namespace (built-in and well-known kinds). */
+export const CLUSTER_SCOPED_KINDS: ReadonlySet<string> = new Set([
+  'APIService',
+  'CertificateSigningRequest',
+  'ClusterIssuer',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ComponentStatus',
+  'CSIDriver',
+  'CSINode',
+  'CustomResourceDefinition',
+  'FlowSchema',
+  'IngressClass',
+  'MutatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+  'MutatingWebhookConfiguration',
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'PodSecurityPolicy',
+  'PriorityClass',
+  'PriorityLevelConfiguration',
+  'RuntimeClass',
+  'StorageClass',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'ValidatingWebhookConfiguration',
+  'VolumeAttachment',
+]);
