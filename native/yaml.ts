@@ -3,7 +3,7 @@ import { celString } from './cel';
 import { Guard } from './guard';
 import { ABSENT, celListAt, FieldPath, rootValue, walk } from './path';
 import { ELEMENT, SelectContext } from './select';
-import { RenderedTemplate } from './template';
+import { boundedInputs, RenderedTemplate } from './template';
 import { NoCelForm } from './values';
 
 /*
@@ -52,6 +52,8 @@ export function yamlScalar(
     check = (s) => plain.test(s) && !keyword.test(s);
     celCheck = (s) => `${s}.matches(${celString(PLAIN)}) && !${s}.matches(${celString(KEYWORD)})`;
   }
+  // Bounded inputs first: the rendered guard builds and matches text as long as what it prints.
+  boundedInputs(rendered, { ctx, list });
   ctx.guards.add(renderedGuard(rendered, check, celCheck, list));
   return value;
 }
@@ -77,9 +79,10 @@ function renderedGuard(
 ): Guard {
   const what = 'the rendered value is a YAML string the engine reads as itself';
   const cond = `[${rendered.cel}].all(s, ${celCheck('s')})`;
-  if (!list) return { cel: cond, holds: (object) => check(rendered.render(object)), what };
+  if (!list) return { cel: cond, holds: (object) => check(rendered.render(object)), what, cost: 'text' };
   return {
     cel: `${celListAt(list)}.all(${ELEMENT}, ${cond})`,
+    cost: 'elements-text',
     holds: (object) => {
       const base = rootValue(list.root, object);
       const l = base === ABSENT ? ABSENT : walk(base, list.tokens);
