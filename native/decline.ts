@@ -1,6 +1,7 @@
 import { isJsonObject, JsonValue } from '../util/json';
 import type { CompiledRule } from '../modrule/compile';
-import { Guard, GuardCost, MAX_LIST, MAX_PRINTED } from './guard';
+import { guardCelCost } from './cel-cost';
+import { Guard, GuardCost } from './guard';
 import { residualGuards } from './residual';
 
 /*
@@ -36,26 +37,14 @@ export type DeclineOutcome = { readonly decline: Decline } | { readonly why: str
 
 /** The API server's runtime cost budget for one webhook's match conditions, per request. */
 export const MATCH_CONDITIONS_BUDGET = 2_500_000;
-/** What one rule's decline may cost at most (all conditions together are held to a share of the budget). */
-export const MAX_DECLINE_COST = 400_000;
+/** What one rule's decline may cost at most: 40% of the budget, for estimates that are upper bounds. */
+export const MAX_DECLINE_COST = 1_000_000;
 
 const ORDER: Record<GuardCost, number> = { fixed: 0, elements: 1, text: 2, 'elements-text': 3 };
 
-/** An upper bound of one guard's CEL cost (see GuardCost; text: every printed input at its longest). */
+/** An upper bound of one guard's CEL cost. */
 export function guardCost(guard: Guard): number {
-  const text = guard.cel.length;
-  const inputs = (guard.cel.match(/\.value\(\)|\.orValue\(/g) ?? []).length + 1;
-  const rendered = text + inputs * MAX_PRINTED * 8;
-  switch (guard.cost) {
-    case 'fixed':
-      return text;
-    case 'elements':
-      return (MAX_LIST + 1) * text;
-    case 'text':
-      return rendered;
-    case 'elements-text':
-      return (MAX_LIST + 1) * rendered;
-  }
+  return guardCelCost(guard.cel, guard.cost);
 }
 
 const NOT_VISIBLE = /\bnamespaceObject\b|\bvariables\./;

@@ -1,19 +1,22 @@
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from './catalog';
-import { coarsenOnce, couple, Coupled, ScopeLimits } from './clauses';
+import { coarsenOnce, couple, Coupled, declinedText, dropDeclines, ScopeLimits } from './clauses';
 import { Condition } from './condition';
-import { keyNeeds, Share } from './coupling';
+import { KeyNeed, keyNeeds, Share } from './coupling';
+import { NativeOutcome, NativeShares } from './native';
 import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
 import { MatchCondition, Registration } from './types';
+import type { Decline } from '../native';
 
 /**
- * How much the scope may say: `full` (resources, operations and namespaces), `no-regex` (namespace regexes become
- * "every namespace"), `resources` (webhook rules only: no conditions, no namespace selector of our own). The operator
- * steps down when the API server refuses a level.
+ * How much the scope may say: `guards` (resources, operations, namespaces, and the objects native rules' guards
+ * decline), `full` (resources, operations and namespaces), `no-regex` (namespace regexes become "every namespace"),
+ * `resources` (webhook rules only: no conditions, no namespace selector of our own). The operator steps down when the
+ * API server refuses a level.
  */
-export type Precision = 'full' | 'no-regex' | 'resources';
-export const PRECISIONS: readonly Precision[] = ['full', 'no-regex', 'resources'];
+export type Precision = 'guards' | 'full' | 'no-regex' | 'resources';
+export const PRECISIONS: readonly Precision[] = ['guards', 'full', 'no-regex', 'resources'];
 
 export type { ScopeLimits } from './clauses';
 
@@ -22,6 +25,8 @@ export const DEFAULT_LIMITS: ScopeLimits = {
   maxExpression: 90_000,
   maxTotal: 1_000_000,
   maxRegexes: 256,
+  // 40% of the API server's budget for one webhook's match conditions (2,500,000), for estimates that are upper bounds.
+  maxCost: 1_000_000,
 };
 
 /** The prefix of the conditions the operator writes; configured conditions keep their names. */
@@ -81,6 +86,11 @@ export interface ScopeResult {
   precision: Precision;
   /** Our conditions as data (ANDed; the expressions are their CEL text): what `sendsRequest` evaluates. */
   clauses: Condition[];
+  /**
+   * Rules served natively with a residual, by namespace/name: null when their guards are checked before the call
+   * (their objects reach the webhook only where a guard declines), else why every object they may act on does.
+   */
+  native: ReadonlyMap<string, NativeOutcome>;
   stats: { conditions: number; characters: number; regexes: number; selectorNames: number };
 }
 
@@ -119,7 +129,7 @@ function resourcesOf(products: readonly Product[]): string[] {
   return [...resources].sort();
 }
 
-/** The rules of one shape: their share of the net (resolved once) and the union of their namespaces. */
+/** The rules of one shape (and decline): their share of the net (resolved once) and the union of their namespaces. */
 interface ShapeGroup {
   products: Product[];
   notes: string[];
@@ -128,26 +138,30 @@ interface ShapeGroup {
   names: Set<string>;
   patterns: Map<string, NamespaceSet['patterns'][number]>;
   cluster: boolean;
+  decline: Decline | null;
 }
 
-function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
+function groupByShape(
+  input: ScopeInput,
+  natives: NativeShares,
+): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
   const byShape = new Map<string, ShapeGroup>();
+  const products = new Map<string, Pick<ShapeGroup, 'products' | 'notes' | 'resources'>>();
   const reports: RuleScopeReport[] = [];
   for (const rule of input.rules) {
     const reach = reachOf(rule, input.clusterNamespace);
-    let g = byShape.get(reach.shape);
+    const decline = natives.declineOf(rule);
+    const key = decline ? `${reach.shape}\u0000${decline.cel}` : reach.shape;
+    let g = byShape.get(key);
     if (!g) {
-      const { products, notes } = productsOf(reach, input.configured.rules, input.catalog);
-      g = {
-        products,
-        notes,
-        resources: resourcesOf(products),
-        any: false,
-        names: new Set(),
-        patterns: new Map(),
-        cluster: false,
-      };
-      byShape.set(reach.shape, g);
+      let share = products.get(reach.shape);
+      if (!share) {
+        const found = productsOf(reach, input.configured.rules, input.catalog);
+        share = { ...found, resources: resourcesOf(found.products) };
+        products.set(reach.shape, share);
+      }
+      g = { ...share, any: false, names: new Set(), patterns: new Map(), cluster: false, decline };
+      byShape.set(key, g);
     }
     const ns = reach.namespaces;
     g.any ||= ns.any;
@@ -159,6 +173,23 @@ function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleS
   return { groups: [...byShape.values()], reports };
 }
 
+/** Coarsening's first step: declines dropped (their rules' objects all reach the webhook); false when none is left. */
+function dropDeclineStep(
+  needs: Map<string, KeyNeed>,
+  natives: NativeShares,
+  byCost: boolean,
+  coarsened: string[],
+  limits: ScopeLimits,
+): boolean {
+  const declines = dropDeclines(needs, byCost);
+  if (declines.length === 0) return false;
+  const why = byCost
+    ? `their guards would take the conditions over ${limits.maxCost} CEL cost units per request`
+    : "the conditions would not fit the API server's limits with their guards";
+  coarsened.push(natives.dropped(declines, why));
+  return true;
+}
+
 /**
  * The dragnet registration the rules need: pure, deterministic (same input, same output), never narrower than the
  * engine (a request the API server does not send could not have been patched or rejected), never wider than the
@@ -166,21 +197,23 @@ function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleS
  */
 export function computeScope(input: ScopeInput): ScopeResult {
   const limits = input.limits ?? DEFAULT_LIMITS;
-  const precision = input.precision ?? 'full';
+  const precision = input.precision ?? 'guards';
   const { configured } = input;
-  const { groups, reports } = groupByShape(input);
+  const natives = new NativeShares(precision === 'guards');
+  const { groups, reports } = groupByShape(input, natives);
   const shares: Share[] = groups
     .filter((g) => g.products.length > 0)
     .map((g) => ({
       products: g.products,
       namespaces: { any: g.any, names: g.names, patterns: [...g.patterns.values()] },
       cluster: g.cluster,
+      decline: g.decline,
     }));
   reports.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
   const rules = mergeProducts(shares.flatMap((s) => s.products));
   const own = withoutScope(configured).matchConditions;
   const coarsened: string[] = [];
-  const none: Coupled = { clauses: [], expressions: [], selectorNames: [], regexes: 0 };
+  const none: Coupled = { clauses: [], expressions: [], selectorNames: [], regexes: 0, cost: 0 };
   let coupled = none;
   if (precision !== 'resources') {
     const { needs, wildcardOps } = keyNeeds(shares);
@@ -190,17 +223,25 @@ export function computeScope(input: ScopeInput): ScopeResult {
           n.any = true;
           n.patterns.clear();
         }
+    // Declines that could not fit whatever else happens go before the conditions are even rendered.
+    while (
+      declinedText(needs) > limits.maxTotal &&
+      dropDeclineStep(needs, natives, false, coarsened, limits)
+    );
     for (;;) {
       coupled = couple(needs, wildcardOps, limits);
       const chars =
         coupled.expressions.reduce((s, e) => s + e.length, 0) + coupled.selectorNames.join('", "').length;
       const tooManyRegexes = coupled.regexes > limits.maxRegexes;
+      const tooCostly = coupled.cost > limits.maxCost;
       if (
         coupled.expressions.length <= limits.maxConditions - own.length &&
         chars <= limits.maxTotal &&
-        !tooManyRegexes
+        !tooManyRegexes &&
+        !tooCostly
       )
         break;
+      if (dropDeclineStep(needs, natives, tooCostly, coarsened, limits)) continue;
       const step = coarsenOnce(needs, tooManyRegexes);
       if (!step) {
         coupled = none;
@@ -230,6 +271,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
     rules: reports,
     coarsened,
     precision,
+    native: natives.outcomes,
     clauses: coupled.clauses,
     stats: {
       conditions: conditions.length,
