@@ -12,6 +12,7 @@ import { Backoff } from './backoff';
 import { Informer } from './informer';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
+import { NativeNets } from './native-net';
 import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
 
 const CONFIGURATIONS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
@@ -59,6 +60,8 @@ export interface DragnetScopeOptions {
   settleMs?: number;
   /** Clock; injectable for tests. */
   now?: () => number;
+  /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
+  native?: { policiesVersion(): string | null; servingVersion(): string };
 }
 
 /**
@@ -87,6 +90,8 @@ export class DragnetScope {
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
   private readonly metrics: { writes: Counter<'result'>; conditions: Gauge; webhookRules: Gauge } | null;
+  /** What the live registration does for rules served natively. */
+  readonly nativeNets = new NativeNets();
 
   constructor(private readonly options: DragnetScopeOptions) {
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
@@ -115,7 +120,7 @@ export class DragnetScope {
     let version: string | null | undefined;
     this.unsubscribe.push(
       this.options.onRulesChange(() => {
-        const now = this.options.rulesVersion();
+        const now = `${this.options.rulesVersion()}|${this.options.native?.servingVersion() ?? ''}`;
         if (now === version) return;
         version = now;
         this.schedule();
@@ -206,7 +211,7 @@ export class DragnetScope {
         catalog: this.options.discovery.catalog(),
         precision,
       });
-    let result = compute('full');
+    let result = compute(PRECISIONS[0]);
     const full = registrationHash(result.registration);
     const fallback = this.refused.get(full);
     if (fallback) result = compute(fallback);
@@ -227,18 +232,27 @@ export class DragnetScope {
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
     this.live.notify();
+    const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
     const decision = decide(live, registration, {
       rulesVersion,
       writer: this.writer,
       mode: this.options.mode,
+      nativeVersion,
     });
+    if (decision.reason === 'current') this.nativeNets.confirm(result, this.wideReason());
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
       return;
     }
-    const stamp: ScopeStamp = { hash, rulesVersion, writer: this.writer, mode: this.options.mode };
+    const stamp: ScopeStamp = {
+      hash,
+      rulesVersion,
+      writer: this.writer,
+      mode: this.options.mode,
+      ...(nativeVersion ? { nativeVersion } : {}),
+    };
     try {
       const stored = await this.write(config, webhook, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
@@ -260,6 +274,7 @@ export class DragnetScope {
         } else await this.giveUp(stored, live.configured);
         return;
       }
+      this.nativeNets.confirm(result, this.wideReason());
       this.options.logger.info('dragnet registration updated', {
         reason: decision.reason,
         mode: this.options.mode,
@@ -301,6 +316,13 @@ export class DragnetScope {
     }
   }
 
+  /** Why the registration is the configured net (wide mode, or narrowing given up). */
+  private wideReason(): string {
+    return this.disabled
+      ? 'the API server stored another registration than the one written; the configured net is back'
+      : 'the operator runs with --dragnet-scope wide';
+  }
+
   /** Compare-and-swap update of the whole configuration: its resourceVersion guards every other field. */
   private async write(
     config: JsonObject,
@@ -326,6 +348,7 @@ export class DragnetScope {
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
   private async giveUp(stored: JsonObject, configured: Registration): Promise<void> {
     this.disabled = true;
+    this.nativeNets.confirm(null, this.wideReason());
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );

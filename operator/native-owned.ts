@@ -6,6 +6,7 @@ import { BackoffOptions } from './backoff';
 import { Informer } from './informer';
 import { KubeClient } from './kube';
 import { isOwned, MANAGED_BY, OPERATOR, POLICY_KINDS } from './native-api';
+import { compareVersions } from '../scope/ownership';
 
 /*
  * The policies and bindings the operator owns (label managed-by=modrule-operator), as the API server has them:
@@ -20,6 +21,11 @@ export type OwnedChange = (obj: JsonObject, gone: boolean) => void;
 export class OwnedPolicies {
   private readonly informers: Informer[];
   private readonly seen = new Map<string, JsonObject>();
+  /**
+   * The resourceVersion of the last list or event of owned objects (a deletion's included): what the dragnet scope
+   * orders replicas by when their views of the native rules differ (scope/ownership.ts). Null before any.
+   */
+  version: string | null = null;
 
   constructor(options: {
     client: KubeClient;
@@ -40,6 +46,12 @@ export class OwnedPolicies {
           handlers: this.handlers(kind, options.onChange),
         }),
     );
+  }
+
+  /** Notes the resourceVersion the kind's informer is at (set before its handlers run). */
+  private advance(kind: string): void {
+    const at = this.informers[POLICY_KINDS.indexOf(kind as (typeof POLICY_KINDS)[number])]?.resourceVersion;
+    if (at && (this.version === null || compareVersions(at, this.version) > 0)) this.version = at;
   }
 
   start(): void {
@@ -74,13 +86,20 @@ export class OwnedPolicies {
     };
     return {
       replace: (items: JsonObject[]) => {
+        this.advance(kind);
         const listed = new Set(items.map((i) => `${kind}/${nameOf(i)}`));
         for (const [id, obj] of [...this.seen])
           if (id.startsWith(`${kind}/`) && !listed.has(id)) change(obj, true);
         for (const item of items) if (isOwned(item)) change(item, false);
       },
-      upsert: (obj: JsonObject) => change(obj, false),
-      remove: (obj: JsonObject) => change(obj, true),
+      upsert: (obj: JsonObject) => {
+        this.advance(kind);
+        change(obj, false);
+      },
+      remove: (obj: JsonObject) => {
+        this.advance(kind);
+        change(obj, true);
+      },
     };
   }
 }

@@ -1,3 +1,4 @@
+import { Gauge, Registry } from 'prom-client';
 import { Serving } from './status';
 
 /*
@@ -50,4 +51,26 @@ export function nativeServing(
       message += `; every object of the rule still reaches the webhook: ${net}`;
   }
   return { servedBy: 'Native', reason: READY_REASON_NATIVE, message };
+}
+
+/** Where the rules that ask to be served natively are, right now. */
+export type NativeState = 'native' | 'webhook' | 'pending';
+
+/** The gauge modrule_native_rules{state}, read at scrape time. */
+export function nativeRulesGauge(
+  registry: Registry,
+  count: () => Record<NativeState, number>,
+): Gauge<'state'> {
+  return new Gauge({
+    name: 'modrule_native_rules',
+    help:
+      'ModRules asking to be served natively, by state: native (the API server runs the policy), pending (policy ' +
+      'accepted, hand-over in progress), webhook (does not fit, refused, unavailable: the webhook serves it in full).',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const counts = count();
+      for (const state of ['native', 'webhook', 'pending'] as const) this.set({ state }, counts[state]);
+    },
+  });
 }

@@ -1,10 +1,8 @@
 import { isJsonObject, JsonObject } from '../util/json';
-import { keyOf, splitKey } from '../util/meta';
+import { keyOf, nameOf, splitKey } from '../util/meta';
 import { messageOf } from '../util/errors';
-import { Logger } from '../util/logger';
 import { CompiledRule } from '../modrule/compile';
 import { formatProblems } from '../modrule/problems';
-import { RuleStore } from '../store/rules';
 import {
   compileNative,
   defaultDragnetScope,
@@ -15,9 +13,7 @@ import {
   residualRule,
   SERVE_ANNOTATION,
 } from '../native';
-import { BackoffOptions } from './backoff';
 import { InformerHandlers } from './informer';
-import { KubeClient } from './kube';
 import {
   applyOwned,
   deleteOwned,
@@ -31,7 +27,9 @@ import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
 import { OwnedPolicies } from './native-owned';
 import { KeyedQueue } from './work-queue';
 import {
+  nativeRulesGauge,
   nativeServing,
+  NativeState,
   pendingServing,
   READY_REASON_NOT_NATIVE,
   READY_REASON_REFUSED,
@@ -39,8 +37,8 @@ import {
   REFUSED_EVENT_REASON,
   webhookServing as webhook,
 } from './native-status';
-import { Serving, StatusReporter } from './status';
-import { StatusSink } from './sync';
+import { Serving } from './status';
+import { NativeControllerOptions, RuleState } from './native-types';
 
 /*
  * Serves ModRules natively where they fit: compiles each rule that asks for it to a policy and binding,
@@ -50,38 +48,7 @@ import { StatusSink } from './sync';
  * edit (the new version waits for its own policy), the rule going away (its policy is deleted).
  */
 
-/** off: no policies; opt-in: rules annotated native.modrule.io/serve=true; all: every rule not annotated false. */
-export type NativeMode = 'off' | 'opt-in' | 'all';
-
-export interface NativeControllerOptions {
-  client: KubeClient;
-  store: RuleStore;
-  status: StatusReporter | null;
-  /** Where Ready reports go (the dragnet scope's gate); default `status`. */
-  sink?: StatusSink | null;
-  logger: Logger;
-  mode: Exclude<NativeMode, 'off'>;
-  clusterNamespace: string;
-  /** The operator's namespace: the dragnet webhook leaves it alone, and so do the policies. */
-  podNamespace: string;
-  /** The dragnet webhook's configuration (its scope is the policies' scope). */
-  webhookConfiguration?: string;
-  /** How long an accepted policy runs alongside the webhook before the webhook leaves the rule to it; 2000 ms. */
-  settleMs?: number;
-  /** Everything is checked again this often (refused policies retried, the dragnet scope re-read); 60 s. */
-  resyncMs?: number;
-  backoff?: BackoffOptions;
-}
-
-interface RuleState {
-  /** The store's rule the policy was written for and that is (or will be) left to it. */
-  held?: CompiledRule;
-  kind?: string;
-  acceptedAt?: number;
-  /** The API server answered the probe of the version written (it runs it, not just stores it). */
-  inForce?: boolean;
-  native: boolean;
-}
+export type { NativeControllerOptions, NativeMode } from './native-types';
 
 /** Keeps policies in step with the rules that ask to be served natively. Feed it ModRules as ClusterSync does. */
 export class NativeController implements InformerHandlers {
@@ -92,6 +59,10 @@ export class NativeController implements InformerHandlers {
   private readonly queue: KeyedQueue;
   /** Owned policies and bindings as the API server has them. */
   private readonly owned: OwnedPolicies;
+  /** Owned objects this controller is deleting: their delete events are no news. */
+  private readonly deleting = new Set<string>();
+  /** Bumped at every hand-over and hand-back (the dragnet scope computes again). */
+  private handovers = 0;
   private readonly controller = new AbortController();
   private unavailable: string | undefined = 'not checked yet';
   private dragnet: DragnetScope;
@@ -109,6 +80,7 @@ export class NativeController implements InformerHandlers {
       onError: (rule, err) =>
         options.logger.warn('native policy reconcile failed; retrying', { rule, error: messageOf(err) }),
     });
+    if (options.registry) nativeRulesGauge(options.registry, () => this.counts());
     this.owned = new OwnedPolicies({
       ...options,
       onChange: (obj, gone) => this.ownedChanged(obj, gone),
@@ -135,6 +107,35 @@ export class NativeController implements InformerHandlers {
   /** Resolves when no reconcile work is queued or running (tests). */
   async idle(): Promise<void> {
     await this.queue.idle();
+  }
+
+  /** The last change to the owned policies this replica saw (the dragnet scope's stamp orders replicas by it). */
+  policiesVersion(): string | null {
+    return this.owned.version;
+  }
+
+  /** Changes whenever a rule moves between the webhook and its policy (the dragnet scope computes again). */
+  servingVersion(): string {
+    return String(this.handovers);
+  }
+
+  /** The dragnet registration changed what it does for native rules: their Ready messages say it again. */
+  netChanged(): void {
+    for (const [key, state] of this.states) {
+      const raw = this.rules.get(key);
+      if (!raw || !state.native || !state.kind || !state.held || !state.guards) continue;
+      const net = this.options.net?.(key);
+      this.show(raw, nativeServing(state.kind, policyName(state.held), state.guards, net));
+    }
+  }
+
+  private counts(): Record<NativeState, number> {
+    const out: Record<NativeState, number> = { native: 0, webhook: 0, pending: 0 };
+    for (const key of this.rules.keys()) {
+      const state = this.states.get(key);
+      out[state?.native ? 'native' : state?.acceptedAt !== undefined ? 'pending' : 'webhook']++;
+    }
+    return out;
   }
 
   // ClusterSync's observer: the ModRules, after the store took them.
@@ -227,6 +228,7 @@ export class NativeController implements InformerHandlers {
         return;
       }
       if (result !== 'unchanged') changed = true;
+      if (result === 'created') this.deleting.delete(`${String(obj.kind)}/${policyName(held)}`);
     }
     if (state.native && state.held === held && !changed) return;
     if (changed || state.held !== held || state.acceptedAt === undefined) {
@@ -234,6 +236,7 @@ export class NativeController implements InformerHandlers {
       state.held = held;
       state.acceptedAt = Date.now();
       state.inForce = false;
+      if (state.native) this.handovers++;
       state.native = false;
       store.serveByWebhook(held.namespace, held.name);
       this.show(raw, pendingServing(kind, policyName(held)));
@@ -250,16 +253,10 @@ export class NativeController implements InformerHandlers {
       return;
     }
     state.native = true;
-    const partial = fit.guards.list.length > 0;
-    this.show(
-      raw,
-      nativeServing(
-        kind,
-        policyName(held),
-        fit.guards.list.map((g) => g.what),
-        undefined,
-      ),
-    );
+    state.guards = fit.guards.list.map((g) => g.what);
+    this.handovers++;
+    const partial = state.guards.length > 0;
+    this.show(raw, nativeServing(kind, policyName(held), state.guards, this.options.net?.(key)));
     this.options.logger.info('ModRule served natively', { rule: key, policy: policyName(held), partial });
   }
 
@@ -298,19 +295,25 @@ export class NativeController implements InformerHandlers {
   ): Promise<void> {
     const state = this.states.get(key);
     const { namespace, name } = splitKey(key);
+    const wasNative = state?.native === true;
+    // Not native from here on: the delete events of its own policy and binding are no alarm.
+    if (state) state.native = false;
+    if (wasNative) this.handovers++;
     this.options.store.serveByWebhook(namespace, name);
     if (raw) this.show(raw, serving);
     const policy = `modrule.${namespace}.${name}`;
     for (const kind of state?.kind ? [state.kind] : ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy'])
       await this.deletePolicies(kind, policy);
-    if (state?.native)
+    if (wasNative && raw)
       this.options.logger.info('ModRule back on the webhook', { rule: key, reason: serving?.reason });
+    else if (wasNative) this.options.logger.info('native policy removed with its ModRule', { rule: key });
     this.states.delete(key);
     if (raw && serving) this.states.set(key, { native: false });
   }
 
   private async deletePolicies(kind: string, name: string): Promise<void> {
     if (!this.owned.has(kind, name) && !this.owned.has(`${kind}Binding`, name) && this.synced()) return;
+    this.deleting.add(`${kind}Binding/${name}`).add(`${kind}/${name}`);
     await deleteOwned(this.options.client, `${kind}Binding`, name);
     await deleteOwned(this.options.client, kind, name);
   }
@@ -325,10 +328,12 @@ export class NativeController implements InformerHandlers {
     const key = ruleKeyOf(obj);
     if (!key) return;
     const state = this.states.get(key);
+    if (gone && this.deleting.delete(`${String(obj.kind)}/${nameOf(obj)}`)) return this.enqueue(key);
     if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
       const { namespace, name } = splitKey(key);
       this.options.store.serveByWebhook(namespace, name);
       state.native = false;
+      this.handovers++;
       state.acceptedAt = undefined;
       this.options.logger.warn('native policy changed or deleted behind the operator; back on the webhook', {
         rule: key,

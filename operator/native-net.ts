@@ -1,0 +1,35 @@
+import { ScopeResult } from '../scope/compute';
+import { NativeNet } from './native-status';
+
+/*
+ * What the live dragnet registration does for each rule served natively, from the computation it was written from
+ * (scope/compute.ts: the rule's guards checked before the call, or why every object of it still reaches the webhook).
+ * The native controller words it into the rule's Ready message.
+ */
+
+/** The dragnet registration's part for native rules, as last confirmed live. */
+export class NativeNets {
+  private outcomes: ScopeResult['native'] | null = null;
+  private wide: string | null = null;
+  private readonly listeners = new Set<() => void>();
+
+  /** The registration now live was computed as `result`; null: it is the configured net, for `why`. */
+  confirm(result: ScopeResult | null, why = 'the dragnet registration is the configured net'): void {
+    const before = JSON.stringify([this.wide, [...(this.outcomes ?? [])]]);
+    this.outcomes = result ? result.native : null;
+    this.wide = result ? null : why;
+    if (JSON.stringify([this.wide, [...(this.outcomes ?? [])]]) !== before)
+      for (const l of this.listeners) l();
+  }
+
+  /** For a rule (namespace/name): see NativeNet. */
+  of(rule: string): NativeNet {
+    if (this.wide !== null) return this.wide;
+    return this.outcomes?.get(rule);
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
