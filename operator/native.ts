@@ -61,7 +61,7 @@ export class NativeController implements InformerHandlers {
   private readonly owned: OwnedPolicies;
   /** Owned objects this controller is deleting: their delete events are no news. */
   private readonly deleting = new Set<string>();
-  /** Bumped at every hand-over and hand-back (the dragnet scope computes again). */
+  /** Bumped at every hand-over and hand-back, before the store changes (the dragnet scope computes again). */
   private handovers = 0;
   private readonly controller = new AbortController();
   private unavailable: string | undefined = 'not checked yet';
@@ -247,6 +247,8 @@ export class NativeController implements InformerHandlers {
       this.queue.later(key, wait);
       return;
     }
+    // Counted before the store tells its listeners (the dragnet scope computes again on this count).
+    this.handovers++;
     if (!store.serveNatively(held, residualRule(held, fit.guards))) {
       // A newer version arrived in between: it gets its own turn.
       state.acceptedAt = undefined;
@@ -254,7 +256,6 @@ export class NativeController implements InformerHandlers {
     }
     state.native = true;
     state.guards = fit.guards.list.map((g) => g.what);
-    this.handovers++;
     const partial = state.guards.length > 0;
     this.show(raw, nativeServing(kind, policyName(held), state.guards, this.options.net?.(key)));
     this.options.logger.info('ModRule served natively', { rule: key, policy: policyName(held), partial });
@@ -331,9 +332,9 @@ export class NativeController implements InformerHandlers {
     if (gone && this.deleting.delete(`${String(obj.kind)}/${nameOf(obj)}`)) return this.enqueue(key);
     if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
       const { namespace, name } = splitKey(key);
+      this.handovers++;
       this.options.store.serveByWebhook(namespace, name);
       state.native = false;
-      this.handovers++;
       state.acceptedAt = undefined;
       this.options.logger.warn('native policy changed or deleted behind the operator; back on the webhook', {
         rule: key,
