@@ -13,8 +13,10 @@ import { NoCelForm } from './values';
  * without escapes. A guard checks the rendered text is one of those; other objects go to the webhook.
  */
 
-const PLAIN = '^[A-Za-z][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*$';
-const KEYWORD = '(?i)^(?:y|yes|n|no|true|false|on|off|null)$';
+/** A plain YAML scalar that can only be the string itself (with KEYWORD excluded). */
+export const PLAIN = '^[A-Za-z][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*$';
+/** YAML 1.1's boolean and null words. */
+export const KEYWORD = '(?i)^(?:y|yes|n|no|true|false|on|off|null)$';
 // Quoted content that needs no unescaping: printable ASCII without the quote (and without backslash in "...").
 const DOUBLE_QUOTED = '^[ !#-\\[\\]-~]*$';
 const SINGLE_QUOTED = '^[ -&(-~]*$';
@@ -56,6 +58,12 @@ export function yamlScalar(
   boundedInputs(rendered, { ctx, list });
   ctx.guards.add(renderedGuard(rendered, check, celCheck, list));
   return value;
+}
+
+/** Whether yamlScalar takes the template: its text is one quoted or plain scalar, no structure, no space. */
+export function isScalarTemplate(root: readonly Node[]): boolean {
+  const text = root.map((n) => (n.type === 'text' ? n.text : '')).join('');
+  return quoteOf(root) !== '' || /^[A-Za-z0-9_./:-]*$/.test(text);
 }
 
 /** `"` or `'` when the template's text starts and ends with that quote, else ''. */

@@ -357,6 +357,14 @@ export class DifferentialHarness {
     } finally {
       await this.client.request('DELETE', pathOf(created)).catch(() => undefined);
       if (created.kind === 'Namespace') await this.finalizeNamespace(created);
+      // pvc-protection holds a deleted claim until a controller (none here) releases it: release it by hand.
+      if (created.kind === 'PersistentVolumeClaim')
+        await this.client
+          .request('PATCH', pathOf(created), {
+            body: { metadata: { finalizers: null } },
+            contentType: 'application/merge-patch+json',
+          })
+          .catch(() => undefined);
     }
   }
 
