@@ -9,6 +9,10 @@ import type { ServedResource } from '../scope/types';
 export interface ListableResource extends Readonly<ServedResource> {
   readonly version: string;
   readonly verbs: readonly string[];
+  /** What kubectl also accepts as the resource's name (`deploy`, `cm`), from discovery. */
+  readonly shortNames?: readonly string[];
+  /** The singular name (`deployment`), from discovery; empty for some built-in resources. */
+  readonly singularName?: string;
 }
 
 /** apiVersion of a served resource's objects: `v1`, `apps/v1`. */

@@ -388,6 +388,30 @@ describe('modrule apply', () => {
     expect((JSON.parse(clean.stdout) as ApplyVerdict[])[0].failures).toEqual([]);
   });
 
+  test('--record-patched-by: each patched object names the rules that patched it, as the operator can', async () => {
+    const testing = join(__dirname, '..', 'examples', 'testing');
+    const r = await apply([
+      '--rules',
+      join(testing, 'rules.yaml'),
+      '-f',
+      join(testing, 'resources.yaml'),
+      '--record-patched-by',
+    ]);
+    const objects = docs(r.stdout) as JsonObject[];
+    const annotation = (name: string) =>
+      (
+        (objects.find((o) => (o.metadata as JsonObject).name === name)?.metadata as JsonObject)
+          .annotations as JsonObject | undefined
+      )?.['modrule.io/patched-by'];
+    expect(annotation('web')).toBe('default/default-team');
+    expect(annotation('nightly')).toBe('default/default-team'); // batch-memory failed: its changes were dropped
+    expect(objects.find((o) => o.kind === 'Service')?.metadata).not.toHaveProperty('annotations');
+    // Off by default.
+    expect(
+      (await apply(['--rules', join(testing, 'rules.yaml'), '-f', join(testing, 'resources.yaml')])).stdout,
+    ).not.toContain('modrule.io/patched-by');
+  });
+
   test('-f and -o are --file and --output, as for select', async () => {
     const input = write('short.yaml', bareDeployment());
     const long = await apply(['--rules', rulesDir, '--file', input, '--output', 'json']);

@@ -1,13 +1,15 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ManifestSyntaxError, parseManifestObjects, stringifyManifests } from '../util/yaml';
+import { ManifestSyntaxError, parseManifestEntries, stringifyManifests } from '../util/yaml';
+import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
 import { admit, AdmissionInput, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
 import { compileModRule } from '../modrule/compile';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, ModRule, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
+import { ReadObject, warnDuplicateKeys } from './duplicates';
 import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette } from './explain';
 import { CommandIO, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
@@ -24,10 +26,14 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   --operation OP        CREATE (default), UPDATE or DELETE (--file then holds the objects being deleted)
   --old PATH            previous versions of the objects for UPDATE (matched by kind/namespace/name); repeatable
   --namespace NS        namespace for ModRules and namespaced objects that name none (default "default")
-  --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
-  -o, --output yaml|json  yaml (default): admitted objects as a YAML stream; json: one array with every verdict
+  --cluster-namespace NS
+                        namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
+  -o, --output yaml|json
+                        yaml (default): admitted objects as a YAML stream; json: one array with every verdict
                         (rules that failed at run time in "failures")
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
+  --record-patched-by   annotate each patched object with the rules that patched it (modrule.io/patched-by), as
+                        the operator does with --record-patched-by
   -h, --help            show this help
 
 ${exitHelp('at least one object rejected')}`;
@@ -65,9 +71,11 @@ export const CLUSTER_SCOPED_KINDS: ReadonlySet<string> = new Set([
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 
 /** One object document and the file it came from. */
-export interface Loaded {
+export interface Loaded extends ReadObject {
   file: string;
   object: JsonObject;
+  /** Keys its document gives twice (the object holds the last of each). */
+  duplicates: DuplicateKey[];
 }
 
 /** One element of `--output json`. */
@@ -102,6 +110,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
         'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
         output: { type: 'string', short: 'o', default: 'yaml' },
         explain: { type: 'boolean', default: false },
+        'record-patched-by': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -128,17 +137,20 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const store = new RuleStore({ clusterNamespace: opts['cluster-namespace'] });
   const rules = await loadRules(store, opts.rules, defaultNamespace, io);
 
-  for (const { object } of await loadPaths(opts.cluster ?? [], io)) {
+  const cluster = await loadPaths(opts.cluster ?? [], io);
+  warnDuplicateKeys(cluster, io);
+  for (const { object } of cluster) {
     if (object.kind === 'Namespace') store.upsertNamespace(object);
     else if (object.kind === 'Node') store.upsertNode(object);
   }
 
   const olds = new Map<string, JsonObject>();
-  for (const { object } of await loadPaths(opts.old ?? [], io)) {
-    olds.set(identity(object, scope(object, defaultNamespace)), object);
-  }
+  const oldObjects = await loadPaths(opts.old ?? [], io);
+  warnDuplicateKeys(oldObjects, io);
+  for (const { object } of oldObjects) olds.set(identity(object, scope(object, defaultNamespace)), object);
 
   const inputs = await loadPaths([file], io);
+  warnDuplicateKeys(inputs, io);
   const snapshot = store.snapshot();
   const compiled = opts.explain ? rules.map((r) => compileModRule(r as unknown as ModRule)) : [];
   const verdicts: ApplyVerdict[] = [];
@@ -155,7 +167,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       olds.get(identity(object, namespace)) ?? null,
       namespace,
     );
-    const outcome = admit(input, snapshot);
+    const outcome = admit(input, snapshot, undefined, { recordPatchedBy: opts['record-patched-by'] });
     const label = `${String(object.kind ?? '<no kind>')} ${namespace ? `${namespace}/` : ''}${nameOf(object)}`;
     const explanation = opts.explain ? explainAdmission(input, snapshot, compiled) : undefined;
     if (explanation && opts.output === 'yaml')
@@ -275,12 +287,12 @@ export async function loadRules(
   const invalid: string[] = [];
   const seen = new Map<string, string>();
   const accepted: JsonObject[] = [];
-  for (const { file, object } of await loadPaths(paths, io)) {
+  for (const { file, object, duplicates } of await loadPaths(paths, io)) {
     if (object.kind !== MODRULE_KIND) continue; // other documents in rule folders are not ours
     const rule = cloneJson(object);
     if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = defaultNamespace;
     const id = `${namespaceOf(rule) ?? defaultNamespace}/${nameOf(rule) || '<unnamed>'}`;
-    const problems = store.upsertRule(rule);
+    const problems = duplicates.length > 0 ? duplicates.map(duplicateKeyProblem) : store.upsertRule(rule);
     for (const p of problems)
       invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);
     if (problems.length === 0) {
@@ -329,7 +341,7 @@ export async function expandPath(path: string): Promise<string[]> {
 /** Splits multi-document YAML (or JSON) into objects; `kind: ...List` documents contribute their items. */
 export function parseDocuments(text: string, file: string): Loaded[] {
   try {
-    return parseManifestObjects(text).map((object) => ({ file, object }));
+    return parseManifestEntries(text).map(({ object, duplicates }) => ({ file, object, duplicates }));
   } catch (err) {
     if (err instanceof ManifestSyntaxError) throw new UsageError(yamlErrorText(file, text, err));
     throw err;

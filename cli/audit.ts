@@ -29,7 +29,8 @@ in line. Read-only unless --apply. Uses KUBECONFIG, else ~/.kube/config, else th
                         default: the ModRules in the cluster
   -n, --namespace NS    only objects in this namespace (and namespace of --rules files that name none)
   -l, --selector SEL    only objects with these labels (a label selector, e.g. app=web,tier!=batch)
-  --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
+  --cluster-namespace NS
+                        namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
   -o, --output FMT      text (default): one line per object that would change or failed, then totals;
                         json: {"objects": [...], "summary": {...}}; report: the reports the operator would
                         write (--report-format), as YAML for kubectl apply

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -81,6 +81,17 @@ describe('modrule export --native', () => {
       /helm.*internal-registry does not fit: spec\.patch\[0\]: reads .*image, which/,
     );
     expect(out.stderr).toContain('11 of 14 ModRules compile to native policies');
+  });
+
+  // The README gives the fraction of examples/ that fits: what this command prints for the whole folder.
+  test("the README's count is what export --native --rules examples/ prints", async () => {
+    const r = await modrule(['export', '--native', '--rules', EXAMPLES]);
+    const [, fit, all] = /^(\d+) of (\d+) ModRules compile to native policies$/m.exec(r.stderr) ?? [];
+    expect(Number(all)).toBeGreaterThan(0);
+    const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+    expect(readme).toMatch(new RegExp(`\\b${fit} of the ${all} rules in \`examples/\` fit\\b`));
+    // Every rule there has a name of its own: none is left out as taking another's policy name.
+    expect(r.stderr).not.toContain('is already taken');
   });
 
   test('exits 0 when every rule fits, and the JSON output carries the objects', async () => {

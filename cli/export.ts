@@ -5,6 +5,7 @@ import { analyzeModRule } from '../modrule/compile';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { compileNative, defaultDragnetScope, NativeReason, policyName } from '../native';
 import { loadPaths, nameOf } from './apply';
+import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
@@ -20,8 +21,10 @@ object, values of types the CEL does not handle) are left to the modrule webhook
   --native              compile to native admission policies (the only export format)
   --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
   --namespace NS        namespace for ModRules that name none (default "default")
-  --cluster-namespace NS  namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
-  --operator-namespace NS  the operator's own namespace, which the policies leave alone as the dragnet
+  --cluster-namespace NS
+                        namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
+  --operator-namespace NS
+                        the operator's own namespace, which the policies leave alone as the dragnet
                         webhook does (default: the cluster namespace)
   --output yaml|json    yaml (default): the policies as a YAML stream; json: one array with every rule's result
 
@@ -72,13 +75,15 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const results: ExportResult[] = [];
   const invalid: string[] = [];
   const names = new Map<string, string>();
-  for (const { file, object } of await loadPaths(opts.rules, io)) {
+  for (const { file, object, duplicates } of await loadPaths(opts.rules, io)) {
     if (object.kind !== MODRULE_KIND) continue;
     const rule = cloneJson(object);
     if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = opts.namespace;
     const namespace = String((rule.metadata as JsonObject).namespace);
     const id = `${namespace}/${nameOf(rule) || '<unnamed>'}`;
-    const { rule: compiled, problems } = analyzeModRule(rule);
+    const analyzed = analyzeModRule(rule);
+    const compiled = duplicates.length > 0 ? undefined : analyzed.rule;
+    const problems = duplicates.length > 0 ? duplicates.map(duplicateKeyProblem) : analyzed.problems;
     if (!compiled) {
       for (const p of problems)
         invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);

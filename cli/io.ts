@@ -44,8 +44,9 @@ const stdinRead = new WeakSet<CommandIO>();
 /** The real process streams. */
 export function processIO(): CommandIO {
   return {
-    stdout: (t) => process.stdout.write(t),
-    stderr: (t) => process.stderr.write(t),
+    // A stream closed by its reader is destroyed: later output goes nowhere (see dropOutputWhenClosed).
+    stdout: (t) => void (process.stdout.destroyed || process.stdout.write(t)),
+    stderr: (t) => void (process.stderr.destroyed || process.stderr.write(t)),
     readStdin: async () => {
       const chunks: Buffer[] = [];
       for await (const c of process.stdin) chunks.push(c as Buffer);
@@ -54,6 +55,18 @@ export function processIO(): CommandIO {
     stdinIsTTY: Boolean(process.stdin.isTTY),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
   };
+}
+
+/**
+ * `modrule apply ... | head -1`: the reader went away. Node ignores SIGPIPE, so a write to the closed pipe fails with
+ * EPIPE, which would end the process with a stack trace and status 1. A reader that stops reading is not an error of
+ * the command: the rest of its output is dropped, quietly, and it ends with its own status (so a junit report is
+ * still written, and `set -o pipefail` sees 0 or 2 as without the pipe).
+ */
+export function dropOutputWhenClosed(stream: NodeJS.WriteStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
+  });
 }
 
 /** Reads a file, or standard input when the path is `-` (once per run: a second `-` is bad usage). */

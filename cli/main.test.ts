@@ -27,6 +27,21 @@ describe('modrule command line', () => {
     expect(c.out()).toMatch(/^usage: modrule <command>/);
   });
 
+  it('starts every command summary of the usage in one column', async () => {
+    const c = captured();
+    await main(['--help'], c.io);
+    const lines = c.out().split('\n');
+    const commands = lines.slice(
+      lines.indexOf('commands:') + 1,
+      lines.indexOf('', lines.indexOf('commands:')),
+    );
+    expect(commands.map((l) => l.trim().split(/\s+/)[0])).toContain('post-render');
+    // The column after the name and its padding: the same on every line, and a name never runs into it.
+    const columns = commands.map((l) => /^ {2}\S+ {2,}/.exec(l)?.[0].length);
+    expect(columns.every((col) => col !== undefined && col === columns[0])).toBe(true);
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(100);
+  });
+
   it('names an unknown command', async () => {
     const c = captured();
     expect(await main(['aply'], c.io)).toBe(EXIT.error);

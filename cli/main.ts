@@ -1,5 +1,5 @@
 import { EXIT } from './exit';
-import { Command, CommandIO, processIO, UsageError } from './io';
+import { Command, CommandIO, dropOutputWhenClosed, processIO, UsageError } from './io';
 
 // Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
 // A new subcommand is one entry here; it returns the statuses of ./exit.ts and throws UsageError for bad input.
@@ -21,8 +21,12 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     load: async () => (await import('./test')).run,
   },
   audit: {
-    summary: 'what would the ModRules do to existing objects in a cluster; --apply brings them in line',
+    summary: 'what the ModRules would do to objects in a cluster; --apply brings them in line',
     load: async () => (await import('./audit')).run,
+  },
+  explain: {
+    summary: 'which ModRules would patch or reject a live object in a cluster now, and why',
+    load: async () => (await import('./explain-live')).run,
   },
   export: {
     summary: 'compile ModRules to native admission policies (--native) for kubectl apply',
@@ -44,7 +48,9 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
 };
 
 function usage(): string {
-  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  // Every summary starts in one column, after the longest command name.
+  const width = Math.max(...Object.keys(commands).map((name) => name.length));
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return (
     `usage: modrule <command> [options]\n\ncommands:\n${lines.join('\n')}\n\n` +
     `Run "modrule <command> --help" for a command's options. Wherever a command takes a file, "-" is\n` +
@@ -85,6 +91,8 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
 }
 
 if (require.main === module) {
+  dropOutputWhenClosed(process.stdout);
+  dropOutputWhenClosed(process.stderr);
   void main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });

@@ -27,7 +27,20 @@ describe('parseOperatorArgs', () => {
       budget: { ms: 100, steps: 1_000_000 },
       nativePolicies: 'opt-in',
       dragnetScope: 'rules',
+      recordPatchedBy: false,
     });
+  });
+
+  it('records the rules that patched an object with --record-patched-by or MODRULE_RECORD_PATCHED_BY=true', () => {
+    expect(parseOperatorArgs(['--record-patched-by'], {}, noSaNamespace)).toMatchObject({
+      recordPatchedBy: true,
+    });
+    expect(parseOperatorArgs([], { MODRULE_RECORD_PATCHED_BY: 'True' }, noSaNamespace)).toMatchObject({
+      recordPatchedBy: true,
+    });
+    expect(() => parseOperatorArgs([], { MODRULE_RECORD_PATCHED_BY: 'yes' }, noSaNamespace)).toThrow(
+      'MODRULE_RECORD_PATCHED_BY must be true or false, got "yes"',
+    );
   });
 
   it('keeps the wide net with --dragnet-scope wide or MODRULE_DRAGNET_SCOPE=wide', () => {
@@ -95,6 +108,7 @@ describe('parseOperatorArgs', () => {
       budget: { ms: 100, steps: 1_000_000 },
       nativePolicies: 'all',
       dragnetScope: 'rules',
+      recordPatchedBy: false,
     });
     expect(
       parseOperatorArgs(

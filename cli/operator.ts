@@ -42,7 +42,9 @@ options (environment variable in brackets):
   --native-policies MODE   serve ModRules that fit as admission policies the API server runs (docs/native.md):
                            opt-in: rules annotated native.modrule.io/serve=true; all: every rule not annotated
                            "false"; off [MODRULE_NATIVE_POLICIES] (default opt-in)
-${budgetHelp(true)}
+  --record-patched-by      annotate every object a ModRule patches with the rules that patched it (modrule.io/patched-by;
+                           docs/operator.md) [MODRULE_RECORD_PATCHED_BY=true] (default off: objects as KubeMod leaves them)
+${budgetHelp(true, 27)}
 The operator's own namespace comes from POD_NAMESPACE (downward API), else the service account's namespace,
 else the cluster namespace. SIGTERM or SIGINT stops it gracefully (exit 0).
 
@@ -139,6 +141,7 @@ export function parseOperatorArgs(
         'request-budget-steps': { type: 'string' },
         reports: { type: 'string' },
         'reports-interval': { type: 'string' },
+        'record-patched-by': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -206,7 +209,16 @@ export function parseOperatorArgs(
     nativePolicies: nativePolicies as NativeMode,
     dragnetScope,
     reports: reportsConfig(reports, reportsWhere, reportsInterval, reportsIntervalWhere),
+    recordPatchedBy: v['record-patched-by'] ?? envBoolean(env, 'MODRULE_RECORD_PATCHED_BY'),
   };
+}
+
+/** A boolean environment variable: true or false (any case), unset or empty for false; throws UsageError. */
+function envBoolean(env: Env, name: string): boolean {
+  const value = (env[name] ?? '').toLowerCase();
+  if (value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new UsageError(`${name} must be true or false, got "${env[name]}"`);
 }
 
 /** Test and embedding hooks for runOperator. */

@@ -1,6 +1,7 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { ManifestSyntaxError } from '../util/yaml';
 import { SourceDocument, splitYamlStream } from '../util/yaml-stream';
+import { duplicateKeyMessage } from '../util/yaml-duplicates';
 import { rewriteDocument } from '../patch/yaml-document';
 import { ApplyVerdict, run as runApply } from './apply';
 import { formatExplanation, palette } from './explain';
@@ -60,6 +61,10 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
 
   const docs = parse(await readInput(STDIN, io));
   const entries = docs.flatMap((d) => objectsOf(d));
+  // As Helm and kubectl read a template that gives a key twice: the last one wins (the rules see that one).
+  for (const d of docs)
+    for (const dup of d.duplicates)
+      io.stderr(`warning: document ${d.index}${sourceOf(d)}: ${duplicateKeyMessage(dup)}\n`);
 
   // Runs even with no objects, so that bad options and unreadable rules are reported first.
   let json = '';

@@ -40,9 +40,7 @@ describe('modrule scope', () => {
       /kubemod-system\/label-new-namespaces\s+CREATE\s+core\/namespaces\s+kubemod-system\s+yes/,
     );
     expect(rows).toMatch(/kubemod-system\/add-flavor\s+CREATE,UPDATE\s+core\/pods\s+kubemod-system,\/\.\*\//);
-    expect(rows).toMatch(
-      /default\/reject-malicious-external-ips\s+CREATE,UPDATE\s+core\/services\s+default\s+no/,
-    );
+    expect(rows).toMatch(/default\/reject-external-ips\s+CREATE,UPDATE\s+core\/services\s+default\s+no/);
     const yaml = rest.slice(0, rest.search(/^\d+ webhook rules/m));
     const registration = parse(yaml) as JsonObject;
     expect(registration.name).toBe('dragnet.kubemod.io');
@@ -52,6 +50,20 @@ describe('modrule scope', () => {
       ['deployments'],
     ]);
     expect(rest).toContain('3 webhook rules, 1 condition (');
+  });
+
+  test('examples/: each resource once per groups, versions and scope (no pods CREATE+UPDATE, then CREATE, then UPDATE)', async () => {
+    const r = await scope([join(ROOT, 'examples'), '-o', 'json']);
+    expect(r.code).toBe(0);
+    const rules = (JSON.parse(r.stdout) as { registration: { rules: JsonObject[] } }).registration.rules;
+    const seen = new Map<string, string[]>();
+    for (const rule of rules)
+      for (const resource of rule.resources as string[]) {
+        const key = JSON.stringify([rule.apiGroups, rule.apiVersions, rule.scope, resource]);
+        seen.set(key, [...(seen.get(key) ?? []), (rule.operations as string[]).join('+')]);
+      }
+    expect([...seen].filter(([, ops]) => ops.length > 1)).toEqual([]);
+    expect(rules.some((x) => (x.resources as string[]).includes('pods'))).toBe(true);
   });
 
   test('JSON output; CRDs among the files map their kinds; a configuration file narrows its own net', async () => {

@@ -1,4 +1,4 @@
-import { isJsonObject, JsonObject } from '../util/json';
+import { JsonObject } from '../util/json';
 import { stringifyManifests } from '../util/yaml';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { RuleStore } from '../store/rules';
@@ -9,6 +9,7 @@ import { readLive } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationJson } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { loadPaths, loadRules } from './apply';
+import { warnDuplicateKeys } from './duplicates';
 import { parsePathArgs } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, UsageError } from './io';
@@ -33,7 +34,9 @@ ${exitHelp(undefined, 'an invalid ModRule or an unreadable file')}`;
 
 /** The configured net from a configuration file (its dragnet webhook), as the operator reads the live one. */
 async function configuredFrom(file: string, io: CommandIO): Promise<Registration> {
-  for (const { object } of await loadPaths([file], io)) {
+  const loaded = await loadPaths([file], io);
+  warnDuplicateKeys(loaded, io);
+  for (const { object } of loaded) {
     if (object.kind !== 'MutatingWebhookConfiguration') continue;
     const dragnet = dragnetOf(object);
     if (dragnet) return readLive(object, dragnet.webhook).configured;
@@ -93,9 +96,9 @@ export const run: Command = async (args, io) => {
   const clusterNamespace = String(values['cluster-namespace']);
   const store = new RuleStore({ clusterNamespace });
   await loadRules(store, paths, String(values.namespace), io);
-  const crds: JsonObject[] = (await loadPaths(paths, io))
-    .map((l) => l.object)
-    .filter((o) => isJsonObject(o) && o.kind === 'CustomResourceDefinition');
+  const crdFiles = (await loadPaths(paths, io)).filter((l) => l.object.kind === 'CustomResourceDefinition');
+  warnDuplicateKeys(crdFiles, io);
+  const crds: JsonObject[] = crdFiles.map((l) => l.object);
   const configured =
     typeof values.configuration === 'string'
       ? await configuredFrom(values.configuration, io)

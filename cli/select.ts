@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { Document, isMap, isSeq } from 'yaml';
 import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
+import { DuplicateKey, duplicateKeyMessage } from '../util/yaml-duplicates';
 import { caretLines } from '../util/excerpt';
 import { JsonValue } from '../util/json';
 import {
@@ -64,14 +65,17 @@ function parseOptions(args: string[], io: CommandIO): Options | 'help' {
 /** Parses the object: YAML (a superset of JSON); with several documents, the first, noted on stderr. */
 function parseObject(text: string, file: string, io: CommandIO): JsonValue {
   let docs: JsonValue[];
+  const duplicates: DuplicateKey[] = [];
   try {
-    docs = parseYamlDocuments(text);
+    docs = parseYamlDocuments(text, duplicates);
   } catch (err) {
     if (err instanceof ManifestSyntaxError)
       throw new UsageError(`invalid YAML/JSON: ${yamlErrorText(file, text, err)}`);
     throw err;
   }
   const name = displayName(file);
+  for (const d of duplicates)
+    io.stderr(`warning: ${name}:${d.line}: document ${d.document}: ${duplicateKeyMessage(d)}\n`);
   if (docs.length === 0) throw new UsageError(`${name}: no object to evaluate (the input is empty)`);
   if (docs.length > 1) {
     io.stderr(`note: ${name} holds ${docs.length} documents; evaluating the first one only\n`);

@@ -40,7 +40,9 @@ describe('parseServeArgs', () => {
       key: undefined,
       certDir: undefined,
       budget: { ms: 100, steps: 1_000_000 },
+      recordPatchedBy: false,
     });
+    expect(parseServeArgs(['--local', '--record-patched-by'])).toMatchObject({ recordPatchedBy: true });
     expect(parseServeArgs(['--local', '--request-budget-ms', '200'])).toMatchObject({
       budget: { ms: 200, steps: 1_000_000 },
     });
@@ -135,7 +137,7 @@ describe('serve --local', () => {
       ca,
     );
     expect(rejected.review.response?.allowed).toBe(false);
-    expect(rejected.review.response?.status?.message).toContain('default/reject-malicious-external-ips');
+    expect(rejected.review.response?.status?.message).toContain('default/reject-external-ips');
 
     // Edit a rule: the change takes effect without a restart.
     const ruleFile = join(dir, 'local', 'rules', 'default', 'add-team-label.yaml');
@@ -146,10 +148,11 @@ describe('serve --local', () => {
     // A broken file and an invalid rule: reported, and the rules in force stay as they were.
     await writeFile(ruleFile, 'apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata: [broken');
     await writeFile(
-      join(dir, 'local', 'rules', 'default', 'reject-malicious-external-ips.yaml'),
-      (
-        await readFile(join(EXAMPLES, 'rules', 'default', 'reject-malicious-external-ips.yaml'), 'utf8')
-      ).replace("matchRegex: '123\\.45\\.67\\.*'", "matchRegex: '(unclosed'"),
+      join(dir, 'local', 'rules', 'default', 'reject-external-ips.yaml'),
+      (await readFile(join(EXAMPLES, 'rules', 'default', 'reject-external-ips.yaml'), 'utf8')).replace(
+        "matchRegex: '123\\.45\\.67\\.*'",
+        "matchRegex: '(unclosed'",
+      ),
     );
     const reports: string[][] = [];
     s.source.onReload((r) => reports.push(r.errors));
@@ -168,6 +171,39 @@ describe('serve --local', () => {
     await expect(send(`${s.webhook.url}${WEBHOOK_PATHS.dragnet}`, { body: '{}', ca })).rejects.toThrow(
       /ECONNREFUSED/,
     );
+  });
+
+  it('with --record-patched-by, a patched object carries the rules that patched it', async () => {
+    server = await startLocalServer(
+      [
+        '--local',
+        join(dir, 'local'),
+        '--port',
+        '0',
+        '--health-port',
+        '0',
+        '--cert-dir',
+        join(dir, 'c'),
+        '--record-patched-by',
+      ],
+      captureIO(),
+      { logger: silentLogger() },
+    );
+    if (!server) throw new Error('no server');
+    const create = await review('deployment-create.json');
+    const answer = await postReview(
+      server.webhook.url,
+      WEBHOOK_PATHS.dragnet,
+      create,
+      await readFile(server.caFile, 'utf8'),
+    );
+    const result = applyPatch(
+      create.request.object,
+      decodePatch(answer.review) as JsonPatchOperation[],
+    ) as JsonObject;
+    expect((result.metadata as JsonObject).annotations).toMatchObject({
+      'modrule.io/patched-by': 'default/add-team-label,default/harden-containers',
+    });
   });
 
   it('answers every sample review in examples/local/reviews as the docs say', async () => {

@@ -31,7 +31,8 @@ options:
                              default: a generated CA and certificate for localhost, 127.0.0.1, ::1
   --cert-dir DIR             where generated ca.crt, tls.crt, tls.key go (default a new temp folder)
   --log-level LEVEL          error|warn|info|debug (default info)
-${budgetHelp(false)}
+  --record-patched-by        annotate patched objects with the rules that patched them (modrule.io/patched-by)
+${budgetHelp(false, 29)}
 SIGTERM or SIGINT (Ctrl-C) stops it: in-flight requests finish (at most 10 s), then it exits 0.
 ${exitHelp()}`;
 
@@ -50,6 +51,8 @@ export interface ServeOptions {
   certDir?: string;
   /** Work and time one dragnet request may use. */
   budget: BudgetLimits;
+  /** Annotate patched objects with the rules that patched them (engine/record.ts). */
+  recordPatchedBy?: boolean;
 }
 
 function port(value: string | undefined, flag: string, fallback: number): number {
@@ -91,6 +94,7 @@ export function parseServeArgs(args: string[]): ServeOptions | 'help' {
         'cert-dir': { type: 'string' },
         'request-budget-ms': { type: 'string' },
         'request-budget-steps': { type: 'string' },
+        'record-patched-by': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -128,6 +132,7 @@ export function parseServeArgs(args: string[]): ServeOptions | 'help' {
       { value: v['request-budget-ms'], where: '--request-budget-ms' },
       { value: v['request-budget-steps'], where: '--request-budget-steps' },
     ),
+    recordPatchedBy: v['record-patched-by'] ?? false,
   };
 }
 
@@ -243,6 +248,7 @@ export async function startLocalServer(
       isReady: () => ready,
       rulesLoaded,
       budget: options.budget,
+      recordPatchedBy: options.recordPatchedBy,
     });
   } catch (err) {
     tls.close();

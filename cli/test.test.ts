@@ -13,6 +13,26 @@ import { CommandResult, runCommand } from './testing';
 
 const modruleTest = (args: string[], tty = false): Promise<CommandResult> => runCommand(run, args, { tty });
 
+/**
+ * The rows of the report's table with every cell whole again: a cell wrapped over several lines is joined back (its
+ * pieces without the spaces they were wrapped at, so compare with `squeeze`).
+ */
+function tableRows(stdout: string): string[][] {
+  const lines = stdout.split('\n');
+  const header = lines[0];
+  const starts = ['TEST', 'RESOURCE', 'EXPECTED', 'GOT', 'RESULT'].map((h) => header.indexOf(h));
+  const rows: string[][] = [];
+  for (const line of lines.slice(1)) {
+    if (line === '') break;
+    const cells = starts.map((s, i) => line.slice(s, starts[i + 1]).trim());
+    if (cells[0] === '' && rows.length > 0)
+      rows[rows.length - 1].forEach((c, i, row) => (row[i] = c + cells[i]));
+    else rows.push(cells);
+  }
+  return rows;
+}
+const squeeze = (s: string): string => s.replace(/\s+/g, '');
+
 const RULES = [
   {
     apiVersion: 'api.kubemod.io/v1beta1',
@@ -124,32 +144,37 @@ describe('modrule test', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^TEST +RESOURCE +EXPECTED +GOT +RESULT$/);
-    expect(lines.slice(1, 7).map((l) => l.split(/ {2,}/))).toEqual([
-      ['rules', 'Deployment/default/nginx', 'patched', 'patched (1 op)', 'PASS'],
-      ['rules', 'Service/default/nginx', 'unchanged', 'unchanged', 'PASS'],
+    const squeezed = (row: Array<string | RegExp>) =>
+      row.map((c) => (typeof c === 'string' ? squeeze(c) : expect.stringMatching(c)));
+    expect(tableRows(r.stdout).map((row) => row.map(squeeze))).toEqual(
       [
-        'rules',
-        'Deployment/default/nginx (DELETE)',
-        'rejected "do not delete nginx"',
-        'rejected: default/keep-deployments: do not delete nginx',
-        'PASS',
-      ],
-      ['rules', 'Service/default/nginx (DELETE)', 'unchanged', 'unchanged', 'PASS'],
-      [
-        'rules',
-        'Deployment/default/nginx (UPDATE)',
-        'error "default/on-update: replace /spec/nothing"',
-        expect.stringMatching(/^patched \(1 op\), error: default\/on-update: replace/),
-        'PASS',
-      ],
-      [
-        'rules',
-        'Deployment/default/nginx (UPDATE) [default/team-label]',
-        'patched',
-        'patched (1 op)',
-        'PASS',
-      ],
-    ]);
+        ['rules', 'Deployment/default/nginx', 'patched', 'patched (1 op)', 'PASS'],
+        ['rules', 'Service/default/nginx', 'unchanged', 'unchanged', 'PASS'],
+        [
+          'rules',
+          'Deployment/default/nginx (DELETE)',
+          'rejected "do not delete nginx"',
+          'rejected: default/keep-deployments: do not delete nginx',
+          'PASS',
+        ],
+        ['rules', 'Service/default/nginx (DELETE)', 'unchanged', 'unchanged', 'PASS'],
+        [
+          'rules',
+          'Deployment/default/nginx (UPDATE)',
+          'error "default/on-update: replace /spec/nothing"',
+          /^patched\(1op\),error:default\/on-update:replace/,
+          'PASS',
+        ],
+        [
+          'rules',
+          'Deployment/default/nginx (UPDATE) [default/team-label]',
+          'patched',
+          'patched (1 op)',
+          'PASS',
+        ],
+      ].map(squeezed),
+    );
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(100);
     expect(lines[lines.length - 1]).toBe('6 passed, 0 failed');
     expect(r.stdout).not.toContain('\u001b[');
   });
@@ -179,8 +204,14 @@ describe('modrule test', () => {
     expect(r.stdout).toContain('  no rejection message contains "something else"\n');
     // The explanation names each rule's verdict, the first failing item included.
     expect(r.stdout).toContain('default/team-label [Patch, tier 0]: matched');
-    expect(r.stdout).toMatch(
+    // Wrapped at 100 columns: lines longer than that continue, indented, on the next.
+    for (const line of r.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
+    expect(r.stdout).not.toContain('…');
+    expect(r.stdout.replace(/\n +/g, ' ')).toMatch(
       /default\/keep-deployments \[Reject, tier 0\]: out of scope: admissionOperations \[DELETE\] does not include CREATE/,
+    );
+    expect(squeeze(tableRows(r.stdout)[4][3])).toBe(
+      squeeze('rejected: default/keep-deployments: do not delete nginx'),
     );
 
     const xml = readFileSync(join(dir, 'junit.xml'), 'utf8');

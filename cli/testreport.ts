@@ -1,10 +1,16 @@
 // The reports of `modrule test`: the text table with failure details, and JUnit XML for CI systems.
 import { formatExplanation, palette, Palette } from './explain';
 import { CaseReport } from './testcase';
+import { fitColumns, wrapLine, wrapText } from './wrap';
 
-/** The text report: a table of cases, then the details of every failure and the summary line. */
-export function formatReport(reports: readonly CaseReport[], p: Palette): string {
-  const header = ['TEST', 'RESOURCE', 'EXPECTED', 'GOT', 'RESULT'];
+/** The width the text report fits in, wrapping what would not fit (nothing is cut). */
+export const REPORT_WIDTH = 100;
+
+const HEADER = ['TEST', 'RESOURCE', 'EXPECTED', 'GOT', 'RESULT'];
+const GAP = 2;
+
+/** The table of cases: one row per case, cells wrapped within their column, the whole at most REPORT_WIDTH wide. */
+function caseTable(reports: readonly CaseReport[], p: Palette): string[] {
   const rows = reports.map((r) => [
     r.test,
     `${r.resource}${r.operation === 'CREATE' ? '' : ` (${r.operation})`}${r.rules ? ` [${r.rules.join(', ')}]` : ''}`,
@@ -12,42 +18,53 @@ export function formatReport(reports: readonly CaseReport[], p: Palette): string
     r.got,
     r.pass ? 'PASS' : 'FAIL',
   ]);
-  // EXPECTED and GOT are cut to keep rows on a line; the failure details below give them in full.
-  const limits = [Infinity, Infinity, 60, 60, Infinity];
-  const widths = header.map((h, i) =>
-    Math.min(limits[i], Math.max(h.length, ...rows.map((row) => row[i].length))),
-  );
-  const cell = (text: string, i: number): string =>
-    i === header.length - 1
-      ? text
-      : (text.length > widths[i] ? `${text.slice(0, widths[i] - 1)}…` : text).padEnd(widths[i]);
-  const lines = [header.map(cell).join('  ')];
-  for (const row of rows) {
-    const text = row.map(cell).join('  ');
-    lines.push(
-      row[4] === 'PASS' ? text.replace(/PASS$/, p.green('PASS')) : text.replace(/FAIL$/, p.red('FAIL')),
-    );
+  const natural = HEADER.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  // Messages wrap first, then the resource, then the test's name.
+  const widths = fitColumns(natural, REPORT_WIDTH, GAP, [[2, 3], [1], [0]], 16);
+  const lines: string[] = [];
+  for (const row of [HEADER, ...rows]) {
+    const cells = row.map((text, i) => wrapLine(text, widths[i], ''));
+    const height = Math.max(...cells.map((c) => c.length));
+    for (let k = 0; k < height; k++) {
+      const line = cells
+        .map((c, i) => (i === cells.length - 1 ? (c[k] ?? '') : (c[k] ?? '').padEnd(widths[i])))
+        .join(' '.repeat(GAP))
+        .trimEnd();
+      lines.push(
+        k > 0 || row === HEADER
+          ? line
+          : line.replace(/(PASS|FAIL)$/, (w) => (w === 'PASS' ? p.green(w) : p.red(w))),
+      );
+    }
   }
-  let out = lines.join('\n') + '\n';
+  return lines;
+}
+
+/** The text report: a table of cases, then the details of every failure and the summary line; REPORT_WIDTH wide. */
+export function formatReport(reports: readonly CaseReport[], p: Palette): string {
+  const wrap = (line: string, colour: (s: string) => string = (s) => s): string =>
+    wrapLine(line, REPORT_WIDTH)
+      .map((l) => colour(l))
+      .join('\n') + '\n';
+  let out = caseTable(reports, p).join('\n') + '\n';
   for (const r of reports) {
     if (r.pass && !r.explanation) continue;
     const title = `${r.pass ? 'PASS' : 'FAIL'} ${r.test}: ${r.resource} (${r.operation})`;
-    out += `\n${r.pass ? p.bold(title) : p.red(p.bold(title))}\n`;
-    out += `  expected ${r.expected}, got ${r.got}\n`;
-    if (r.reason) out += `  ${r.reason}\n`;
+    out += '\n' + wrap(title, (s) => (r.pass ? p.bold(s) : p.red(p.bold(s))));
+    out += wrap(`  expected ${r.expected}, got ${r.got}`);
+    if (r.reason) out += wrap(`  ${r.reason}`);
     if (r.diff) {
       out += `  ${p.red('- expected')}  ${p.green('+ got')}\n`;
       for (const line of r.diff.replace(/\n$/, '').split('\n')) {
-        const colour = line.startsWith('-')
-          ? p.red
-          : line.startsWith('+')
-            ? p.green
-            : (s: string): string => s;
-        out += `  ${colour(line)}\n`;
+        const colour = line.startsWith('-') ? p.red : line.startsWith('+') ? p.green : undefined;
+        out += wrap(`  ${line}`, colour);
       }
     }
     if (r.explanation)
-      out += formatExplanation(`  explanation: ${r.resource}`, r.explanation, p).replace(/\n(?=.)/g, '\n  ');
+      out += wrapText(
+        formatExplanation(`  explanation: ${r.resource}`, r.explanation, p).replace(/\n(?=.)/g, '\n  '),
+        REPORT_WIDTH,
+      );
   }
   const failed = reports.filter((r) => !r.pass).length;
   const summary = `\n${reports.length - failed} passed, ${failed} failed\n`;

@@ -3,9 +3,11 @@ import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
+import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
 import { AdmissionOperation } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { identity, loadPaths, loadRules, nameOf, parseDocuments, scope } from './apply';
+import { warnDuplicateKeys } from './duplicates';
 import { CommandIO, displayName, readInput, STDIN, UsageError, yamlErrorText } from './io';
 import { parseTestSpec, ResultSpec, TEST_FILE_PATTERN, TestSpec } from './testfile';
 
@@ -74,13 +76,21 @@ async function walk(dir: string): Promise<string[]> {
 export async function prepareFile(file: string, io: CommandIO): Promise<Prepared[]> {
   let docs: JsonValue[];
   const text = await readInput(file, io);
+  const duplicates: DuplicateKey[] = [];
   try {
-    docs = parseYamlDocuments(text);
+    docs = parseYamlDocuments(text, duplicates);
   } catch (err) {
     if (err instanceof ManifestSyntaxError) throw new UsageError(yamlErrorText(file, text, err));
     throw err;
   }
   const name = displayName(file);
+  if (duplicates.length > 0)
+    throw new UsageError(
+      duplicates
+        .map((d) => ({ d, p: duplicateKeyProblem(d) }))
+        .map(({ d, p }) => `${name}:${d.line}: document ${d.document}: ${p.field}: ${p.message}`)
+        .join('\n'),
+    );
   if (docs.length === 0) throw new UsageError(`${name}: no ModRuleTest document`);
   const out: Prepared[] = [];
   // A suite without metadata.name is named after its folder (read from standard input: "stdin").
@@ -102,7 +112,9 @@ async function prepareSpec(spec: TestSpec, where: string, io: CommandIO): Promis
   const inTest = (message: string): UsageError => new UsageError(`${where}: ${message}`);
   const store = new RuleStore({ clusterNamespace: spec.clusterNamespace });
   const rules = await loadRules(store, spec.rules, spec.namespace, io).catch(rethrowIn(inTest));
-  const cluster = (await loadPaths(spec.cluster, io).catch(rethrowIn(inTest))).map((l) => l.object);
+  const clusterFiles = await loadPaths(spec.cluster, io).catch(rethrowIn(inTest));
+  warnDuplicateKeys(clusterFiles, io);
+  const cluster = clusterFiles.map((l) => l.object);
   for (const o of cluster)
     if (o.kind !== 'Namespace' && o.kind !== 'Node')
       throw inTest(`cluster: only Namespaces and Nodes stand in for the cluster, found ${String(o.kind)}`);
@@ -111,10 +123,13 @@ async function prepareSpec(spec: TestSpec, where: string, io: CommandIO): Promis
   for (const r of spec.resources) {
     const olds = new Map<string, JsonObject>();
     if (r.old) {
-      for (const { object } of await loadPaths([r.old], io).catch(rethrowIn(inTest)))
-        olds.set(identity(object, scope(object, spec.namespace)), object);
+      const old = await loadPaths([r.old], io).catch(rethrowIn(inTest));
+      warnDuplicateKeys(old, io);
+      for (const { object } of old) olds.set(identity(object, scope(object, spec.namespace)), object);
     }
-    for (const { object } of await loadPaths([r.file], io).catch(rethrowIn(inTest))) {
+    const resources = await loadPaths([r.file], io).catch(rethrowIn(inTest));
+    warnDuplicateKeys(resources, io);
+    for (const { object } of resources) {
       const namespace = scope(object, spec.namespace);
       candidates.push({
         object,
@@ -158,6 +173,7 @@ async function prepareSpec(spec: TestSpec, where: string, io: CommandIO): Promis
       const objects = await readInput(source, io)
         .then((text) => parseDocuments(text, source))
         .catch(rethrowIn(inTest));
+      warnDuplicateKeys(objects, io);
       if (objects.length !== 1) {
         problems.push(
           `${result.at}.patched: ${result.expect.source} must hold one object, found ${objects.length}`,

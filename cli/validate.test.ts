@@ -25,9 +25,9 @@ const rule = (name: string, spec: string): string =>
   `apiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: ${name}\nspec:\n${spec}`;
 
 describe('modrule validate', () => {
-  // Each example is a rule set of its own (several copy KubeMod's "my-modrule"): validated together they would
-  // rightly be warned about as one ModRule defined twice.
+  // Each example on its own, and all of examples/ at once (every rule there has a name of its own).
   const exampleSets = [
+    join(ROOT, 'examples'),
     ...['helm', 'local', 'namespace-selector', 'testing'].map((d) => join(ROOT, 'examples', d)),
     ...readdirSync(join(ROOT, 'examples', 'kubemod')).map((d) => join(ROOT, 'examples', 'kubemod', d)),
     ...readdirSync(join(ROOT, 'config', 'testdata', 'valid')).map((f) =>
@@ -66,6 +66,20 @@ describe('modrule validate', () => {
       expect(errors.length > 0).toBe(!webhook.allowed);
     },
   );
+
+  // kubectl apply shows these one kind at a time (test/e2e/explain.e2e.ts); validate all at once.
+  test('fixtures/invalid-modrule.yaml: an unknown field, a wrong type and a broken select, all at once', async () => {
+    const r = await validate([join(ROOT, 'fixtures', 'invalid-modrule.yaml'), '--output', 'json']);
+    expect(r.code).toBe(EXIT.finding);
+    const findings = JSON.parse(r.stdout) as Finding[];
+    expect(findings.map((f) => [f.severity, f.field])).toEqual([
+      ['error', 'spec.match[0].negatee'],
+      ['error', 'spec.match[0].select'],
+      ['error', 'spec.patch[0].value'],
+    ]);
+    expect(findings[0].message).toContain('did you mean "negate"');
+    expect(findings[2].message).toContain('got true: YAML 1.1');
+  });
 
   test('every problem with file, line, document, rule and field; other kinds skipped; exit 2', async () => {
     const file = write(
@@ -272,6 +286,41 @@ describe('modrule validate', () => {
         },
       ]);
       expect((await validate([dir, '--strict'])).code).toBe(EXIT.finding);
+    });
+
+    test('a kind neither built in nor declared by a CRD under the paths, with the kind it is likely meant to be', async () => {
+      const kinds = (kind: string) =>
+        `  type: Patch\n  match:\n    - select: $.metadata.name\n      matchValue: web\n    - select: $.kind\n` +
+        `      matchValue: ${kind}\n  patch:\n    - op: add\n      path: /metadata/labels/x\n      value: '"y"'\n`;
+      const typo = write('kinds/typo.yaml', rule('typo', kinds('Deploymnet')));
+      write('kinds/gadget.yaml', rule('gadget', kinds('Gadget')));
+      const r = await validate([join(tmp, 'kinds'), '--output', 'json']);
+      expect(r.code).toBe(EXIT.ok);
+      const findings = JSON.parse(r.stdout) as Finding[];
+      expect(findings.map((f) => [f.rule, f.field, f.line])).toEqual([
+        ['gadget', 'spec.match[1].matchValue', 11],
+        ['typo', 'spec.match[1].matchValue', 11],
+      ]);
+      expect(findings[1]).toMatchObject({
+        severity: 'warning',
+        file: typo,
+        message: expect.stringMatching(
+          /^kind Deploymnet is not built into Kubernetes 1\.37 nor declared by a CustomResourceDefinition under the given paths \(did you mean Deployment\?\): in a cluster that does not serve it/,
+        ),
+      });
+      // The CRD given as another path (or in the same folder) declares Gadget: only the typo is left.
+      const crds = write(
+        'crds/gadget.yaml',
+        'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\n' +
+          'spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    kind: Gadget\n    plural: gadgets\n',
+      );
+      const withCrd = await validate([join(tmp, 'kinds'), crds]);
+      expect(withCrd.stdout).toMatch(
+        /^warning: .*typo\.yaml:11: document 1: ModRule typo: spec\.match\[1\]\.matchValue: kind Deploymnet/,
+      );
+      expect(withCrd.stdout).not.toContain('Gadget');
+      expect(withCrd.stderr).toBe('2 ModRules in 3 files: 0 problems, 1 warning\n');
+      expect((await validate([join(tmp, 'kinds'), crds, '--strict'])).code).toBe(EXIT.finding);
     });
   });
 

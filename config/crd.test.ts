@@ -77,11 +77,36 @@ describe('ModRule CRD: identity KubeMod users already have', () => {
       {
         name: 'Served',
         type: 'string',
-        description: 'Native when the API server runs the rule as an admission policy; empty or Webhook otherwise.',
+        description:
+          'Native when the API server runs the rule as an admission policy, else Webhook; empty for an invalid rule.',
         jsonPath: '.status.servedBy',
+      },
+      {
+        name: 'Status',
+        type: 'string',
+        description:
+          "The Ready condition's message; for a rule in effect, its most important current problem first.",
+        jsonPath: '.status.conditions[?(@.type=="Ready")].message',
       },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ]);
+  });
+});
+
+describe('ModRule CRD: the printer columns as the docs give them', () => {
+  const columns = (version.additionalPrinterColumns as JsonObject[]).map((c) => String(c.name));
+
+  it('docs/install.md has a row per column, in order', () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs', 'install.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### `kubectl get modrules`'), doc.indexOf('### With Helm'));
+    const rows = [...section.matchAll(/^\| ([A-Z][a-z]+) \| /gm)].map((m) => m[1]).slice(1); // after the header
+    expect(rows).toEqual(columns);
+    expect(doc).toContain(`\`kubectl get modrules\` columns ${columns.join(', ')} (short name`);
+  });
+
+  it('the README names them', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toContain(`\`kubectl get modrules\` columns ${columns.join(', ')})`);
   });
 });
 

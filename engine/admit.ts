@@ -8,6 +8,7 @@ import { SelectCache } from '../jsonpath/select-cache';
 import { LastApplied } from './last-applied';
 import { AdmissionInput, AdmissionOutcome, QuarantineCheck } from './outcome';
 import { runPatchRules } from './patch-phase';
+import { recordedRules, withPatchRecord } from './record';
 import { refuseDeep, runRejectRules } from './reject-phase';
 import { finish, isIgnored, prepare, scopeOf } from './subject';
 
@@ -18,6 +19,8 @@ export type { AdmissionInput, AdmissionOutcome, QuarantineCheck, RuleRef } from 
 export interface AdmitOptions {
   /** Rules set aside for now (see QuarantineCheck); omitted: none. */
   quarantined?: QuarantineCheck;
+  /** Keep the record of the rules that patched the object (engine/record.ts) on it; default off, as KubeMod. */
+  recordPatchedBy?: boolean;
 }
 
 /**
@@ -83,14 +86,23 @@ export function admit(
     options.quarantined,
   );
   const patched = selects.root as JsonObject;
+  let final: JsonObject | null = null;
   if (patched !== current) {
     current = patched;
     if (operation !== 'DELETE') {
-      const final = finish(current, working);
+      final = finish(current, working);
       lastApplied.writeTo(final);
-      outcome.object = final;
-      outcome.patch = createPatch(input.object as JsonObject, final);
     }
+  }
+  // The record goes on the object the API server stores, not into last-applied: kubectl apply must not own it.
+  if (options.recordPatchedBy && operation !== 'DELETE') {
+    const base = final ?? (input.object as JsonObject);
+    const recorded = withPatchRecord(base, recordedRules(base, outcome.patched, index.rules));
+    if (recorded !== base) final = recorded;
+  }
+  if (final) {
+    outcome.object = final;
+    outcome.patch = createPatch(input.object as JsonObject, final);
   }
 
   if (reserved) {

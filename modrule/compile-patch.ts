@@ -8,7 +8,15 @@ import { Interner } from '../util/interner';
 import { parseModRuleValue } from './value';
 import type { PatchOperation, PatchOperationType } from './types';
 import type { CompiledPatchOperation, CompiledValue, PathToken } from './compiled';
-import { countOf, describe, Report, tryJsonPath, tryTemplate, unknownField } from './field-checks';
+import {
+  countOf,
+  describe,
+  Report,
+  tryJsonPath,
+  tryTemplate,
+  unknownField,
+  valueNotStringHint,
+} from './field-checks';
 
 const PATCH_FIELDS = new Set(['op', 'select', 'path', 'value']);
 const PATCH_OPS: readonly PatchOperationType[] = ['add', 'replace', 'remove'];
@@ -91,7 +99,10 @@ export function compilePatchOperation(
     if (rawValue === undefined || rawValue === null) {
       problem(`${at}.value`, `required for ${op}`);
     } else if (typeof rawValue !== 'string') {
-      problem(`${at}.value`, `must be a string holding YAML, got ${describe(rawValue)}`);
+      problem(
+        `${at}.value`,
+        `must be a string holding YAML, got ${describe(rawValue)}${valueNotStringHint(rawValue)}`,
+      );
     } else if (rawValue.includes('{{')) {
       const source = preprocessValueTemplate(rawValue);
       const template = tryTemplate(

@@ -57,9 +57,37 @@ export function describe(v: unknown): string {
   return JSON.stringify(v) ?? String(v);
 }
 
+/**
+ * Why a patch value that is not a string was read as something else, and how to quote it: `value: y` is the boolean
+ * true in YAML 1.1 (kubectl's and KubeMod's reader), `value: 8080` a number; the field wants YAML text.
+ */
+export function valueNotStringHint(v: unknown): string {
+  if (typeof v === 'boolean') {
+    const words = v ? 'y, yes, on and true' : 'n, no, off and false';
+    return (
+      `: YAML 1.1 (as kubectl and KubeMod read it) takes an unquoted ${words} for a boolean; quote the value: ` +
+      `value: "${String(v)}" patches in the boolean ${String(v)}, value: '"${v ? 'yes' : 'no'}"' the string "${v ? 'yes' : 'no'}"`
+    );
+  }
+  if (typeof v === 'number')
+    return (
+      `: an unquoted number is read as a number; quote the value: value: "${v}" patches in the number ${v}, ` +
+      `value: '"${v}"' the string "${v}"`
+    );
+  if (v !== null && typeof v === 'object')
+    return ': write the YAML as text, e.g. a block: "value: |-" with the YAML indented on the lines below';
+  return '';
+}
+
 /** The message for an unknown field, with the nearest known name when one is close. */
 export function unknownField(key: string, known: ReadonlySet<string>): string {
-  const near = [...known].find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
+  // The nearest name within two edits (`patchs` is one from patch, two from match).
+  let near: string | undefined;
+  let best = 3;
+  for (const k of known) {
+    const d = editDistance(k.toLowerCase(), key.toLowerCase());
+    if (d < best) [near, best] = [k, d];
+  }
   return `unknown field${near ? ` (did you mean "${near}"?)` : ''}, expected one of: ${[...known].join(', ')}`;
 }
 

@@ -117,6 +117,12 @@ describe('validateModRule', () => {
       'did you mean "match"',
     ],
     [
+      'unknown spec field nearer another known one than the first close one',
+      variant((r) => (r.spec.patchs = [])),
+      'spec.patchs',
+      'did you mean "patch"',
+    ],
+    [
       'Patch without patch',
       variant((r) => delete r.spec.patch),
       'spec.patch',
@@ -165,6 +171,31 @@ describe('validateModRule', () => {
       variant((r) => (patchOp(r, 0).value = 8080)),
       'spec.patch[0].value',
       'must be a string',
+    ],
+    [
+      // `value: y` in a file: YAML 1.1 reads it as the boolean true.
+      'value y read as a boolean',
+      variant((r) => (patchOp(r, 0).value = parse('value: y', { version: '1.1' }).value as boolean)),
+      'spec.patch[0].value',
+      'must be a string holding YAML, got true: YAML 1.1 (as kubectl and KubeMod read it) takes an unquoted y, yes, on and true for a boolean; quote the value: value: "true" patches in the boolean true, value: \'"yes"\' the string "yes"',
+    ],
+    [
+      'value off read as a boolean',
+      variant((r) => (patchOp(r, 0).value = false)),
+      'spec.patch[0].value',
+      'unquoted n, no, off and false for a boolean; quote the value: value: "false"',
+    ],
+    [
+      'value a number',
+      variant((r) => (patchOp(r, 0).value = 8080)),
+      'spec.patch[0].value',
+      'got 8080: an unquoted number is read as a number; quote the value: value: "8080" patches in the number 8080, value: \'"8080"\' the string "8080"',
+    ],
+    [
+      'value a mapping',
+      variant((r) => (patchOp(r, 0).value = { runAsNonRoot: true })),
+      'spec.patch[0].value',
+      'write the YAML as text, e.g. a block: "value: |-"',
     ],
     [
       'value template syntax',

@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
-import { computeScope, Precision, PRECISIONS, ScopeResult } from '../scope/compute';
+import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } from '../scope/compute';
 import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { Backoff } from './backoff';
+import { DragnetScopeMetrics, dragnetScopeMetrics } from './dragnet-scope-metrics';
 import { Informer } from './informer';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
@@ -62,6 +63,11 @@ export interface DragnetScopeOptions {
   now?: () => number;
   /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
   native?: { policiesVersion(): string | null; servingVersion(): string };
+  /**
+   * Told each computation's per-rule reports (operator/unknown-kinds.ts); `narrowed` false when the registration is
+   * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
+   */
+  onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
 }
 
 /**
@@ -89,7 +95,7 @@ export class DragnetScope {
   private refused = new Map<string, Precision>();
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
-  private readonly metrics: { writes: Counter<'result'>; conditions: Gauge; webhookRules: Gauge } | null;
+  private readonly metrics: DragnetScopeMetrics | null;
   /** What the live registration does for rules served natively. */
   readonly nativeNets = new NativeNets();
 
@@ -112,7 +118,7 @@ export class DragnetScope {
         remove: () => update(null),
       },
     });
-    this.metrics = options.registry ? this.createMetrics(options.registry) : null;
+    this.metrics = options.registry ? dragnetScopeMetrics(options.registry) : null;
   }
 
   start(): void {
@@ -218,6 +224,22 @@ export class DragnetScope {
     return { registration: result.registration, result, full };
   }
 
+  /** The per-rule reports to onScope: the computation's, or on the configured net one made for them alone. */
+  private report(result: ScopeResult | null, live: LiveScope): void {
+    const { onScope } = this.options;
+    if (!onScope) return;
+    const reports =
+      result?.rules ??
+      computeScope({
+        rules: this.options.rules(),
+        clusterNamespace: this.options.clusterNamespace,
+        configured: live.configured,
+        catalog: this.options.discovery.catalog(),
+        precision: 'resources',
+      }).rules;
+    onScope(reports, result !== null);
+  }
+
   private async reconcile(): Promise<void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
     const rulesVersion = this.options.rulesVersion();
@@ -229,6 +251,7 @@ export class DragnetScope {
     if (!config || !webhook) return;
     const live = readLive(config, webhook);
     const { registration, result, full } = this.desired(live);
+    this.report(result, live);
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
     this.live.notify();
@@ -239,20 +262,15 @@ export class DragnetScope {
       mode: this.options.mode,
       nativeVersion,
     });
-    if (decision.reason === 'current') this.nativeNets.confirm(result, this.wideReason());
+    if (decision.reason === 'current') this.nativeNets.confirm(result, this.disabled);
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
       return;
     }
-    const stamp: ScopeStamp = {
-      hash,
-      rulesVersion,
-      writer: this.writer,
-      mode: this.options.mode,
-      ...(nativeVersion ? { nativeVersion } : {}),
-    };
+    const stamp: ScopeStamp = { hash, rulesVersion, writer: this.writer, mode: this.options.mode };
+    if (nativeVersion) stamp.nativeVersion = nativeVersion;
     try {
       const stored = await this.write(config, webhook, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
@@ -274,7 +292,7 @@ export class DragnetScope {
         } else await this.giveUp(stored, live.configured);
         return;
       }
-      this.nativeNets.confirm(result, this.wideReason());
+      this.nativeNets.confirm(result, this.disabled);
       this.options.logger.info('dragnet registration updated', {
         reason: decision.reason,
         mode: this.options.mode,
@@ -316,13 +334,6 @@ export class DragnetScope {
     }
   }
 
-  /** Why the registration is the configured net (wide mode, or narrowing given up). */
-  private wideReason(): string {
-    return this.disabled
-      ? 'the API server stored another registration than the one written; the configured net is back'
-      : 'the operator runs with --dragnet-scope wide';
-  }
-
   /** Compare-and-swap update of the whole configuration: its resourceVersion guards every other field. */
   private async write(
     config: JsonObject,
@@ -348,7 +359,7 @@ export class DragnetScope {
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
   private async giveUp(stored: JsonObject, configured: Registration): Promise<void> {
     this.disabled = true;
-    this.nativeNets.confirm(null, this.wideReason());
+    this.nativeNets.confirm(null, true);
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );
@@ -367,26 +378,5 @@ export class DragnetScope {
       got = null;
     }
     this.live.acceptRead(got, rulesVersion);
-  }
-
-  private createMetrics(registry: Registry) {
-    return {
-      writes: new Counter({
-        name: 'modrule_dragnet_scope_writes_total',
-        help: 'Writes of the dragnet registration, by result (ok|conflict|invalid|failed).',
-        labelNames: ['result'],
-        registers: [registry],
-      }),
-      conditions: new Gauge({
-        name: 'modrule_dragnet_scope_conditions',
-        help: 'matchConditions of the dragnet registration this replica computed last.',
-        registers: [registry],
-      }),
-      webhookRules: new Gauge({
-        name: 'modrule_dragnet_scope_webhook_rules',
-        help: 'rules entries of the dragnet registration this replica computed last.',
-        registers: [registry],
-      }),
-    };
   }
 }

@@ -13,11 +13,18 @@ export class NativeNets {
   private wide: string | null = null;
   private readonly listeners = new Set<() => void>();
 
-  /** The registration now live was computed as `result`; null: it is the configured net, for `why`. */
-  confirm(result: ScopeResult | null, why = 'the dragnet registration is the configured net'): void {
+  /**
+   * The registration now live was computed as `result`; null: it is the configured net (`givenUp`: the operator
+   * stopped narrowing it, else wide mode).
+   */
+  confirm(result: ScopeResult | null, givenUp: boolean): void {
     const before = JSON.stringify([this.wide, [...(this.outcomes ?? [])]]);
     this.outcomes = result ? result.native : null;
-    this.wide = result ? null : why;
+    this.wide = result
+      ? null
+      : givenUp
+        ? 'the API server stored another registration than the one written; the configured net is back'
+        : 'the operator runs with --dragnet-scope wide';
     if (JSON.stringify([this.wide, [...(this.outcomes ?? [])]]) !== before)
       for (const l of this.listeners) l();
   }

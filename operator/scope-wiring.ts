@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
+import { ResourceCatalog } from '../scope/catalog';
 import { Discovery } from './discovery';
 import { DragnetScope } from './dragnet-scope';
 import { KubeClient } from './kube';
@@ -9,12 +10,15 @@ import { ReadyGate } from './ready-gate';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
 import { ClusterSync, StatusSink } from './sync';
+import { UnknownKinds } from './unknown-kinds';
 
 /** The dragnet scope as the operator runs it: discovery, the registration writer, the Ready gate. */
 export interface RunningScope {
   /** Where ClusterSync reports rule verdicts: Ready waits for the registration. */
   readonly status: StatusSink | null;
   readonly scope: DragnetScope;
+  /** What discovery serves now (null until loaded): the ModRule admission's warnings for kinds not served. */
+  catalog(): ResourceCatalog | null;
   stop(): Promise<void>;
 }
 
@@ -36,6 +40,8 @@ export function startDragnetScope(deps: {
 }): RunningScope {
   const { client, logger, registry, store } = deps;
   const discovery = new Discovery({ client, logger });
+  // Rules naming kinds not served say so on their status (UnknownKind), from the scope's own per-rule reports.
+  const unknownKinds = new UnknownKinds(deps.status, registry);
   const scope = new DragnetScope({
     client,
     logger,
@@ -51,6 +57,7 @@ export function startDragnetScope(deps: {
       policiesVersion: () => deps.native?.()?.policiesVersion() ?? null,
       servingVersion: () => deps.native?.()?.servingVersion() ?? '',
     },
+    onScope: (reports, narrowed) => unknownKinds.update(reports, narrowed),
   });
   const gate = deps.status ? new ReadyGate(deps.status, scope) : null;
   discovery.start();
@@ -58,6 +65,7 @@ export function startDragnetScope(deps: {
   return {
     status: gate,
     scope,
+    catalog: () => discovery.catalog(),
     stop: async () => {
       gate?.stop();
       await Promise.all([scope.stop(), discovery.stop()]);

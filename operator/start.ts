@@ -6,10 +6,13 @@ import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
+import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
-import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
+import { BackgroundAudit, BackgroundAuditConfig, DEFAULT_INTERVAL_SECONDS } from './audit/background';
+import { AuditMetrics } from './audit/metrics';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
+import { FailingStatus } from './failing';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
@@ -54,8 +57,12 @@ export interface OperatorConfig {
   shutdownDelayMs?: number;
   /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
   quarantine?: QuarantineOptions;
+  /** The window run-time failures are counted over on a rule's status (tests shorten it). */
+  failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
+  /** Keep the record of the rules that patched an object on it (--record-patched-by); default off. */
+  recordPatchedBy?: boolean;
 }
 
 /** A running operator. */
@@ -114,16 +121,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   });
   // Rules that keep running out of their share are quarantined (per replica) and shown Degraded on the ModRule.
   const quarantine = new RuleQuarantine(config.quarantine, store);
-  const degraded =
-    config.writeStatus === false ? null : new QuarantineStatus({ client, logger, store, quarantine });
-  const status = degraded
-    ? new StatusReporter({
-        client,
-        logger,
-        onWrite: (result) => metrics.statusWrites.inc({ result }),
-        ready: (rule, problems, want) => degraded.ready(rule, problems, want),
-      })
-    : null;
+  const status =
+    config.writeStatus === false
+      ? null
+      : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
+  const degraded = status ? new QuarantineStatus({ quarantine, store }) : null;
+  // Rules that fail at run time show it on the ModRule (Failing), per replica.
+  const failures = new RuleFailures(config.failures, store);
+  const failing = new FailingStatus({ failures, status, registry });
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
@@ -157,10 +162,13 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     observer: native ?? undefined,
   });
   if (status) degraded?.attach(status);
+  failing.start();
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
+    failing.stop();
+    failures.close();
     await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), native?.stop()]);
   };
   let draining = false;
@@ -220,6 +228,10 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
+      failures,
+      // ModRules naming kinds the cluster does not serve are admitted with a warning.
+      servedKinds: scope.catalog,
+      recordPatchedBy: config.recordPatchedBy,
     });
   } catch (err) {
     await stopWatchers();
@@ -227,8 +239,16 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     throw err;
   }
   // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
+  const auditMetrics = config.reports
+    ? new AuditMetrics(registry, config.reports.intervalSeconds ?? DEFAULT_INTERVAL_SECONDS)
+    : null;
   const audit = config.reports
-    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced })
+    ? new BackgroundAudit(config.reports, {
+        ...{ client, store, logger, rulesLoaded: rules.synced },
+        onRound: (round) => auditMetrics?.round(round),
+        onFailure: (_err, ms) => auditMetrics?.failed(ms),
+        quarantined: () => quarantine.gate(),
+      })
     : null;
   audit?.start();
   logger.info('webhook listening', {

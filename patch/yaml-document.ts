@@ -2,6 +2,7 @@ import { Document, isMap, isNode, isSeq, Node, parseAllDocuments, YAMLMap, YAMLS
 import { jsonEqual, JsonValue } from '../util/json';
 import { documentJson, MANIFEST_READ_OPTIONS, stringifyManifests } from '../util/yaml';
 import { SourceDocument } from '../util/yaml-stream';
+import { dropShadowedKeys } from '../util/yaml-duplicates';
 import { createPatch } from './diff';
 import { JsonPatchOperation, PatchError } from './operation';
 import { parsePointer } from './pointer';
@@ -20,6 +21,8 @@ export function rewriteDocument(source: SourceDocument, value: JsonValue): strin
   if (ops.length === 0) return source.text;
   try {
     const doc = source.document.clone();
+    // A key given twice: the value is the last one's; edit that, and drop the ones it overrides.
+    if (source.duplicates.length > 0) dropShadowedKeys(doc);
     applyPatchToDocument(doc, ops);
     const text = doc.toString({ lineWidth: 0 });
     if (readsBackAs(text, value)) return text;

@@ -7,6 +7,7 @@ import { NativeOutcome, NativeShares } from './native';
 import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
 import { MatchCondition, Registration } from './types';
+import { UnservedKind } from './unserved';
 import type { Decline } from '../native';
 
 /**
@@ -75,6 +76,8 @@ export interface RuleScopeReport {
   namespaces: string;
   cluster: boolean;
   notes: string[];
+  /** Kinds it names that discovery does not serve (the scope fails wide for them); [] before discovery. */
+  unserved: UnservedKind[];
 }
 
 /** The computed registration and how it came about. */
@@ -111,7 +114,8 @@ function describeNamespaces(reach: RuleReach): string {
   return parts.length === 0 ? '-' : parts.join(',');
 }
 
-function report(reach: RuleReach, resources: string[], notes: readonly string[]): RuleScopeReport {
+function report(reach: RuleReach, group: ShapeGroup): RuleScopeReport {
+  const { resources, notes, unserved } = group;
   return {
     rule: reach.rule,
     operations: [...reach.operations],
@@ -119,6 +123,7 @@ function report(reach: RuleReach, resources: string[], notes: readonly string[])
     namespaces: describeNamespaces(reach),
     cluster: reach.cluster,
     notes: notes.length === 0 ? (reach.notes as string[]) : [...reach.notes, ...notes],
+    unserved,
   };
 }
 
@@ -133,6 +138,7 @@ function resourcesOf(products: readonly Product[]): string[] {
 interface ShapeGroup {
   products: Product[];
   notes: string[];
+  unserved: UnservedKind[];
   resources: string[];
   any: boolean;
   names: Set<string>;
@@ -146,7 +152,7 @@ function groupByShape(
   natives: NativeShares,
 ): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
   const byShape = new Map<string, ShapeGroup>();
-  const products = new Map<string, Pick<ShapeGroup, 'products' | 'notes' | 'resources'>>();
+  const products = new Map<string, Pick<ShapeGroup, 'products' | 'notes' | 'unserved' | 'resources'>>();
   const reports: RuleScopeReport[] = [];
   for (const rule of input.rules) {
     const reach = reachOf(rule, input.clusterNamespace);
@@ -168,7 +174,7 @@ function groupByShape(
     for (const n of ns.names) g.names.add(n);
     for (const p of ns.patterns) g.patterns.set(p.map((r) => r.source).join('\u0000'), p);
     g.cluster ||= reach.cluster;
-    reports.push(report(reach, g.resources, g.notes));
+    reports.push(report(reach, g));
   }
   return { groups: [...byShape.values()], reports };
 }

@@ -1,6 +1,7 @@
 import { ResourceCatalog } from './catalog';
 import { RuleReach, isEmptyNamespaceSet } from './reach';
 import { RuleScope, ScopeOperation, SCOPE_OPERATIONS, WebhookRule } from './types';
+import { servedResources, UnservedKind, unservedKind } from './unserved';
 
 /**
  * A slice of the webhook's `rules`: groups x versions x resources x operations in a scope. One rule's share of the
@@ -65,28 +66,31 @@ export function intersectRule(
   return { groups, versions: [...configured.apiVersions].sort(), resources, operations: ops, scope };
 }
 
-/** A rule's share of the net: its wants meet every rule of the configured net; notes say where it fails wide. */
+/**
+ * A rule's share of the net: its wants meet every rule of the configured net; notes say where it fails wide, and
+ * `unserved` which of its kinds discovery does not serve.
+ */
 export function productsOf(
   reach: RuleReach,
   configured: readonly WebhookRule[],
   catalog: ResourceCatalog | null,
-): { products: Product[]; notes: string[] } {
+): { products: Product[]; notes: string[]; unserved: UnservedKind[] } {
   const notes: string[] = [];
+  const unserved: UnservedKind[] = [];
   const namespaced = !isEmptyNamespaceSet(reach.namespaces);
   const reachScope: RuleScope | null =
     namespaced && reach.cluster ? '*' : namespaced ? 'Namespaced' : reach.cluster ? 'Cluster' : null;
   if (!reachScope || reach.operations.size === 0 || reach.kinds?.size === 0 || reach.groups?.size === 0)
-    return { products: [], notes };
+    return { products: [], notes, unserved };
   const wants: Want[] = [];
   const groups = reach.groups ? [...reach.groups].sort() : ['*'];
   if (reach.kinds) {
     for (const kind of [...reach.kinds].sort()) {
-      const served = catalog
-        ? catalog.resourcesOf(kind).filter((r) => !reach.groups || reach.groups.has(r.group))
-        : [];
+      const served = catalog ? servedResources(kind, reach.groups, catalog) : [];
       if (served.length === 0) {
         // Unknown to discovery (not installed yet, or discovery not loaded): fail wide for this rule's kind.
         notes.push(`kind ${kind} is not served${catalog ? '' : ' (no discovery yet)'}: every resource`);
+        if (catalog) unserved.push(unservedKind(kind, reach.groups, catalog));
         for (const group of groups) wants.push({ group, resource: '*', scope: reachScope });
         continue;
       }
@@ -109,32 +113,74 @@ export function productsOf(
     }
   if (reach.kinds && products.length === 0 && wants.length > 0)
     notes.push('outside the configured net: the API server never sends its objects');
-  return { products, notes };
+  return { products, notes, unserved };
 }
 
-/** The webhook `rules` for a set of products: merged by groups, versions, operations and scope; sorted. */
+/**
+ * The webhook `rules` for a set of products: each resource's operations united (pods CREATE and pods UPDATE are one
+ * entry), merged by groups, versions, operations and scope, sorted, and without entries another one already covers.
+ */
 export function mergeProducts(products: readonly Product[]): WebhookRule[] {
-  const byKey = new Map<string, { rule: WebhookRule; resources: Set<string> }>();
+  // Operations per resource, within each groups x versions x scope.
+  const cells = new Map<string, { product: Product; ops: Map<string, Set<ScopeOperation>> }>();
   for (const p of products) {
-    const key = JSON.stringify([p.groups, p.versions, p.operations, p.scope]);
-    let entry = byKey.get(key);
-    if (!entry) {
-      entry = {
-        rule: {
-          apiGroups: [...p.groups],
-          apiVersions: [...p.versions],
-          resources: [],
-          operations: [...p.operations],
-          scope: p.scope,
-        },
-        resources: new Set(),
-      };
-      byKey.set(key, entry);
+    const key = JSON.stringify([p.groups, p.versions, p.scope]);
+    let cell = cells.get(key);
+    if (!cell) cells.set(key, (cell = { product: p, ops: new Map() }));
+    for (const r of p.resources) {
+      let ops = cell.ops.get(r);
+      if (!ops) cell.ops.set(r, (ops = new Set()));
+      for (const op of p.operations) ops.add(op);
     }
-    for (const r of p.resources) entry.resources.add(r);
   }
-  return [...byKey.keys()].sort().map((key) => {
-    const { rule, resources } = byKey.get(key)!;
-    return { ...rule, resources: resources.has('*') ? ['*'] : [...resources].sort() };
+  const byKey = new Map<string, WebhookRule>();
+  for (const { product, ops } of cells.values())
+    for (const [resource, set] of ops) {
+      const operations = SCOPE_OPERATIONS.filter((op) => set.has(op));
+      const key = JSON.stringify([product.groups, product.versions, operations, product.scope]);
+      let rule = byKey.get(key);
+      if (!rule)
+        byKey.set(
+          key,
+          (rule = {
+            apiGroups: [...product.groups],
+            apiVersions: [...product.versions],
+            resources: [],
+            operations,
+            scope: product.scope,
+          }),
+        );
+      rule.resources.push(resource);
+    }
+  const rules = [...byKey.keys()].sort().map((key) => {
+    const rule = byKey.get(key)!;
+    return { ...rule, resources: rule.resources.includes('*') ? ['*'] : [...rule.resources].sort() };
   });
+  return withoutCovered(rules);
+}
+
+const within = (list: readonly string[], value: string): boolean =>
+  list.includes('*') || list.includes(value);
+
+/** Whether webhook rule `a` sends every request `b` sends for `resource`. */
+function covers(a: WebhookRule, b: WebhookRule, resource: string): boolean {
+  return (
+    (a.scope === '*' || a.scope === b.scope) &&
+    (a.resources.includes('*') || (resource !== '*' && a.resources.includes(resource))) &&
+    b.apiGroups.every((g) => within(a.apiGroups, g)) &&
+    b.apiVersions.every((v) => within(a.apiVersions, v)) &&
+    b.operations.every((op) => within(a.operations, op))
+  );
+}
+
+// One resource at a time, against the others as they stand: of two entries that cover each other, one stays.
+function withoutCovered(rules: WebhookRule[]): WebhookRule[] {
+  const out = rules.map((r) => ({ ...r, resources: [...r.resources] }));
+  out.forEach((rule, i) => {
+    rule.resources = rule.resources.filter(
+      (resource) =>
+        !out.some((other, j) => j !== i && other.resources.length > 0 && covers(other, rule, resource)),
+    );
+  });
+  return out.filter((r) => r.resources.length > 0);
 }

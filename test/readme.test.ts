@@ -33,6 +33,21 @@ describe('README', () => {
       expect(section).toMatch(new RegExp(`^\\| Status \\|.*\`${name}\``, 'm'));
   });
 
+  it('says how to get an image before the install command, and names the image a release publishes', () => {
+    const section = readme.slice(
+      readme.indexOf('## Install, upgrade, uninstall'),
+      readme.indexOf('## Your first'),
+    );
+    const install = section.indexOf('kubectl apply -f bundle.yaml');
+    const before = section.slice(0, install);
+    for (const step of ['make image IMAGE=', 'docker push ', 'make bundle IMAGE='])
+      expect(before).toContain(step);
+    expect(before.indexOf('make image')).toBeLessThan(before.indexOf('make bundle'));
+    const bundle = readFileSync(join(__dirname, '..', 'bundle.yaml'), 'utf8');
+    const image = /^\s+image: (\S+)$/m.exec(bundle)![1];
+    expect(before).toContain(`\`bundle.yaml\` names \`${image}\``);
+  });
+
   it('shows the two set-up commands', () => {
     expect(readme).toContain('npm ci && npm start');
     expect(readme).toContain('npm ci && npm test');

@@ -41,8 +41,11 @@ describe('splitYamlStream', () => {
     expect(() => splitYamlStream('a: 1\n---\nb: [\n')).toThrow(
       /^document 2: line 4, column 1: Flow sequence/,
     );
-    expect(() => splitYamlStream('a: 1\na: 2\n')).toThrow(
-      /^document 1: line 2, column 1: Map keys must be unique/,
-    );
+  });
+
+  it('reads a key given twice as Helm and kubectl do (the last one), and lists it', () => {
+    const [doc] = splitYamlStream('a: 1\nb: {c: 1}\na: 2\n');
+    expect(doc.value).toEqual({ a: 2, b: { c: 1 } });
+    expect(doc.duplicates).toEqual([{ document: 1, path: [], key: 'a', line: 3, ignored: [1] }]);
   });
 });

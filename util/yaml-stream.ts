@@ -1,6 +1,7 @@
 import { Document, LineCounter, parseAllDocuments } from 'yaml';
 import { JsonValue } from './json';
 import { documentJson, MANIFEST_READ_OPTIONS, yamlSyntaxError } from './yaml';
+import { DuplicateKey, duplicateKeys } from './yaml-duplicates';
 
 /** One document of a YAML stream: its exact source text, its syntax tree and its value. */
 export interface SourceDocument {
@@ -17,6 +18,8 @@ export interface SourceDocument {
   document: Document;
   /** The value; null for an empty (or comment-only) document. */
   value: JsonValue;
+  /** Keys the document gives twice: `value` has the last of each, as kubectl and Helm read it. */
+  duplicates: DuplicateKey[];
 }
 
 /**
@@ -45,6 +48,7 @@ export function splitYamlStream(text: string): SourceDocument[] {
       text: text.slice(start, i + 1 < docs.length ? starts[i + 1] : text.length),
       document,
       value: document.contents === null ? null : documentJson(document, where),
+      duplicates: duplicateKeys(document, i + 1, lines),
     };
   });
 }

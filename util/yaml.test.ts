@@ -1,7 +1,9 @@
 import { loadFixture } from '../fixtures/load';
 import { JsonValue } from './json';
+import { DuplicateKey } from './yaml-duplicates';
 import {
   ManifestSyntaxError,
+  parseManifestEntries,
   parseManifestObjects,
   parseYamlDocuments,
   parseYamlValue,
@@ -77,7 +79,6 @@ describe('YAML as kubectl reads it (go-yaml v2)', () => {
     ['broken syntax', 'a: [1', /document 1: /],
     ['a scalar document', 'kind: A\n---\nhello\n', /document 2: not an object/],
     ['a non-object List item', 'kind: List\nitems: [1]\n', /items\[0\] is not an object/],
-    ['duplicate keys', 'kind: A\nkind: B\n', /document 1: /],
     [
       'an alias bomb',
       'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n',
@@ -86,6 +87,27 @@ describe('YAML as kubectl reads it (go-yaml v2)', () => {
   ])('%s is a ManifestSyntaxError', (_name, text, message) => {
     expect(() => parseManifestObjects(text)).toThrow(ManifestSyntaxError);
     expect(() => parseManifestObjects(text)).toThrow(message);
+  });
+
+  it('reads a key given twice as go-yaml does (kubectl, Helm, KubeMod): the last one wins, and says where', () => {
+    const duplicates: DuplicateKey[] = [];
+    const text =
+      'kind: A\nmetadata:\n  labels: {app: x, app: z}\nkind: B\n---\nkind: List\nitems:\n  - {kind: C, kind: D}\n';
+    expect(parseYamlDocuments(text, duplicates)).toEqual([
+      { kind: 'B', metadata: { labels: { app: 'z' } } },
+      { kind: 'List', items: [{ kind: 'D' }] },
+    ]);
+    expect(duplicates).toEqual([
+      { document: 1, path: ['metadata', 'labels'], key: 'app', line: 3, ignored: [3] },
+      { document: 1, path: [], key: 'kind', line: 4, ignored: [1] },
+      { document: 2, path: ['items', 0], key: 'kind', line: 8, ignored: [8] },
+    ]);
+    const entries = parseManifestEntries(text);
+    expect(entries.map((e) => [e.object.kind, e.document, e.duplicates.map((d) => d.key)])).toEqual([
+      ['B', 1, ['app', 'kind']],
+      ['D', 2, ['kind']],
+    ]);
+    expect(parseYamlValue('a: 1\na: 2')).toEqual({ a: 2 });
   });
 
   it('refuses several documents where one value is expected', () => {

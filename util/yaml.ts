@@ -11,6 +11,7 @@ import {
   YAMLError,
 } from 'yaml';
 import { TextPosition } from './excerpt';
+import { DuplicateKey, duplicateKeys } from './yaml-duplicates';
 import { isJsonObject, JsonObject, JsonValue } from './json';
 
 /** Thrown for YAML that does not parse or has no JSON form; says which document and, for syntax errors, where. */
@@ -61,23 +62,46 @@ function goYamlTags(tags: Tags): Tags {
   return out;
 }
 
-// Duplicate keys are a clear error rather than a silent "last one wins".
-const readOptions = { version: '1.1' as const, customTags: goYamlTags, uniqueKeys: true };
+// A key given twice: the last one wins, as go-yaml (kubectl, the API server, Helm, KubeMod) reads it. The readers
+// find such keys with duplicateKeys() and warn (manifests) or refuse (ModRules, test suites).
+const readOptions = { version: '1.1' as const, customTags: goYamlTags, uniqueKeys: false };
 
-/** The options every manifest is parsed with (YAML 1.1 as go-yaml v2 reads it, unique keys). */
+/** The options every manifest is parsed with (YAML 1.1 as go-yaml v2 reads it, the last of repeated keys wins). */
 export const MANIFEST_READ_OPTIONS: Readonly<typeof readOptions> = readOptions;
 
 // Input can come from tenants (rule values) or from files: cap alias expansion so a YAML bomb cannot blow up memory.
 const MAX_ALIAS_COUNT = 100;
 
-/** Parses multi-document YAML (or JSON) as kubectl would; empty documents are dropped. */
-export function parseYamlDocuments(text: string): JsonValue[] {
-  const out: JsonValue[] = [];
-  for (const [i, doc] of parseAllDocuments(text, readOptions).entries()) {
+/**
+ * Parses multi-document YAML (or JSON) as kubectl would; empty documents are dropped. Keys given twice (the last
+ * wins) are added to `duplicates` when given.
+ */
+export function parseYamlDocuments(text: string, duplicates?: DuplicateKey[]): JsonValue[] {
+  return parseYamlEntries(text).map((e) => {
+    duplicates?.push(...e.duplicates);
+    return e.value;
+  });
+}
+
+/** One non-empty document of a stream: its value, its 1-based position, the keys it gives twice. */
+interface YamlEntry {
+  value: JsonValue;
+  document: number;
+  duplicates: DuplicateKey[];
+}
+
+function parseYamlEntries(text: string): YamlEntry[] {
+  const out: YamlEntry[] = [];
+  const lines = new LineCounter();
+  for (const [i, doc] of parseAllDocuments(text, { ...readOptions, lineCounter: lines }).entries()) {
     const where = `document ${i + 1}`;
     if (doc.errors.length > 0) throw yamlSyntaxError(doc.errors[0], i + 1);
     if (doc.contents === null) continue; // an empty document between separators
-    out.push(documentJson(doc, where));
+    out.push({
+      value: documentJson(doc, where),
+      document: i + 1,
+      duplicates: duplicateKeys(doc, i + 1, lines),
+    });
   }
   return out;
 }
@@ -108,6 +132,8 @@ export interface LocatedDocument {
   error?: string;
   /** Where a syntax error is in the whole text (absent for errors found after parsing). */
   errorAt?: TextPosition;
+  /** Keys the document gives twice (the last one is in `value`). */
+  duplicates: DuplicateKey[];
   /** 1-based line of the deepest existing field along `path` (the document's line when none exists). */
   lineOf(path: ReadonlyArray<string | number>): number;
 }
@@ -122,6 +148,7 @@ export function parseLocatedDocuments(text: string): LocatedDocument[] {
     const located: LocatedDocument = {
       index: i + 1,
       line: lineAt(start),
+      duplicates: doc.errors.length > 0 ? [] : duplicateKeys(doc, i + 1, lines),
       // The line of the key of the deepest field along the path that exists (a missing field: its parent's).
       lineOf: (path) => {
         let line = located.line;
@@ -158,8 +185,21 @@ export function parseLocatedDocuments(text: string): LocatedDocument[] {
 
 /** Parses Kubernetes manifests: every document must be an object; `kind: *List` documents give their items. */
 export function parseManifestObjects(text: string): JsonObject[] {
-  const out: JsonObject[] = [];
-  for (const [i, value] of parseYamlDocuments(text).entries()) {
+  return parseManifestEntries(text).map((e) => e.object);
+}
+
+/** One object of a manifest stream, and the keys its document gives twice (paths from the object's root). */
+export interface ManifestEntry {
+  object: JsonObject;
+  /** 1-based position of its document in the stream. */
+  document: number;
+  duplicates: DuplicateKey[];
+}
+
+/** parseManifestObjects, with each object's document and duplicate keys (a List's items get theirs). */
+export function parseManifestEntries(text: string): ManifestEntry[] {
+  const out: ManifestEntry[] = [];
+  for (const [i, { value, document, duplicates }] of parseYamlEntries(text).entries()) {
     if (value === null) continue;
     if (!isJsonObject(value))
       throw new ManifestSyntaxError(`document ${i + 1}: not an object (a Kubernetes manifest)`);
@@ -167,9 +207,10 @@ export function parseManifestObjects(text: string): JsonObject[] {
       for (const [j, item] of value.items.entries()) {
         if (!isJsonObject(item))
           throw new ManifestSyntaxError(`document ${i + 1}: items[${j}] is not an object`);
-        out.push(item);
+        const own = duplicates.filter((d) => d.path[0] === 'items' && d.path[1] === j);
+        out.push({ object: item, document, duplicates: own });
       }
-    } else out.push(value);
+    } else out.push({ object: value, document, duplicates });
   }
   return out;
 }

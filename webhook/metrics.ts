@@ -37,7 +37,8 @@ export class WebhookMetrics {
       name: 'modrule_webhook_request_duration_seconds',
       help: 'Time from the first byte of the request body to the response, by endpoint, operation and result.',
       labelNames: ['endpoint', 'operation', 'result'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      // Up to the API server's longest webhook timeout (30 s), so that latency near any configured timeout shows.
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     });
     const patchCounts = this.ruleCounts.patch;

@@ -27,7 +27,7 @@ function exampleDocs(): JsonObject[] {
   const files = [
     'rules/default/add-team-label.yaml',
     'rules/default/harden-containers.yaml',
-    'rules/default/reject-malicious-external-ips.yaml',
+    'rules/default/reject-external-ips.yaml',
     'rules/kubemod-system/add-flavor.yaml',
     'rules/kubemod-system/label-new-namespaces.yaml',
     'cluster.yaml',
@@ -201,10 +201,10 @@ describe('/dragnet-webhook', () => {
       code: 403,
       reason: 'Forbidden',
       message:
-        'operation rejected by the following ModRule(s): default/reject-malicious-external-ips: ' +
+        'operation rejected by the following ModRule(s): default/reject-external-ips: ' +
         '"One or more of the following external IPs are not allowed [123.45.67.10 23.45.67.89]"',
     });
-    expect(answer.response?.auditAnnotations).toEqual({ rejected: 'default/reject-malicious-external-ips' });
+    expect(answer.response?.auditAnnotations).toEqual({ rejected: 'default/reject-external-ips' });
   });
 
   it('allows a Service whose externalIPs are all in the allowed subnet, without a patch', async () => {
@@ -317,9 +317,9 @@ describe('/dragnet-webhook', () => {
     expect(rejections).toEqual([
       expect.objectContaining({
         level: 'info',
-        rules: ['default/reject-malicious-external-ips'],
+        rules: ['default/reject-external-ips'],
         rejections: [
-          expect.objectContaining({ rule: { namespace: 'default', name: 'reject-malicious-external-ips' } }),
+          expect.objectContaining({ rule: { namespace: 'default', name: 'reject-external-ips' } }),
         ],
         object: { kind: 'Service', namespace: 'default', name: 'nginx' },
       }),
@@ -699,7 +699,7 @@ describe('health and metrics', () => {
       value(/^modrule_rule_patches_total\{namespace="default",name="add-team-label"\}/),
     ).toBeGreaterThanOrEqual(1);
     expect(
-      value(/^modrule_rule_rejections_total\{namespace="default",name="reject-malicious-external-ips"\}/),
+      value(/^modrule_rule_rejections_total\{namespace="default",name="reject-external-ips"\}/),
     ).toBeGreaterThanOrEqual(1);
     expect(
       value(/^modrule_rule_errors_total\{namespace="failing",name="broken-at-run-time"\}/),

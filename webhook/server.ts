@@ -20,10 +20,12 @@ import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
-import { EndpointDecision, handleMutateModRule, handleValidateModRule } from './modrule';
+import { AnswerMetrics } from './answer-metrics';
+import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
 import { holdBudgetMs, within } from './hold';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
+import { RuleFailures } from './rule-failures';
 import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
 import { TLS_MIN_VERSION, TlsSource } from './tls';
 
@@ -89,6 +91,12 @@ export interface WebhookServerOptions {
    * options, or one the caller keeps (the operator reports quarantines on the ModRules).
    */
   quarantine?: QuarantineOptions | RuleQuarantine;
+  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
+  failures?: RuleFailures;
+  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
+  servedKinds?: ServedKinds;
+  /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */
+  recordPatchedBy?: boolean;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -136,6 +144,12 @@ function objectRef(request: AdmissionRequest): ObjectRef {
   };
 }
 
+/** "ConfigMap team/web (CREATE)": the object a rule failed on, as the rule's status names it. */
+function objectLabel(request: AdmissionRequest): string {
+  const { kind, namespace, name } = objectRef(request);
+  return `${kind} ${namespace ? `${namespace}/` : ''}${name || '(unnamed)'} (${request.operation})`;
+}
+
 function urlHost(host: string | undefined): string {
   if (!host || host === '0.0.0.0' || host === '::') return '127.0.0.1';
   return host.includes(':') ? `[${host}]` : host;
@@ -181,12 +195,14 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
   const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
   const metrics = new WebhookMetrics(registry, store, () => fairness.demotedCount());
+  const answers = new AnswerMetrics(registry);
   const ownQuarantine = !(options.quarantine instanceof RuleQuarantine);
   const quarantine =
     options.quarantine instanceof RuleQuarantine
       ? options.quarantine
       : new RuleQuarantine(options.quarantine, store);
   const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
+  const failures = options.failures ?? new RuleFailures({}, store);
   let closing = false;
   let loaded = !options.rulesLoaded;
   void options.rulesLoaded?.then(() => (loaded = true));
@@ -230,9 +246,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
     let snapshot: RuleSnapshot | undefined;
     const run = await fairness.run(namespace, (budget) =>
-      handleDragnet(request, (snapshot = store.snapshot()), budget, { quarantined: quarantine.gate() }),
+      handleDragnet(request, (snapshot = store.snapshot()), budget, {
+        quarantined: quarantine.gate(),
+        recordPatchedBy: options.recordPatchedBy,
+      }),
     );
     const decision = run.value;
+    if (decision.error) answers.failedOpen('dragnet', 'engine_error');
     if (decision.outcome && snapshot) quarantine.record(decision.outcome, snapshot);
     logDragnet(request, decision);
     if (run.budget.exhausted) {
@@ -264,7 +284,11 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const answer = (endpoint: Exclude<Endpoint, 'dragnet'>, request: AdmissionRequest): EndpointDecision => {
     switch (endpoint) {
       case 'validate-modrule': {
-        const decision = handleValidateModRule(request, store.snapshot().clusterNamespace);
+        const decision = handleValidateModRule(
+          request,
+          store.snapshot().clusterNamespace,
+          options.servedKinds,
+        );
         if (decision.result === 'rejected') {
           logger.info('invalid ModRule rejected', {
             object: objectRef(request),
@@ -304,6 +328,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         ...base,
         failures: outcome.failures.map((f) => ({ rule: ruleName(f.rule), error: f.message })),
       });
+      failures.record(outcome.failures, () => objectLabel(request));
     }
     metrics.countRules(
       'error',
@@ -368,6 +393,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       request = parsed.request;
       apiVersion = parsed.apiVersion;
       operation = request.operation;
+      answers.called(endpoint, req.url);
     } catch (err) {
       if (err instanceof BadRequestError) return fail(err.status, err.message);
       throw err;
@@ -378,6 +404,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         operation,
         uid: request.uid,
       });
+      answers.failedOpen(endpoint, 'rules_not_loaded');
       finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
       return;
     }
@@ -402,6 +429,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         warnings: [`modrule: internal error, request allowed unchanged: ${error.message}`.slice(0, 400)],
       };
       decision = { response, result: 'error' };
+      answers.failedOpen(endpoint, 'handler_error');
     }
     finish(decision.result, () => sendJson(res, 200, encodeReview(apiVersion, decision.response)));
   };
@@ -480,6 +508,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
             metrics.close();
             unwatchQuarantine();
             if (ownQuarantine) quarantine.close();
+            if (!options.failures) failures.close();
           },
         );
       }

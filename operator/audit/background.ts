@@ -1,6 +1,8 @@
 import { Logger } from '../../util/logger';
+import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
+import { QuarantineCheck } from '../../engine/admit';
 import { ReportBuilder, ReportFormat } from '../../audit/report';
 import { sleep } from '../backoff';
 import { KubeClient } from '../kube';
@@ -35,6 +37,8 @@ export interface ScanRound {
   scan: ScanResult;
   reports: WriteSummary;
   partial?: string;
+  /** How long the round took, reports included. */
+  ms: number;
 }
 
 export interface BackgroundAuditDeps {
@@ -43,7 +47,11 @@ export interface BackgroundAuditDeps {
   logger: Logger;
   /** Resolves once the store holds the cluster's rules (the first full sync). */
   rulesLoaded: Promise<void>;
+  /** The webhook's quarantine check now (rules it skips are reported `error`). */
+  quarantined?: () => QuarantineCheck | undefined;
   onRound?: (round: ScanRound) => void;
+  /** A round that failed before writing its reports, after `ms`. */
+  onFailure?: (error: Error, ms: number) => void;
 }
 
 /**
@@ -52,6 +60,9 @@ export interface BackgroundAuditDeps {
  * docs/performance.md#background-audit.
  */
 export const DEFAULT_SHARE = 0.25;
+
+/** Seconds between full scans when the configuration names none. */
+export const DEFAULT_INTERVAL_SECONDS = 3600;
 
 // Rule versions by identity: a rule edit compiles a new CompiledRule, so the set of ids says whether rules changed.
 const ids = new WeakMap<CompiledRule, number>();
@@ -119,7 +130,7 @@ export class BackgroundAudit {
   private async run(): Promise<void> {
     const signal = this.controller.signal;
     await Promise.race([this.deps.rulesLoaded, new Promise((r) => signal.addEventListener('abort', r))]);
-    const interval = (this.config.intervalSeconds ?? 3600) * 1000;
+    const interval = (this.config.intervalSeconds ?? DEFAULT_INTERVAL_SECONDS) * 1000;
     let lastScan = -Infinity;
     while (!this.stopped) {
       if (this.requested || Date.now() - lastScan >= interval || this.rulesChanged()) {
@@ -171,6 +182,7 @@ export class BackgroundAudit {
           signal,
           sliceMs: this.config.sliceMs ?? 1,
           share: this.config.share ?? DEFAULT_SHARE,
+          quarantined: this.deps.quarantined,
         },
         (audit) => builder.add(audit),
       );
@@ -200,12 +212,13 @@ export class BackgroundAudit {
         ...(partial ? { partial } : {}),
         ...(prepared.notes.length ? { notes: prepared.notes } : {}),
       });
-      this.deps.onRound?.({ scan, reports, partial });
+      this.deps.onRound?.({ scan, reports, partial, ms: Date.now() - started });
     } catch (err) {
       if (this.stopped) return;
       logger.warn('background audit failed; retrying at the next change or interval', {
-        error: (err as Error).message,
+        error: messageOf(err),
       });
+      this.deps.onFailure?.(err instanceof Error ? err : new Error(messageOf(err)), Date.now() - started);
     }
   }
 }

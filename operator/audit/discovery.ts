@@ -13,6 +13,10 @@ function resourcesOf(list: JsonObject, group: string, version: string): Listable
       kind: r.kind,
       namespaced: r.namespaced === true,
       verbs: Array.isArray(r.verbs) ? r.verbs.filter((v): v is string => typeof v === 'string') : [],
+      shortNames: Array.isArray(r.shortNames)
+        ? r.shortNames.filter((v): v is string => typeof v === 'string')
+        : [],
+      singularName: typeof r.singularName === 'string' ? r.singularName : '',
     });
   }
   return out;

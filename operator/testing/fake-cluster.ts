@@ -67,6 +67,7 @@ export const CORE_RESOURCES: ListableResource[] = [
     kind: 'Deployment',
     namespaced: true,
     verbs: ['get', 'list', 'patch'],
+    shortNames: ['deploy'],
   },
   {
     group: 'events.k8s.io',
@@ -302,7 +303,13 @@ export class FakeCluster implements KubeClient {
       groupVersion: gv,
       resources: this.resources
         .filter((r) => apiVersionOf(r) === gv)
-        .map((r) => ({ name: r.resource, kind: r.kind, namespaced: r.namespaced, verbs: [...r.verbs] })),
+        .map((r) => ({
+          name: r.resource,
+          kind: r.kind,
+          namespaced: r.namespaced,
+          verbs: [...r.verbs],
+          ...(r.shortNames ? { shortNames: [...r.shortNames] } : {}),
+        })),
     };
   }
 }

@@ -166,7 +166,7 @@ describeLocal('the operator serving ModRules natively (opt-in)', () => {
       const x = await rule(admin, 'team');
       return readyOf(x)?.reason === 'Valid' ? x : undefined;
     });
-    expect(servedBy(r)).toBeUndefined();
+    expect(servedBy(r)).toBe('Webhook');
     expect(labelsOf(await configMap(admin)).team).toBe('platform'); // the webhook again
     await apply(admin, MODRULES(NS), labelRule('team', 'team', 'platform'));
     await servedNatively(admin, 'team');

@@ -203,6 +203,11 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
       { [D]: [{ op: 'add', path: `${C}/args/1`, value: '--log-level=debug' }] },
     ],
     [
+      'the patched-by record',
+      { recordPatchedBy: true },
+      { [D]: [{ op: 'add', path: `${C}/args/1`, value: '--record-patched-by' }] },
+    ],
+    [
       'webhook',
       {
         webhook: {
@@ -268,7 +273,9 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
       spec: {
         namespaceSelector: { matchNames: ['kubemod-system'] },
         selector: { matchLabels: serviceLabels },
-        endpoints: [{ port: expected.name, path: '/metrics', interval: '30s' }],
+        endpoints: [
+          { port: expected.name, path: '/metrics', scheme: 'http', honorLabels: true, interval: '30s' },
+        ],
       },
     });
   });

@@ -1,4 +1,4 @@
-import { ManifestSyntaxError, parseManifestObjects } from '../../util/yaml';
+import { ManifestEntry, ManifestSyntaxError, parseManifestEntries } from '../../util/yaml';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { JsonObject } from '../../util/json';
@@ -58,8 +58,13 @@ export async function listManifestFiles(paths: readonly string[]): Promise<strin
 
 /** Parses a multi-document YAML (or JSON) file into objects, flattening `kind: List`; throws ManifestError. */
 export function parseManifests(text: string, file: string): JsonObject[] {
+  return parseManifestFile(text, file).map((e) => e.object);
+}
+
+/** parseManifests, with the keys each object's document gives twice; throws ManifestError. */
+export function parseManifestFile(text: string, file: string): ManifestEntry[] {
   try {
-    return parseManifestObjects(text);
+    return parseManifestEntries(text);
   } catch (err) {
     if (err instanceof ManifestSyntaxError) throw new ManifestError(file, err.message);
     throw err;
@@ -68,6 +73,11 @@ export function parseManifests(text: string, file: string): JsonObject[] {
 
 /** Reads and parses one file; throws ManifestError. */
 export async function loadManifestFile(file: string): Promise<JsonObject[]> {
+  return (await loadManifestEntries(file)).map((e) => e.object);
+}
+
+/** Reads and parses one file, with the keys each object's document gives twice; throws ManifestError. */
+export async function loadManifestEntries(file: string): Promise<ManifestEntry[]> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -75,7 +85,7 @@ export async function loadManifestFile(file: string): Promise<JsonObject[]> {
     throw new ManifestError(file, `cannot read: ${(err as Error).message}`);
   }
   try {
-    return parseManifests(text, file);
+    return parseManifestFile(text, file);
   } catch (err) {
     if (err instanceof ManifestError) throw err;
     throw new ManifestError(file, (err as Error).message);

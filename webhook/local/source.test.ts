@@ -65,7 +65,6 @@ describe('parseManifests', () => {
   it.each([
     ['bad YAML', 'kind: [unclosed', /f.yaml: /],
     ['a scalar document', 'just a string', /not an object/],
-    ['duplicate keys', 'kind: A\nkind: B\n', /f.yaml: /],
   ])('throws ManifestError for %s', (_n, text, reason) => {
     expect(() => parseManifests(text, 'f.yaml')).toThrow(ManifestError);
     expect(() => parseManifests(text, 'f.yaml')).toThrow(reason);

@@ -9,7 +9,9 @@ import { MODRULE_API_VERSION, MODRULE_KIND } from '../../modrule/types';
 import { formatProblems } from '../../modrule/problems';
 import type { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
-import { fingerprintFiles, listManifestFiles, loadManifestFile, ManifestError } from './load';
+import { ManifestEntry } from '../../util/yaml';
+import { DuplicateKey, duplicateKeyMessage, duplicateKeyProblem } from '../../util/yaml-duplicates';
+import { fingerprintFiles, listManifestFiles, loadManifestEntries, ManifestError } from './load';
 
 export interface LocalSourceOptions {
   /** Files and folders of ModRules, Namespaces and Nodes (YAML, multi-document, folders recursive). */
@@ -57,6 +59,14 @@ function compile(store: RuleStore, rule: JsonObject): { compiled?: CompiledRule;
   } catch (err) {
     return { problems: `validation failed: ${(err as Error).message}` };
   }
+}
+
+/** The problems of a ModRule that gives keys twice, as its field paths. */
+function duplicateKeysText(duplicates: readonly DuplicateKey[]): string {
+  return duplicates
+    .map(duplicateKeyProblem)
+    .map((p) => `${p.field}: ${p.message}`)
+    .join('; ');
 }
 
 function ruleKey(rule: JsonObject): string {
@@ -214,25 +224,33 @@ export class LocalRuleSource {
       const listed = await listManifestFiles(this.options.paths);
       this.fingerprint = await fingerprintFiles(listed);
       for (const file of listed) {
-        let docs: JsonObject[];
+        let docs: ManifestEntry[];
         try {
-          docs = await loadManifestFile(file);
+          docs = await loadManifestEntries(file);
         } catch (err) {
           errors.push((err as Error).message);
           keep(file);
           continue;
         }
         const kept: JsonObject[] = [];
-        for (const doc of docs) {
+        for (const { object: doc, duplicates: twice } of docs) {
           const kind = kindOf(doc);
           if (kind === MODRULE_KIND && doc.apiVersion === MODRULE_API_VERSION) {
             const rule = shareStrings(this.prepareRule(doc), strings);
-            define(ruleKey(rule), { ...compile(store, rule), file });
+            // A key given twice makes a ModRule invalid here as in `modrule validate` (cli/duplicates.ts).
+            const entry = twice.length > 0 ? { problems: duplicateKeysText(twice) } : compile(store, rule);
+            define(ruleKey(rule), { ...entry, file });
           } else if (
             (kind === 'Namespace' || kind === 'Node') &&
             (doc.apiVersion ?? 'v1') === 'v1' &&
             nameOf(doc)
           ) {
+            for (const d of twice)
+              logger.warn('local manifest: duplicate key', {
+                file,
+                line: d.line,
+                message: duplicateKeyMessage(d),
+              });
             kept.push(doc);
           } else {
             logger.debug('local manifest ignored', { file, kind, name: nameOf(doc) });

@@ -23,6 +23,13 @@ asks for. The helpers below take a dict: "o" the object to change in place, "roo
 {{- toYaml $docs -}}
 {{- end -}}
 
+{{/* The operator's namespace: the bundle's Deployment's. */}}
+{{- define "modrule.namespace" -}}
+{{- range $o := include "modrule.documents" (dict "root" . "file" "files/bundle.yaml" "source" "bundle.yaml (make bundle)") | fromYamlArray -}}
+{{- if eq $o.kind "Deployment" -}}{{- $o.metadata.namespace -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* "name[:tag][@digest]" with the repository and tag of .Values.image put in where they are set. */}}
 {{- define "modrule.image" -}}
 {{- $pattern := "^(.+?)(?::([^:/@]+))?(@.+)?$" -}}
@@ -32,7 +39,7 @@ asks for. The helpers below take a dict: "o" the object to change in place, "roo
 {{- printf "%s%s%s" $repository (ternary (printf ":%s" $tag) "" (ne $tag "")) $digest -}}
 {{- end -}}
 
-{{/* The operator Deployment: image, replicas, resources, scheduling, log level. */}}
+{{/* The operator Deployment: image, replicas, resources, scheduling, log level, the patched-by record. */}}
 {{- define "modrule.deployment" -}}
 {{- $v := .root.Values -}}
 {{- $spec := .o.spec -}}
@@ -48,6 +55,9 @@ asks for. The helpers below take a dict: "o" the object to change in place, "roo
 {{- if $v.priorityClassName -}}{{- $_ := set $pod "priorityClassName" $v.priorityClassName -}}{{- end -}}
 {{- if $v.logLevel -}}
 {{- $_ := set $c "args" (append $c.args (printf "--log-level=%s" $v.logLevel)) -}}
+{{- end -}}
+{{- if $v.recordPatchedBy -}}
+{{- $_ := set $c "args" (append $c.args "--record-patched-by") -}}
 {{- end -}}
 {{- end -}}
 
