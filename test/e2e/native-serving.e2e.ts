@@ -99,6 +99,24 @@ describeCluster('native rules and the dragnet webhook', () => {
     measured['25 ConfigMaps, 5 with last-applied: dragnet calls'] = `${(await c.dragnetCalls()) - before}`;
   });
 
+  it('server-side apply (Helm 4, Argo CD, Flux) carries no last-applied: patched by the policy, no webhook call', async () => {
+    const apply = (data: JsonObject) =>
+      c.admin.request('PATCH', `/api/v1/namespaces/${c.ns}/configmaps/ssa`, {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data },
+        contentType: 'application/apply-patch+yaml',
+        query: { fieldManager: 'e2e-ssa', force: true },
+      });
+    const before = await c.dragnetCalls();
+    const created = await apply({ k: 'v1' });
+    expect(labelsOf(created).team).toBe('platform');
+    expect((created.metadata as JsonObject).annotations ?? {}).not.toHaveProperty(LAST_APPLIED_ANNOTATION);
+    // Applied again without the label: the applier owned it (admission writes under the request's manager), so the
+    // apply drops it, and the policy, which runs after the merge, puts it back.
+    const updated = await apply({ k: 'v2' });
+    expect(labelsOf(updated).team).toBe('platform');
+    expect(await c.dragnetCalls()).toBe(before);
+  });
+
   it('a Reject rule on a built-in kind keeps nothing on the webhook: it rejects without a single call', async () => {
     const before = await c.dragnetCalls();
     let refused: KubeApiError | undefined;
