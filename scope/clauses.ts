@@ -228,24 +228,26 @@ export function dropDeclines(needs: Map<string, KeyNeed>, byCost: boolean): Decl
       w.weight = byCost ? Math.max(w.weight, d.decline.cost) : w.weight + d.decline.cel.length;
       weights.set(id, w);
     }
-  const sorted = [...weights].sort((a, b) => b[1].weight - a[1].weight || (a[0] < b[0] ? -1 : 1));
+  // Ties keep their first-seen order (a stable sort; the needs are visited in a fixed order): comparing the CEL
+  // texts themselves would cost more than the whole step.
+  const sorted = [...weights].sort((a, b) => b[1].weight - a[1].weight);
   const total = sorted.reduce((sum, [, w]) => sum + w.weight, 0);
-  const dropped: Decline[] = [];
+  const dropped = new Map<string, Decline>();
   let gone = 0;
   for (const [id, w] of sorted) {
     // By cost: the most expensive, and any as expensive (rules from one template come together).
-    if (dropped.length > 0 && (byCost ? w.weight < sorted[0][1].weight : gone >= total / 2)) break;
-    dropped.push(w.decline);
+    if (dropped.size > 0 && (byCost ? w.weight < sorted[0][1].weight : gone >= total / 2)) break;
+    dropped.set(id, w.decline);
     gone += w.weight;
-    for (const n of needs.values()) {
-      const part = n.declined.get(id);
-      if (!part) continue;
+  }
+  for (const n of needs.values())
+    for (const [id, part] of n.declined) {
+      if (!dropped.has(id)) continue;
       addNamespaces(n, part);
       n.cluster ||= part.cluster;
       n.declined.delete(id);
     }
-  }
-  return dropped;
+  return [...dropped.values()];
 }
 
 /** The text the native rules' declines add to the conditions, at least (each decline once per key it is in). */

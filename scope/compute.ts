@@ -151,14 +151,16 @@ function groupByShape(
   input: ScopeInput,
   natives: NativeShares,
 ): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
-  const byShape = new Map<string, ShapeGroup>();
+  // By shape, then by decline CEL (strings hash once; a concatenation would hash again at every computation).
+  const byShape = new Map<string, Map<string, ShapeGroup>>();
   const products = new Map<string, Pick<ShapeGroup, 'products' | 'notes' | 'unserved' | 'resources'>>();
   const reports: RuleScopeReport[] = [];
   for (const rule of input.rules) {
     const reach = reachOf(rule, input.clusterNamespace);
     const decline = natives.declineOf(rule);
-    const key = decline ? `${reach.shape}\u0000${decline.cel}` : reach.shape;
-    let g = byShape.get(key);
+    let byDecline = byShape.get(reach.shape);
+    if (!byDecline) byShape.set(reach.shape, (byDecline = new Map()));
+    let g = byDecline.get(decline?.cel ?? '');
     if (!g) {
       let share = products.get(reach.shape);
       if (!share) {
@@ -167,7 +169,7 @@ function groupByShape(
         products.set(reach.shape, share);
       }
       g = { ...share, any: false, names: new Set(), patterns: new Map(), cluster: false, decline };
-      byShape.set(key, g);
+      byDecline.set(decline?.cel ?? '', g);
     }
     const ns = reach.namespaces;
     g.any ||= ns.any;
@@ -176,7 +178,7 @@ function groupByShape(
     g.cluster ||= reach.cluster;
     reports.push(report(reach, g));
   }
-  return { groups: [...byShape.values()], reports };
+  return { groups: [...byShape.values()].flatMap((m) => [...m.values()]), reports };
 }
 
 /** Coarsening's first step: declines dropped (their rules' objects all reach the webhook); false when none is left. */
