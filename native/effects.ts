@@ -68,7 +68,8 @@ export function idempotenceProblem(
  */
 function appendProblem(rule: CompiledRule, e: OperationEffect): string | undefined {
   const list = e.writes.slice(0, -1);
-  const value = e.constant;
+  // A templated value counts by its constant fields (printed values are placeholders: they never match).
+  const value = e.constant ?? e.shape;
   const why =
     `spec.patch[${e.index}] appends to ${text(list)}: not idempotent unless a negated criterion ` +
     `'${text(list)}[*].<field>' with matchValue matches the appended element`;

@@ -19,12 +19,31 @@ import {
  * (residual.ts), so each guard is written twice: as CEL and as the same test on the JSON the engine sees.
  */
 
+/**
+ * How a guard's CEL cost grows with the object, which the dragnet's match conditions must bound (they share a cost
+ * budget per request, and running out of it skips the webhook): `fixed` (the length of its text), `elements` (its
+ * text for every element of a list of at most MAX_LIST elements), `text` (strings of at most MAX_PRINTED
+ * characters built and matched), `elements-text` (both).
+ */
+export type GuardCost = 'fixed' | 'elements' | 'text' | 'elements-text';
+
+/** Longest list a policy iterates (CEL's runtime cost grows with it; longer lists go to the webhook). */
+export const MAX_LIST = 5000;
+/** Longest value a template prints in a patch value the policy renders (longer ones go to the webhook). */
+export const MAX_PRINTED = 1024;
+
 /** One guard: CEL and the same test on the object the engine sees (with syntheticRefs). */
 export interface Guard {
   readonly cel: string;
   holds(object: JsonObject): boolean;
   /** What it checks, for explanations. */
   readonly what: string;
+  readonly cost: GuardCost;
+}
+
+/** The cost class of a guard that iterates (elements) on top of one of class `cost`. */
+export function perElement(cost: GuardCost): GuardCost {
+  return cost === 'text' || cost === 'elements-text' ? 'elements-text' : 'elements';
 }
 
 /** Guards collected while compiling one rule (deduplicated by CEL text). */
@@ -58,6 +77,7 @@ export function shapeGuard(path: FieldPath, what: string): Guard {
     cel: celShape(path),
     holds: (object) => shapeHolds(path, rootValue(path.root, object)),
     what,
+    cost: 'fixed',
   };
 }
 
@@ -72,6 +92,7 @@ export function everyElementGuard(
   celOf: string,
   test: (element: JsonValue) => boolean,
   what: string,
+  cost: GuardCost = 'fixed',
 ): Guard {
   return {
     cel: `${celListAt(list)}.all(${variable}, ${celOf})`,
@@ -81,6 +102,7 @@ export function everyElementGuard(
       return Array.isArray(v) ? v.every(test) : true;
     },
     what,
+    cost: perElement(cost),
   };
 }
 
@@ -91,6 +113,7 @@ export function valueGuard(
   test: (value: JsonValue) => boolean,
   what: string,
   absentOk = true,
+  cost: GuardCost = 'fixed',
 ): Guard {
   const opt = celOptional(path);
   const present = celOf(`dyn(${opt}.value())`);
@@ -101,6 +124,7 @@ export function valueGuard(
       return v === ABSENT ? absentOk : test(v);
     },
     what,
+    cost,
   };
 }
 
@@ -116,8 +140,9 @@ export function pathGuard(
   test: (value: JsonValue) => boolean,
   what: string,
   absentOk = true,
+  cost: GuardCost = 'fixed',
 ): Guard {
-  if (path.root.kind !== 'element') return valueGuard(path, celOf, test, what, absentOk);
+  if (path.root.kind !== 'element') return valueGuard(path, celOf, test, what, absentOk, cost);
   if (!list) throw new Error('internal: an element path without its list');
   const opt = celOptional(path);
   const present = celOf(`dyn(${opt}.value())`);
@@ -130,6 +155,7 @@ export function pathGuard(
       return v === ABSENT ? absentOk : test(v);
     },
     what,
+    cost,
   );
 }
 
@@ -145,6 +171,7 @@ export function noLastAppliedGuard(annotation: string): Guard {
     cel: `!${celOptional(path)}.hasValue()`,
     holds: (object) => walk(object, path.tokens) === ABSENT,
     what: `no ${annotation} annotation`,
+    cost: 'fixed',
   };
 }
 
@@ -168,6 +195,19 @@ export function isPrintable(v: JsonValue): boolean {
     typeof v === 'boolean' ||
     (typeof v === 'number' && Number.isInteger(v) && v > -1_000_000 && v < 1_000_000)
   );
+}
+
+/**
+ * CEL: a printable value, or a list of at most MAX_LIST printable values (the bound keeps the cost of checking it
+ * in step with the list guards).
+ */
+export function celPrintableOrList(v: string): string {
+  return `(type(${v}) == list && size(${v}) <= ${MAX_LIST} && ${v}.all(y, ${celPrintable('y')}))`;
+}
+
+/** What celPrintableOrList's list half checks, on the JSON side. */
+export function isPrintableList(v: JsonValue): boolean {
+  return Array.isArray(v) && v.length <= MAX_LIST && v.every(isPrintable);
 }
 
 /** CEL: a printable value (celPrintable) as Go's %v prints it. */

@@ -13,9 +13,11 @@ export {
 } from './policy';
 export { effectsOf, interferenceProblem } from './interference';
 export type { OtherRule, RuleEffects } from './interference';
-export { originalOf, residualRule } from './residual';
+export { originalOf, residualGuards, residualRule } from './residual';
 export { overlaps, writeAffects } from './effects';
 export type { Guards } from './guard';
 export type { Read } from './select';
 export type { OperationEffect, Pattern } from './patch';
 export { PROBE_ANNOTATION, PROBED_ANNOTATION, probeAnswered, probeEvent, tokenOf, withProbe } from './probe';
+export { declineOf, declineOfGuards, MATCH_CONDITIONS_BUDGET, MAX_DECLINE_COST } from './decline';
+export type { Decline, DeclineOutcome } from './decline';

@@ -1,7 +1,15 @@
 import { JsonValue } from '../util/json';
 import type { CompiledMatchItem } from '../modrule/compile';
 import { and, not, or } from './cel';
-import { celPrint, celPrintable, everyElementGuard, isPrintable, valueGuard } from './guard';
+import {
+  celPrint,
+  celPrintable,
+  celPrintableOrList,
+  everyElementGuard,
+  isPrintable,
+  isPrintableList,
+  valueGuard,
+} from './guard';
 import { ABSENT, celListAt, celOptional, celValueOrNull, walk } from './path';
 import { celRegex, compileSelection, ELEMENT, SelectContext, Selection } from './select';
 import { celGoTextEquals } from './values';
@@ -61,18 +69,14 @@ function definiteItem(
     ctx.guards.add(
       valueGuard(
         selection.path,
-        (x) =>
-          or([
-            `${x} == null`,
-            `type(${x}) == bool`,
-            `(type(${x}) == list && ${x}.all(y, ${celPrintable('y')}))`,
-            celPrintable(x),
-          ]),
+        (x) => or([`${x} == null`, `type(${x}) == bool`, celPrintableOrList(x), celPrintable(x)]),
         (x) =>
           x === null ||
           typeof x === 'boolean' ||
-          (Array.isArray(x) ? x.every(isPrintable) : isPrintable(x as JsonValue)),
+          (Array.isArray(x) ? isPrintableList(x) : isPrintable(x as JsonValue)),
         'values tested with matchRegex print alike in Go and CEL',
+        true,
+        'elements',
       ),
     );
   }

@@ -9,7 +9,8 @@ import { pathGuard } from './guard';
 import { celListAt, celOptional, FieldPath, Token } from './path';
 import { compileSelection, ELEMENT, elementShapeGuard, Read, SelectContext, Selection } from './select';
 import { compileTemplateBody } from './template';
-import { yamlScalar } from './yaml';
+import { isScalarTemplate, yamlScalar } from './yaml';
+import { yamlTemplate } from './yaml-template';
 import { NoCelForm } from './values';
 
 /*
@@ -34,6 +35,8 @@ export interface OperationEffect {
   readonly unconditional: boolean;
   /** The constant value written, when it is one. */
   readonly constant?: JsonValue;
+  /** A templated YAML value's structure (printed values as placeholders), when it is one. */
+  readonly shape?: JsonValue;
   /** The operation's select, compiled (as the engine runs it) and as CEL sees it. */
   readonly select?: CompiledJsonPath;
   readonly selection?: Selection;
@@ -108,6 +111,8 @@ function compileOperation(
 interface Value {
   readonly cel: string;
   readonly constant?: JsonValue;
+  /** A templated YAML value's structure, printed values as placeholders. */
+  readonly shape?: JsonValue;
 }
 
 function valueOf(
@@ -126,6 +131,7 @@ function valueOf(
     const constant = parseModRuleValue(rendered.constant);
     return { cel: celValue(constant), constant };
   }
+  if (!scope.list && !isScalarTemplate(tree.root)) return yamlTemplate(tree.root, ctx);
   return { cel: yamlScalar(rendered, tree.root, ctx, scope.list) };
 }
 
@@ -167,11 +173,12 @@ function literalOperation(
     append,
     unconditional,
     constant: value?.constant,
+    shape: value?.shape,
   };
   shapeGuards(target, append, op, ctx);
   const opt = celOptional(path);
   if (op === 'remove') {
-    if (typeof last === 'number') throw new NoCelForm('remove of a list element (not idempotent)');
+    if (typeof last === 'number') removableElement(target, last, ctx);
     return {
       cel: ternary(`${opt}.hasValue()`, `[${jsonPatch('remove', celString(pointer(tokens)))}]`, '[]'),
       ok: 'true',
@@ -197,6 +204,24 @@ function literalOperation(
     cel = ternary(`${celOptional({ root: { kind: 'object' }, tokens: prefix })}.hasValue()`, cel, created);
   }
   return { cel, ok: 'true', effect };
+}
+
+/**
+ * Removing element i of a list is idempotent only where the list has at most i+1 elements: afterwards there is no
+ * element i, and removing a missing element does nothing (in KubeMod, AllowMissingPathOnRemove, and in the CEL,
+ * which removes only what exists). Longer lists go to the webhook, which removes as KubeMod does.
+ */
+function removableElement(target: readonly Token[], index: number, ctx: SelectContext): void {
+  const list: FieldPath = { root: { kind: 'object' }, tokens: target.slice(0, -1) };
+  ctx.guards.add(
+    pathGuard(
+      list,
+      undefined,
+      (v) => `type(${v}) != list || size(${v}) <= ${index + 1}`,
+      (v) => !Array.isArray(v) || v.length <= index + 1,
+      `at most ${index + 1} element(s) in the list an element is removed from`,
+    ),
+  );
 }
 
 /**

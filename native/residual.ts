@@ -32,13 +32,14 @@ export function residualRule(rule: CompiledRule, guards: Guards): CompiledRule |
     matchFor: 'Any',
     negate: false,
   };
-  return new ResidualRule(rule, [...rule.match, item]);
+  return new ResidualRule(rule, [...rule.match, item], guards);
 }
 
 class ResidualRule implements CompiledRule {
   constructor(
     private readonly full: CompiledRule,
     readonly match: readonly CompiledMatchItem[],
+    readonly guards: Guards,
   ) {}
 
   get namespace() {
@@ -79,6 +80,11 @@ class ResidualRule implements CompiledRule {
   get original(): CompiledRule {
     return this.full;
   }
+}
+
+/** The guards of a residual rule (its policy serves the objects they accept); undefined for any other rule. */
+export function residualGuards(rule: CompiledRule): Guards | undefined {
+  return rule instanceof ResidualRule ? rule.guards : undefined;
 }
 
 /** The full rule behind a residual one (or the rule itself). */

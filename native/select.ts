@@ -9,6 +9,7 @@ import {
   Guard,
   Guards,
   isPrintable,
+  MAX_LIST,
   pathGuard,
   shapeGuard,
   valueGuard,
@@ -176,7 +177,7 @@ function iterated(ast: PathNode, at: number, ctx: SelectContext): Selection {
  * Longest list a policy iterates. CEL's runtime cost grows with the list (the API server stops an expression at
  * 1,000,000 units: a 40,000-element list already does, see docs/native.md); longer lists go to the webhook.
  */
-export const MAX_ITERATED = 5000;
+export const MAX_ITERATED = MAX_LIST;
 
 /** The CEL variable list elements are bound to in generated comprehensions (one level of iteration only). */
 export const ELEMENT = 'el';

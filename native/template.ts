@@ -2,7 +2,16 @@ import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import type { ArgNode, CommandNode, Node } from '../template/ast';
 import { formatGoFloat } from '../jsonpath';
 import { celString, or } from './cel';
-import { celPrint, celPrintable, isPrintable, pathGuard } from './guard';
+import {
+  celPrint,
+  celPrintable,
+  celPrintableOrList,
+  GuardCost,
+  isPrintable,
+  isPrintableList,
+  MAX_PRINTED,
+  pathGuard,
+} from './guard';
 import { ABSENT, celOptional, celValueOrNull, FieldPath, Found, rootValue, walk } from './path';
 import { NoCelForm } from './values';
 import { SelectContext, syntheticRefsMisfit } from './select';
@@ -32,6 +41,8 @@ export interface RenderedTemplate {
   render(object: JsonObject, element?: JsonValue): string;
   /** Only text: the output is constant. */
   readonly constant: string | undefined;
+  /** The paths whose values it prints. */
+  readonly inputs: readonly FieldPath[];
 }
 
 /** What a template may read besides .Target and .Namespace. */
@@ -67,6 +78,7 @@ function rendered(parts: readonly Part[]): RenderedTemplate {
   return {
     cel: merged.length === 0 ? '""' : merged.join(' + '),
     constant,
+    inputs: parts.flatMap((p) => (p.kind === 'value' ? [p.path] : [])),
     render: (object, element) =>
       parts
         .map((p) =>
@@ -196,8 +208,27 @@ function guard(
   test: (v: JsonValue) => boolean,
   what: string,
   absentOk = true,
+  cost: GuardCost = 'fixed',
 ): void {
-  scope.ctx.guards.add(pathGuard(path, scope.list, celOf, test, what, absentOk));
+  scope.ctx.guards.add(pathGuard(path, scope.list, celOf, test, what, absentOk, cost));
+}
+
+/**
+ * The values a rendered patch value prints are strings of at most MAX_PRINTED characters (or absent, null, a
+ * boolean or a number: short when printed): building and checking the rendered text then costs CEL a bounded
+ * amount, whatever the object holds. Longer values, and lists, go to the webhook.
+ */
+export function boundedInputs(rendered: RenderedTemplate, scope: TemplateScope): void {
+  for (const path of rendered.inputs) {
+    if (path.root.kind === 'namespace') continue; // names, labels and annotations of a Namespace: bounded
+    guard(
+      path,
+      scope,
+      (v) => `type(${v}) == string ? size(${v}) <= ${MAX_PRINTED} : type(${v}) != list && type(${v}) != map`,
+      (v) => (typeof v === 'string' ? [...v].length <= MAX_PRINTED : !Array.isArray(v) && !isJsonObject(v)),
+      `printed values are at most ${MAX_PRINTED} characters`,
+    );
+  }
 }
 
 function mapOrAbsent(path: FieldPath, scope: TemplateScope): void {
@@ -224,9 +255,11 @@ function printableGuard(path: FieldPath, scope: TemplateScope): void {
   guard(
     path,
     scope,
-    (v) => or([`${v} == null`, `(type(${v}) == list && ${v}.all(y, ${celPrintable('y')}))`, celPrintable(v)]),
-    (v) => v === null || (Array.isArray(v) ? v.every(isPrintable) : isPrintable(v)),
+    (v) => or([`${v} == null`, celPrintableOrList(v), celPrintable(v)]),
+    (v) => v === null || (Array.isArray(v) ? isPrintableList(v) : isPrintable(v)),
     'a value Go and CEL print alike',
+    true,
+    'elements',
   );
 }
 

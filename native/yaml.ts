@@ -3,7 +3,7 @@ import { celString } from './cel';
 import { Guard } from './guard';
 import { ABSENT, celListAt, FieldPath, rootValue, walk } from './path';
 import { ELEMENT, SelectContext } from './select';
-import { RenderedTemplate } from './template';
+import { boundedInputs, RenderedTemplate } from './template';
 import { NoCelForm } from './values';
 
 /*
@@ -13,8 +13,10 @@ import { NoCelForm } from './values';
  * without escapes. A guard checks the rendered text is one of those; other objects go to the webhook.
  */
 
-const PLAIN = '^[A-Za-z][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*$';
-const KEYWORD = '(?i)^(?:y|yes|n|no|true|false|on|off|null)$';
+/** A plain YAML scalar that can only be the string itself (with KEYWORD excluded). */
+export const PLAIN = '^[A-Za-z][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*$';
+/** YAML 1.1's boolean and null words. */
+export const KEYWORD = '(?i)^(?:y|yes|n|no|true|false|on|off|null)$';
 // Quoted content that needs no unescaping: printable ASCII without the quote (and without backslash in "...").
 const DOUBLE_QUOTED = '^[ !#-\\[\\]-~]*$';
 const SINGLE_QUOTED = '^[ -&(-~]*$';
@@ -52,8 +54,16 @@ export function yamlScalar(
     check = (s) => plain.test(s) && !keyword.test(s);
     celCheck = (s) => `${s}.matches(${celString(PLAIN)}) && !${s}.matches(${celString(KEYWORD)})`;
   }
+  // Bounded inputs first: the rendered guard builds and matches text as long as what it prints.
+  boundedInputs(rendered, { ctx, list });
   ctx.guards.add(renderedGuard(rendered, check, celCheck, list));
   return value;
+}
+
+/** Whether yamlScalar takes the template: its text is one quoted or plain scalar, no structure, no space. */
+export function isScalarTemplate(root: readonly Node[]): boolean {
+  const text = root.map((n) => (n.type === 'text' ? n.text : '')).join('');
+  return quoteOf(root) !== '' || /^[A-Za-z0-9_./:-]*$/.test(text);
 }
 
 /** `"` or `'` when the template's text starts and ends with that quote, else ''. */
@@ -77,9 +87,10 @@ function renderedGuard(
 ): Guard {
   const what = 'the rendered value is a YAML string the engine reads as itself';
   const cond = `[${rendered.cel}].all(s, ${celCheck('s')})`;
-  if (!list) return { cel: cond, holds: (object) => check(rendered.render(object)), what };
+  if (!list) return { cel: cond, holds: (object) => check(rendered.render(object)), what, cost: 'text' };
   return {
     cel: `${celListAt(list)}.all(${ELEMENT}, ${cond})`,
+    cost: 'elements-text',
     holds: (object) => {
       const base = rootValue(list.root, object);
       const l = base === ABSENT ? ABSENT : walk(base, list.tokens);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { CompiledRule } from '../modrule/compile';
@@ -9,9 +9,11 @@ import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } 
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { Backoff } from './backoff';
+import { DragnetScopeMetrics, dragnetScopeMetrics } from './dragnet-scope-metrics';
 import { Informer } from './informer';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
+import { NativeNets } from './native-net';
 import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
 
 const CONFIGURATIONS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
@@ -59,6 +61,8 @@ export interface DragnetScopeOptions {
   settleMs?: number;
   /** Clock; injectable for tests. */
   now?: () => number;
+  /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
+  native?: { policiesVersion(): string | null; servingVersion(): string };
   /**
    * Told each computation's per-rule reports (operator/unknown-kinds.ts); `narrowed` false when the registration is
    * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
@@ -91,7 +95,9 @@ export class DragnetScope {
   private refused = new Map<string, Precision>();
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
-  private readonly metrics: { writes: Counter<'result'>; conditions: Gauge; webhookRules: Gauge } | null;
+  private readonly metrics: DragnetScopeMetrics | null;
+  /** What the live registration does for rules served natively. */
+  readonly nativeNets = new NativeNets();
 
   constructor(private readonly options: DragnetScopeOptions) {
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
@@ -112,7 +118,7 @@ export class DragnetScope {
         remove: () => update(null),
       },
     });
-    this.metrics = options.registry ? this.createMetrics(options.registry) : null;
+    this.metrics = options.registry ? dragnetScopeMetrics(options.registry) : null;
   }
 
   start(): void {
@@ -120,7 +126,7 @@ export class DragnetScope {
     let version: string | null | undefined;
     this.unsubscribe.push(
       this.options.onRulesChange(() => {
-        const now = this.options.rulesVersion();
+        const now = `${this.options.rulesVersion()}|${this.options.native?.servingVersion() ?? ''}`;
         if (now === version) return;
         version = now;
         this.schedule();
@@ -211,7 +217,7 @@ export class DragnetScope {
         catalog: this.options.discovery.catalog(),
         precision,
       });
-    let result = compute('full');
+    let result = compute(PRECISIONS[0]);
     const full = registrationHash(result.registration);
     const fallback = this.refused.get(full);
     if (fallback) result = compute(fallback);
@@ -249,11 +255,14 @@ export class DragnetScope {
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
     this.live.notify();
+    const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
     const decision = decide(live, registration, {
       rulesVersion,
       writer: this.writer,
       mode: this.options.mode,
+      nativeVersion,
     });
+    if (decision.reason === 'current') this.nativeNets.confirm(result, this.disabled);
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
@@ -261,6 +270,7 @@ export class DragnetScope {
       return;
     }
     const stamp: ScopeStamp = { hash, rulesVersion, writer: this.writer, mode: this.options.mode };
+    if (nativeVersion) stamp.nativeVersion = nativeVersion;
     try {
       const stored = await this.write(config, webhook, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
@@ -282,6 +292,7 @@ export class DragnetScope {
         } else await this.giveUp(stored, live.configured);
         return;
       }
+      this.nativeNets.confirm(result, this.disabled);
       this.options.logger.info('dragnet registration updated', {
         reason: decision.reason,
         mode: this.options.mode,
@@ -348,6 +359,7 @@ export class DragnetScope {
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
   private async giveUp(stored: JsonObject, configured: Registration): Promise<void> {
     this.disabled = true;
+    this.nativeNets.confirm(null, true);
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );
@@ -366,26 +378,5 @@ export class DragnetScope {
       got = null;
     }
     this.live.acceptRead(got, rulesVersion);
-  }
-
-  private createMetrics(registry: Registry) {
-    return {
-      writes: new Counter({
-        name: 'modrule_dragnet_scope_writes_total',
-        help: 'Writes of the dragnet registration, by result (ok|conflict|invalid|failed).',
-        labelNames: ['result'],
-        registers: [registry],
-      }),
-      conditions: new Gauge({
-        name: 'modrule_dragnet_scope_conditions',
-        help: 'matchConditions of the dragnet registration this replica computed last.',
-        registers: [registry],
-      }),
-      webhookRules: new Gauge({
-        name: 'modrule_dragnet_scope_webhook_rules',
-        help: 'rules entries of the dragnet registration this replica computed last.',
-        registers: [registry],
-      }),
-    };
   }
 }

@@ -1,4 +1,5 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
+import { messageOf } from '../util/errors';
 import { readLive } from '../scope/ownership';
 import { registrationJson } from '../scope/registration';
 import {
@@ -224,4 +225,31 @@ export function configuredDragnetScope(config: JsonObject): DragnetScope | undef
   if (!isJsonObject(hook)) return undefined;
   const { configured } = readLive(config, hook);
   return dragnetScopeOf({ webhooks: [{ ...hook, ...registrationJson(configured) }] });
+}
+
+const MUTATING_WEBHOOK = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+
+/**
+ * A first (and periodic) look at the cluster for native policies: why the API server cannot serve them (undefined:
+ * it can), and the dragnet's configured net (undefined: no configuration to read yet).
+ */
+export async function lookAtCluster(
+  client: KubeClient,
+  webhookConfiguration: string,
+): Promise<{ unavailable: string | undefined; dragnet: DragnetScope | undefined }> {
+  let unavailable: string | undefined;
+  try {
+    unavailable = await unavailableReason(client);
+  } catch (err) {
+    unavailable = `cannot tell whether the API server serves admission policies: ${messageOf(err)}`;
+  }
+  let dragnet: DragnetScope | undefined;
+  try {
+    dragnet = configuredDragnetScope(
+      await client.request('GET', `${MUTATING_WEBHOOK}/${webhookConfiguration}`),
+    );
+  } catch {
+    // No dragnet configuration to read (yet).
+  }
+  return { unavailable, dragnet };
 }

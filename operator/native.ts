@@ -1,92 +1,54 @@
 import { isJsonObject, JsonObject } from '../util/json';
-import { Logger } from '../util/logger';
+import { keyOf, nameOf, splitKey } from '../util/meta';
+import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
 import { formatProblems } from '../modrule/problems';
-import { RuleStore } from '../store/rules';
 import {
   compileNative,
   defaultDragnetScope,
   DragnetScope,
-  effectsOf,
   interferenceProblem,
   NativeFit,
-  OtherRule,
-  policyCollection,
   policyName,
   residualRule,
   SERVE_ANNOTATION,
-  withProbe,
 } from '../native';
-import { BackoffOptions, sleep } from './backoff';
-import { Informer, InformerHandlers } from './informer';
-import { KubeClient } from './kube';
+import { InformerHandlers } from './informer';
 import {
   applyOwned,
-  configuredDragnetScope,
-  contains,
   deleteOwned,
-  isOwned,
-  MANAGED_BY,
-  OPERATOR,
-  owned,
-  POLICY_KINDS,
+  lookAtCluster,
   probeInForce,
   probeNamespace,
   ruleKeyOf,
-  unavailableReason,
 } from './native-api';
-import { Serving, StatusReporter } from './status';
-import { StatusSink } from './sync';
+import { otherRules, stillAsWritten, written } from './native-fit';
+import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
+import { OwnedPolicies } from './native-owned';
+import { KeyedQueue } from './work-queue';
+import {
+  nativeRulesGauge,
+  nativeServing,
+  NativeState,
+  pendingServing,
+  READY_REASON_NOT_NATIVE,
+  READY_REASON_REFUSED,
+  READY_REASON_UNAVAILABLE,
+  REFUSED_EVENT_REASON,
+  webhookServing as webhook,
+} from './native-status';
+import { Serving } from './status';
+import { NativeControllerOptions, RuleState } from './native-types';
 
 /*
- * Serves ModRules natively where they fit (issue 19): compiles each rule that asks for it to a policy and binding,
+ * Serves ModRules natively where they fit: compiles each rule that asks for it to a policy and binding,
  * writes them, and only once the API server accepted both (and a settle time passed, for its caches) tells the store
  * to leave the rule to the policy, so the webhook serves just the residual. Anything going wrong sends the rule back
  * to the webhook first: a refused policy, one deleted or edited by someone else (it is then written again), a rule
  * edit (the new version waits for its own policy), the rule going away (its policy is deleted).
  */
 
-/** off: no policies; opt-in: rules annotated native.modrule.io/serve=true; all: every rule not annotated false. */
-export type NativeMode = 'off' | 'opt-in' | 'all';
-
-export const READY_REASON_NATIVE = 'Native';
-export const READY_REASON_PENDING = 'NativePending';
-export const READY_REASON_NOT_NATIVE = 'NotNative';
-export const READY_REASON_REFUSED = 'NativeRefused';
-export const READY_REASON_UNAVAILABLE = 'NativeUnavailable';
-export const REFUSED_EVENT_REASON = 'NativePolicyRefused';
-
-const MUTATING_WEBHOOK = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
-
-export interface NativeControllerOptions {
-  client: KubeClient;
-  store: RuleStore;
-  status: StatusReporter | null;
-  /** Where Ready reports go (the dragnet scope's gate); default `status`. */
-  sink?: StatusSink | null;
-  logger: Logger;
-  mode: Exclude<NativeMode, 'off'>;
-  clusterNamespace: string;
-  /** The operator's namespace: the dragnet webhook leaves it alone, and so do the policies. */
-  podNamespace: string;
-  /** The dragnet webhook's configuration (its scope is the policies' scope). */
-  webhookConfiguration?: string;
-  /** How long an accepted policy runs alongside the webhook before the webhook leaves the rule to it; 2000 ms. */
-  settleMs?: number;
-  /** Everything is checked again this often (refused policies retried, the dragnet scope re-read); 60 s. */
-  resyncMs?: number;
-  backoff?: BackoffOptions;
-}
-
-interface RuleState {
-  /** The store's rule the policy was written for and that is (or will be) left to it. */
-  held?: CompiledRule;
-  kind?: string;
-  acceptedAt?: number;
-  /** The API server answered the probe of the version written (it runs it, not just stores it). */
-  inForce?: boolean;
-  native: boolean;
-}
+export type { NativeControllerOptions, NativeMode } from './native-types';
 
 /** Keeps policies in step with the rules that ask to be served natively. Feed it ModRules as ClusterSync does. */
 export class NativeController implements InformerHandlers {
@@ -94,12 +56,14 @@ export class NativeController implements InformerHandlers {
   // Rules that stopped asking (annotation removed): their status says so once their policy is gone.
   private readonly leaving = new Map<string, JsonObject>();
   private readonly states = new Map<string, RuleState>();
-  private readonly queue = new Set<string>();
-  private readonly informers: Informer[];
-  /** Owned policies and bindings as the informers last saw them, by kind/name. */
-  private readonly seen = new Map<string, JsonObject>();
+  private readonly queue: KeyedQueue;
+  /** Owned policies and bindings as the API server has them. */
+  private readonly owned: OwnedPolicies;
+  /** Owned objects this controller is deleting: their delete events are no news. */
+  private readonly deleting = new Set<string>();
+  /** Bumped at every hand-over and hand-back, before the store changes (the dragnet scope computes again). */
+  private handovers = 0;
   private readonly controller = new AbortController();
-  private working: Promise<void> | null = null;
   private unavailable: string | undefined = 'not checked yet';
   private dragnet: DragnetScope;
   private resync: NodeJS.Timeout | null = null;
@@ -109,26 +73,25 @@ export class NativeController implements InformerHandlers {
 
   constructor(private readonly options: NativeControllerOptions) {
     this.dragnet = defaultDragnetScope(options.podNamespace);
-    this.informers = POLICY_KINDS.map(
-      (kind) =>
-        new Informer({
-          client: options.client,
-          logger: options.logger,
-          path: policyCollection(kind),
-          apiVersion: 'admissionregistration.k8s.io/v1',
-          kind,
-          labelSelector: `${MANAGED_BY}=${OPERATOR}`,
-          backoff: options.backoff,
-          handlers: this.policyHandlers(kind),
-        }),
-    );
+    this.queue = new KeyedQueue((key) => this.reconcile(key), {
+      ready: this.started,
+      signal: this.controller.signal,
+      // Transient API errors: the rule stays where it is served now and is tried again later.
+      onError: (rule, err) =>
+        options.logger.warn('native policy reconcile failed; retrying', { rule, error: messageOf(err) }),
+    });
+    if (options.registry) nativeRulesGauge(options.registry, () => this.counts());
+    this.owned = new OwnedPolicies({
+      ...options,
+      onChange: (obj, gone) => this.ownedChanged(obj, gone),
+    });
   }
 
   /** Checks the API, starts watching owned policies, and re-checks everything every resyncMs. */
   async start(): Promise<void> {
     await this.checkCluster();
     this.markStarted();
-    if (!this.unavailable) for (const i of this.informers) i.start();
+    if (!this.unavailable) this.owned.start();
     this.resync = setInterval(() => void this.resyncAll(), this.options.resyncMs ?? 60_000);
     this.resync.unref?.();
   }
@@ -137,13 +100,42 @@ export class NativeController implements InformerHandlers {
     this.controller.abort();
     this.markStarted();
     if (this.resync) clearInterval(this.resync);
-    await Promise.all(this.informers.map((i) => i.stop()));
-    await this.working;
+    await this.owned.stop();
+    await this.queue.idle();
   }
 
   /** Resolves when no reconcile work is queued or running (tests). */
   async idle(): Promise<void> {
-    while (this.working) await this.working;
+    await this.queue.idle();
+  }
+
+  /** The last change to the owned policies this replica saw (the dragnet scope's stamp orders replicas by it). */
+  policiesVersion(): string | null {
+    return this.owned.version;
+  }
+
+  /** Changes whenever a rule moves between the webhook and its policy (the dragnet scope computes again). */
+  servingVersion(): string {
+    return String(this.handovers);
+  }
+
+  /** The dragnet registration changed what it does for native rules: their Ready messages say it again. */
+  netChanged(): void {
+    for (const [key, state] of this.states) {
+      const raw = this.rules.get(key);
+      if (!raw || !state.native || !state.kind || !state.held || !state.guards) continue;
+      const net = this.options.net?.(key);
+      this.show(raw, nativeServing(state.kind, policyName(state.held), state.guards, net));
+    }
+  }
+
+  private counts(): Record<NativeState, number> {
+    const out: Record<NativeState, number> = { native: 0, webhook: 0, pending: 0 };
+    for (const key of this.rules.keys()) {
+      const state = this.states.get(key);
+      out[state?.native ? 'native' : state?.acceptedAt !== undefined ? 'pending' : 'webhook']++;
+    }
+    return out;
   }
 
   // ClusterSync's observer: the ModRules, after the store took them.
@@ -181,37 +173,12 @@ export class NativeController implements InformerHandlers {
 
   private enqueue(key: string): void {
     this.queue.add(key);
-    this.working ??= this.drain().finally(() => {
-      this.working = null;
-      if (this.queue.size > 0 && !this.controller.signal.aborted) this.enqueue([...this.queue][0]);
-    });
-  }
-
-  private async drain(): Promise<void> {
-    await this.started;
-    while (this.queue.size > 0 && !this.controller.signal.aborted) {
-      const key = this.queue.values().next().value as string;
-      this.queue.delete(key);
-      try {
-        await this.reconcile(key);
-      } catch (err) {
-        // Transient API errors: the rule stays where it is served now and is tried again later.
-        this.options.logger.warn('native policy reconcile failed; retrying', {
-          rule: key,
-          error: (err as Error).message,
-        });
-        void sleep(2000, this.controller.signal).then(
-          () => this.enqueue(key),
-          () => undefined,
-        );
-      }
-    }
   }
 
   /** Brings one rule's policy, binding, store entry and status to what the rule asks for now. */
   private async reconcile(key: string): Promise<void> {
     const raw = this.rules.get(key);
-    const [namespace, name] = splitKey(key);
+    const { namespace, name } = splitKey(key);
     const held = this.options.store.ruleOf(namespace, name);
     if (!raw) {
       const left = this.leaving.get(key);
@@ -232,7 +199,11 @@ export class NativeController implements InformerHandlers {
         webhook(READY_REASON_NOT_NATIVE, `does not compile to a policy: ${why}`),
       );
     }
-    const conflict = interferenceProblem(fit, this.others(key), this.options.clusterNamespace);
+    const conflict = interferenceProblem(
+      fit,
+      otherRules(this.options.store, key),
+      this.options.clusterNamespace,
+    );
     if (conflict)
       return this.teardown(key, raw, webhook(READY_REASON_NOT_NATIVE, `stays on the webhook: ${conflict}`));
     await this.serve(key, raw, held, fit);
@@ -257,6 +228,7 @@ export class NativeController implements InformerHandlers {
         return;
       }
       if (result !== 'unchanged') changed = true;
+      if (result === 'created') this.deleting.delete(`${String(obj.kind)}/${policyName(held)}`);
     }
     if (state.native && state.held === held && !changed) return;
     if (changed || state.held !== held || state.acceptedAt === undefined) {
@@ -264,42 +236,28 @@ export class NativeController implements InformerHandlers {
       state.held = held;
       state.acceptedAt = Date.now();
       state.inForce = false;
+      if (state.native) this.handovers++;
       state.native = false;
       store.serveByWebhook(held.namespace, held.name);
-      this.show(raw, {
-        servedBy: 'Webhook',
-        reason: READY_REASON_PENDING,
-        message: `${kind} ${policyName(held)} accepted; the webhook hands the rule over shortly`,
-      });
+      this.show(raw, pendingServing(kind, policyName(held)));
     }
     if (!(await this.inForce(key, state, policy))) return;
     const wait = state.acceptedAt + (this.options.settleMs ?? 2000) - Date.now();
     if (wait > 0) {
-      void sleep(wait, this.controller.signal).then(
-        () => this.enqueue(key),
-        () => undefined,
-      );
+      this.queue.later(key, wait);
       return;
     }
+    // Counted before the store tells its listeners (the dragnet scope computes again on this count).
+    this.handovers++;
     if (!store.serveNatively(held, residualRule(held, fit.guards))) {
       // A newer version arrived in between: it gets its own turn.
       state.acceptedAt = undefined;
       return;
     }
     state.native = true;
-    const partial = fit.guards.list.length > 0;
-    this.show(raw, {
-      servedBy: 'Native',
-      reason: READY_REASON_NATIVE,
-      message:
-        `served by the API server (${kind} ${policyName(held)})` +
-        (partial
-          ? `; the webhook keeps the objects the policy cannot decide exactly (${fit.guards.list
-              .map((g) => g.what)
-              .filter((w, i, all) => all.indexOf(w) === i)
-              .join('; ')})`
-          : ''),
-    });
+    state.guards = fit.guards.list.map((g) => g.what);
+    const partial = state.guards.length > 0;
+    this.show(raw, nativeServing(kind, policyName(held), state.guards, this.options.net?.(key)));
     this.options.logger.info('ModRule served natively', { rule: key, policy: policyName(held), partial });
   }
 
@@ -310,16 +268,13 @@ export class NativeController implements InformerHandlers {
    */
   private async inForce(key: string, state: RuleState, policy: JsonObject): Promise<boolean> {
     if (state.inForce) return true;
-    const namespace = probeNamespace(this.options.store, this.dragnet, splitKey(key)[0]);
+    const namespace = probeNamespace(this.options.store, this.dragnet, splitKey(key).namespace);
     if (namespace === undefined || (await probeInForce(this.options.client, policy, namespace))) {
       state.inForce = true;
       return true;
     }
     const waited = Date.now() - (state.acceptedAt ?? Date.now());
-    void sleep(waited < 10_000 ? 100 : 2_000, this.controller.signal).then(
-      () => this.enqueue(key),
-      () => undefined,
-    );
+    this.queue.later(key, waited < 10_000 ? 100 : 2_000);
     return false;
   }
 
@@ -327,7 +282,7 @@ export class NativeController implements InformerHandlers {
   private show(raw: JsonObject, serving: Serving | undefined): void {
     const { status, store } = this.options;
     if (!status?.setServing(raw, serving)) return;
-    const [namespace, name] = splitKey(keyOf(raw));
+    const { namespace, name } = splitKey(keyOf(raw));
     // A rule the store does not hold was refused: its problems stay what ClusterSync reported.
     const problems = store.ruleOf(namespace, name) ? [] : store.compileRule(raw).problems;
     (this.options.sink ?? status).report(raw, problems);
@@ -340,148 +295,91 @@ export class NativeController implements InformerHandlers {
     serving: Serving | undefined,
   ): Promise<void> {
     const state = this.states.get(key);
-    const [namespace, name] = splitKey(key);
+    const { namespace, name } = splitKey(key);
+    const wasNative = state?.native === true;
+    // Not native from here on: the delete events of its own policy and binding are no alarm.
+    if (state) state.native = false;
+    if (wasNative) this.handovers++;
     this.options.store.serveByWebhook(namespace, name);
     if (raw) this.show(raw, serving);
     const policy = `modrule.${namespace}.${name}`;
     for (const kind of state?.kind ? [state.kind] : ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy'])
       await this.deletePolicies(kind, policy);
-    if (state?.native)
+    if (wasNative && raw)
       this.options.logger.info('ModRule back on the webhook', { rule: key, reason: serving?.reason });
+    else if (wasNative) this.options.logger.info('native policy removed with its ModRule', { rule: key });
     this.states.delete(key);
     if (raw && serving) this.states.set(key, { native: false });
   }
 
   private async deletePolicies(kind: string, name: string): Promise<void> {
-    if (!this.seen.has(`${kind}/${name}`) && !this.seen.has(`${kind}Binding/${name}`) && this.synced())
-      return;
+    if (!this.owned.has(kind, name) && !this.owned.has(`${kind}Binding`, name) && this.synced()) return;
+    this.deleting.add(`${kind}Binding/${name}`).add(`${kind}/${name}`);
     await deleteOwned(this.options.client, `${kind}Binding`, name);
     await deleteOwned(this.options.client, kind, name);
   }
 
   private synced(): boolean {
-    return !this.unavailable && this.informers.every((i) => i.hasSynced());
+    return !this.unavailable && this.owned.synced();
   }
 
-  /** The other rules held, with what they read and write (for the interference check). */
-  private *others(key: string): Iterable<OtherRule> {
-    const { store } = this.options;
-    const natives = store.nativeRules();
-    for (const rule of store.allRules()) {
-      if (rule.key === key) continue;
-      yield { rule, effects: effectsOf(rule), native: natives.has(rule.key) };
+  // An owned policy or binding edited or deleted by someone else sends its rule back to the webhook at once (it is
+  // written again); one whose rule no longer asks for it is deleted.
+  private ownedChanged(obj: JsonObject, gone: boolean): void {
+    const key = ruleKeyOf(obj);
+    if (!key) return;
+    const state = this.states.get(key);
+    if (gone && this.deleting.delete(`${String(obj.kind)}/${nameOf(obj)}`)) return this.enqueue(key);
+    if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
+      const { namespace, name } = splitKey(key);
+      this.handovers++;
+      this.options.store.serveByWebhook(namespace, name);
+      state.native = false;
+      state.acceptedAt = undefined;
+      this.options.logger.warn('native policy changed or deleted behind the operator; back on the webhook', {
+        rule: key,
+        object: `${String(obj.kind)}/${String((obj.metadata as JsonObject).name)}`,
+      });
     }
-    for (const [other, { partial }] of natives) {
-      if (partial || other === key) continue;
-      const [ns, name] = splitKey(other);
-      const rule = store.ruleOf(ns, name);
-      if (rule) yield { rule, effects: effectsOf(rule), native: true };
-    }
-  }
-
-  // Owned policies and bindings: one edited or deleted by someone else sends its rule back to the webhook at once,
-  // and is written again; one whose rule no longer asks for it is deleted.
-  private policyHandlers(kind: string): InformerHandlers {
-    const check = (obj: JsonObject, gone: boolean) => {
-      const id = `${String(obj.kind)}/${String((obj.metadata as JsonObject).name)}`;
-      if (gone) this.seen.delete(id);
-      else this.seen.set(id, obj);
-      const key = ruleKeyOf(obj);
-      if (!key) return;
-      const state = this.states.get(key);
-      if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
-        const [namespace, name] = splitKey(key);
-        this.options.store.serveByWebhook(namespace, name);
-        state.native = false;
-        state.acceptedAt = undefined;
-        this.options.logger.warn(
-          'native policy changed or deleted behind the operator; back on the webhook',
-          {
-            rule: key,
-            object: id,
-          },
-        );
-      }
-      this.enqueue(key);
-    };
-    return {
-      replace: (items) => {
-        const listed = new Set(items.map((i) => `${kind}/${String((i.metadata as JsonObject).name)}`));
-        for (const [id, obj] of [...this.seen])
-          if (id.startsWith(`${kind}/`) && !listed.has(id)) check(obj, true);
-        for (const item of items) if (isOwned(item)) check(item, false);
-      },
-      upsert: (obj) => check(obj, false),
-      remove: (obj) => check(obj, true),
-    };
+    this.enqueue(key);
   }
 
   /** Whether an owned object still says what the operator wrote for the rule. */
   private stillAsWritten(key: string, obj: JsonObject): boolean {
     const raw = this.rules.get(key);
-    const compiled = raw ? this.options.store.ruleOf(...splitKey(key)) : undefined;
-    if (!raw || !compiled) return false;
+    const { namespace, name } = splitKey(key);
+    const compiled = raw ? this.options.store.ruleOf(namespace, name) : undefined;
+    if (!compiled) return false;
     const fit = compileNative(compiled, {
       clusterNamespace: this.options.clusterNamespace,
       dragnet: this.dragnet,
     });
-    if (!fit.fits) return false;
-    const { policy, binding } = written(fit, '');
-    const want = String(obj.kind).endsWith('Binding') ? binding : policy;
-    return want.kind === obj.kind && contains(obj.spec, want.spec ?? null);
+    return fit.fits && stillAsWritten(fit, obj);
   }
 
   private async checkCluster(): Promise<void> {
     const { client, logger } = this.options;
-    try {
-      this.unavailable = await unavailableReason(client);
-    } catch (err) {
-      this.unavailable = `cannot tell whether the API server serves admission policies: ${(err as Error).message}`;
-    }
+    const seen = await lookAtCluster(
+      client,
+      this.options.webhookConfiguration ?? MUTATING_WEBHOOK_CONFIGURATION,
+    );
+    this.unavailable = seen.unavailable;
+    if (seen.dragnet) this.dragnet = seen.dragnet;
     if (this.unavailable)
       logger.warn('native policies unavailable; every rule stays on the webhook', {
         reason: this.unavailable,
       });
-    try {
-      const config = await client.request(
-        'GET',
-        `${MUTATING_WEBHOOK}/${this.options.webhookConfiguration ?? 'kubemod-mutating-webhook-configuration'}`,
-      );
-      const scope = configuredDragnetScope(config);
-      if (scope) this.dragnet = scope;
-    } catch {
-      // No dragnet configuration to read (yet): bundle.yaml's scope.
-    }
   }
 
   private async resyncAll(): Promise<void> {
     const before = this.unavailable;
     await this.checkCluster();
-    if (before && !this.unavailable) for (const i of this.informers) i.start();
+    if (before && !this.unavailable) this.owned.start();
     for (const key of new Set([...this.rules.keys(), ...this.states.keys()])) this.enqueue(key);
     // Owned objects whose rule no longer asks for them.
-    for (const obj of this.seen.values()) {
+    for (const obj of this.owned.objects()) {
       const key = ruleKeyOf(obj);
       if (key && !this.rules.has(key)) this.enqueue(key);
     }
   }
-}
-
-/** The policy (answering probes) and binding as the operator writes them for a rule of uid `ruleUid`. */
-function written(fit: NativeFit, ruleUid: string) {
-  return { policy: owned(withProbe(fit.policy), ruleUid), binding: owned(fit.binding, ruleUid) };
-}
-
-function webhook(reason: string, message: string): Serving {
-  return { servedBy: 'Webhook', reason, message };
-}
-
-function keyOf(obj: JsonObject): string {
-  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
-  return `${String(meta.namespace ?? '')}/${String(meta.name ?? '')}`;
-}
-
-function splitKey(key: string): [string, string] {
-  const at = key.indexOf('/');
-  return [key.slice(0, at), key.slice(at + 1)];
 }

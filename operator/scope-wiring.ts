@@ -5,6 +5,7 @@ import { ResourceCatalog } from '../scope/catalog';
 import { Discovery } from './discovery';
 import { DragnetScope } from './dragnet-scope';
 import { KubeClient } from './kube';
+import type { NativeController } from './native';
 import { ReadyGate } from './ready-gate';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
@@ -34,6 +35,8 @@ export function startDragnetScope(deps: {
   store: RuleStore;
   status: StatusReporter | null;
   sync: () => ClusterSync;
+  /** The native policy controller, if any (read later: it is created with the returned scope). */
+  native?: () => NativeController | null;
 }): RunningScope {
   const { client, logger, registry, store } = deps;
   const discovery = new Discovery({ client, logger });
@@ -50,6 +53,10 @@ export function startDragnetScope(deps: {
     onRulesChange: (listener) => store.onChange(listener),
     discovery,
     registry,
+    native: {
+      policiesVersion: () => deps.native?.()?.policiesVersion() ?? null,
+      servingVersion: () => deps.native?.()?.servingVersion() ?? '',
+    },
     onScope: (reports, narrowed) => unknownKinds.update(reports, narrowed),
   });
   const gate = deps.status ? new ReadyGate(deps.status, scope) : null;

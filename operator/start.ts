@@ -152,7 +152,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
     clusterNamespace: config.clusterNamespace,
-    ...{ client, logger, registry, store, status, sync: () => rules },
+    ...{ client, logger, registry, store, status, sync: () => rules, native: () => native },
   });
   const mode = config.nativePolicies ?? 'opt-in';
   const native =
@@ -169,7 +169,10 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
           clusterNamespace: config.clusterNamespace,
           podNamespace: config.podNamespace,
           settleMs: config.nativeSettleMs,
+          net: (rule) => scope.scope.nativeNets.of(rule),
+          registry,
         });
+  if (native) scope.scope.nativeNets.onChange(() => native.netChanged());
   const rules = new ClusterSync({
     client,
     store,

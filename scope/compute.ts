@@ -1,46 +1,33 @@
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from './catalog';
-import { and, Condition, not, or, regexesIn, renderCel } from './condition';
-import {
-  implication,
-  keyNeeds,
-  KeyNeed,
-  namespacedCondition,
-  NeedTest,
-  needTest,
-  Share,
-  testCondition,
-} from './coupling';
+import { coarsenOnce, couple, Coupled, declinedText, dropDeclines, ScopeLimits } from './clauses';
+import { Condition } from './condition';
+import { KeyNeed, keyNeeds, Share } from './coupling';
+import { NativeOutcome, NativeShares } from './native';
 import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
 import { MatchCondition, Registration } from './types';
 import { UnservedKind } from './unserved';
+import type { Decline } from '../native';
 
 /**
- * How much the scope may say: `full` (resources, operations and namespaces), `no-regex` (namespace regexes become
- * "every namespace"), `resources` (webhook rules only: no conditions, no namespace selector of our own). The operator
- * steps down when the API server refuses a level.
+ * How much the scope may say: `guards` (resources, operations, namespaces, and the objects native rules' guards
+ * decline), `full` (resources, operations and namespaces), `no-regex` (namespace regexes become "every namespace"),
+ * `resources` (webhook rules only: no conditions, no namespace selector of our own). The operator steps down when the
+ * API server refuses a level.
  */
-export type Precision = 'full' | 'no-regex' | 'resources';
-export const PRECISIONS: readonly Precision[] = ['full', 'no-regex', 'resources'];
+export type Precision = 'guards' | 'full' | 'no-regex' | 'resources';
+export const PRECISIONS: readonly Precision[] = ['guards', 'full', 'no-regex', 'resources'];
 
-/** The API server's limits on matchConditions, and ours on what the API server evaluates per request. */
-export interface ScopeLimits {
-  /** Per webhook (API server: 64). */
-  maxConditions: number;
-  /** Characters per CEL expression (API server: 100,000 code points). */
-  maxExpression: number;
-  /** Characters over all our conditions and selector values: the configuration must stay far below etcd's 1.5 MiB. */
-  maxTotal: number;
-  /** Distinct regexes (each one a match per request in the API server). */
-  maxRegexes: number;
-}
+export type { ScopeLimits } from './clauses';
 
 export const DEFAULT_LIMITS: ScopeLimits = {
   maxConditions: 64,
   maxExpression: 90_000,
   maxTotal: 1_000_000,
   maxRegexes: 256,
+  // 40% of the API server's budget for one webhook's match conditions (2,500,000), for estimates that are upper bounds.
+  maxCost: 1_000_000,
 };
 
 /** The prefix of the conditions the operator writes; configured conditions keep their names. */
@@ -102,6 +89,11 @@ export interface ScopeResult {
   precision: Precision;
   /** Our conditions as data (ANDed; the expressions are their CEL text): what `sendsRequest` evaluates. */
   clauses: Condition[];
+  /**
+   * Rules served natively with a residual, by namespace/name: null when their guards are checked before the call
+   * (their objects reach the webhook only where a guard declines), else why every object they may act on does.
+   */
+  native: ReadonlyMap<string, NativeOutcome>;
   stats: { conditions: number; characters: number; regexes: number; selectorNames: number };
 }
 
@@ -142,7 +134,7 @@ function resourcesOf(products: readonly Product[]): string[] {
   return [...resources].sort();
 }
 
-/** The rules of one shape: their share of the net (resolved once) and the union of their namespaces. */
+/** The rules of one shape (and decline): their share of the net (resolved once) and the union of their namespaces. */
 interface ShapeGroup {
   products: Product[];
   notes: string[];
@@ -152,27 +144,32 @@ interface ShapeGroup {
   names: Set<string>;
   patterns: Map<string, NamespaceSet['patterns'][number]>;
   cluster: boolean;
+  decline: Decline | null;
 }
 
-function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
-  const byShape = new Map<string, ShapeGroup>();
+function groupByShape(
+  input: ScopeInput,
+  natives: NativeShares,
+): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
+  // By shape, then by decline CEL (strings hash once; a concatenation would hash again at every computation).
+  const byShape = new Map<string, Map<string, ShapeGroup>>();
+  const products = new Map<string, Pick<ShapeGroup, 'products' | 'notes' | 'unserved' | 'resources'>>();
   const reports: RuleScopeReport[] = [];
   for (const rule of input.rules) {
     const reach = reachOf(rule, input.clusterNamespace);
-    let g = byShape.get(reach.shape);
+    const decline = natives.declineOf(rule);
+    let byDecline = byShape.get(reach.shape);
+    if (!byDecline) byShape.set(reach.shape, (byDecline = new Map()));
+    let g = byDecline.get(decline?.cel ?? '');
     if (!g) {
-      const { products, notes, unserved } = productsOf(reach, input.configured.rules, input.catalog);
-      g = {
-        products,
-        notes,
-        unserved,
-        resources: resourcesOf(products),
-        any: false,
-        names: new Set(),
-        patterns: new Map(),
-        cluster: false,
-      };
-      byShape.set(reach.shape, g);
+      let share = products.get(reach.shape);
+      if (!share) {
+        const found = productsOf(reach, input.configured.rules, input.catalog);
+        share = { ...found, resources: resourcesOf(found.products) };
+        products.set(reach.shape, share);
+      }
+      g = { ...share, any: false, names: new Set(), patterns: new Map(), cluster: false, decline };
+      byDecline.set(decline?.cel ?? '', g);
     }
     const ns = reach.namespaces;
     g.any ||= ns.any;
@@ -181,131 +178,24 @@ function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleS
     g.cluster ||= reach.cluster;
     reports.push(report(reach, g));
   }
-  return { groups: [...byShape.values()], reports };
+  return { groups: [...byShape.values()].flatMap((m) => [...m.values()]), reports };
 }
 
-/** Clauses for a key group, sharded by namespace name ranges when one would not fit in an expression. */
-function clausesFor(keys: string[], test: NeedTest, maxExpression: number): Condition[] {
-  const whole = implication(keys, testCondition(test));
-  const ns = test.namespaced;
-  if (!ns || renderCel(whole).length <= maxExpression || ns.names.length < 2) return [whole];
-  // Each shard holds the names of one range and lets every namespace outside the range through; all shards together
-  // (they are ANDed) require exactly the names. Shards are sized by characters.
-  const overhead = renderCel(
-    implication(keys, testCondition({ ...test, namespaced: { ...ns, names: [] } })),
-  ).length;
-  const room = Math.max(1000, maxExpression - overhead - 200);
-  const out: Condition[] = [];
-  let start = 0;
-  while (start < ns.names.length) {
-    let end = start;
-    let size = 0;
-    while (end < ns.names.length && (end === start || size + ns.names[end].length + 4 <= room))
-      size += ns.names[end++].length + 4;
-    const lo = start === 0 ? null : ns.names[start];
-    const hi = end >= ns.names.length ? null : ns.names[end];
-    out.push(
-      implication(keys, testCondition(test, namespacedCondition(ns, ns.names.slice(start, end), lo, hi))),
-    );
-    start = end;
-  }
-  return out;
-}
-
-/** Packs clauses (ANDed) into expressions of at most maxExpression characters. */
-function pack(clauses: readonly Condition[], maxExpression: number): string[] {
-  const out: string[] = [];
-  let current: Condition[] = [];
-  let length = 0;
-  for (const c of clauses) {
-    const text = renderCel(c);
-    if (current.length > 0 && length + text.length + 6 > maxExpression) {
-      out.push(renderCel(and(...current)));
-      current = [];
-      length = 0;
-    }
-    current.push(c);
-    length += text.length + 6;
-  }
-  if (current.length > 0) out.push(renderCel(and(...current)));
-  return out;
-}
-
-interface Coupled {
-  clauses: Condition[];
-  expressions: string[];
-  selectorNames: string[];
-  regexes: number;
-}
-
-/** The conditions (and the namespace names for the selector) that hold each key to the namespaces that need it. */
-function couple(needs: Map<string, KeyNeed>, wildcardOps: string[], limits: ScopeLimits): Coupled {
-  const tests = new Map<string, { test: NeedTest; keys: string[] }>();
-  const concrete: string[] = [];
-  let selectorNames: string[] = [];
-  // Every need finite and namespaced only: the namespaceSelector can take the names (no size limit per expression),
-  // and keys needing exactly those names need no condition.
-  const finite = [...needs.values()].every((n) => !n.clusterSeen && !n.any && n.patterns.size === 0);
-  if (finite) {
-    const all = new Set<string>();
-    for (const n of needs.values()) for (const name of n.names) all.add(name);
-    selectorNames = [...all].sort();
-    if (selectorNames.join('", "').length > limits.maxTotal / 2) selectorNames = [];
-  }
-  const covered = new Set(selectorNames);
-  const group = (keys: string[], n: KeyNeed) => {
-    const test = needTest(n);
-    if (!test) return;
-    if (covered.size > 0 && test.cluster === null && test.namespaced?.patterns.length === 0) {
-      if (test.namespaced.names.length === covered.size) return; // the selector says the same
-    }
-    const id = JSON.stringify([
-      test.cluster,
-      test.both,
-      test.namespaced?.names,
-      test.namespaced?.patterns.map((p) => p.map((r) => r.source)),
-    ]);
-    const entry = tests.get(id);
-    if (entry) entry.keys.push(...keys);
-    else tests.set(id, { test, keys: [...keys] });
-  };
-  for (const key of [...needs.keys()].sort()) {
-    if (key.endsWith(':*')) continue;
-    concrete.push(key);
-    group([key], needs.get(key)!);
-  }
-  const clauses: Condition[] = [];
-  for (const id of [...tests.keys()].sort()) {
-    const { test, keys } = tests.get(id)!;
-    clauses.push(...clausesFor(keys.sort(), test, limits.maxExpression));
-  }
-  for (const op of wildcardOps) {
-    const test = needTest(needs.get(`${op}:*`)!);
-    if (!test) continue;
-    const rest = or(not({ t: 'opIn', ops: [op] }), { t: 'keyIn', keys: concrete }, testCondition(test));
-    clauses.push(rest);
-  }
-  const regexes = new Set<string>();
-  for (const c of clauses) regexesIn(c, regexes);
-  return { clauses, expressions: pack(clauses, limits.maxExpression), selectorNames, regexes: regexes.size };
-}
-
-/** The biggest namespace need, made "every namespace": the coarsening step when the scope does not fit. */
-function coarsenOnce(needs: Map<string, KeyNeed>, byRegex: boolean): string | null {
-  let worst: [string, KeyNeed] | null = null;
-  const weight = (n: KeyNeed) => (byRegex ? n.patterns.size : n.names.size + n.patterns.size * 32);
-  for (const entry of needs) {
-    const n = entry[1];
-    if (n.any || weight(n) === 0) continue;
-    if (!worst || weight(n) > weight(worst[1])) worst = entry;
-  }
-  if (!worst) return null;
-  const [key, n] = worst;
-  // Every key with the same namespaces goes together (they share their clauses).
-  const same = JSON.stringify([[...n.names].sort(), [...n.patterns.keys()].sort()]);
-  for (const m of needs.values())
-    if (JSON.stringify([[...m.names].sort(), [...m.patterns.keys()].sort()]) === same) m.any = true;
-  return `${key} (and keys with the same namespaces): ${n.names.size} names, ${n.patterns.size} patterns -> every namespace`;
+/** Coarsening's first step: declines dropped (their rules' objects all reach the webhook); false when none is left. */
+function dropDeclineStep(
+  needs: Map<string, KeyNeed>,
+  natives: NativeShares,
+  byCost: boolean,
+  coarsened: string[],
+  limits: ScopeLimits,
+): boolean {
+  const declines = dropDeclines(needs, byCost);
+  if (declines.length === 0) return false;
+  const why = byCost
+    ? `their guards would take the conditions over ${limits.maxCost} CEL cost units per request`
+    : "the conditions would not fit the API server's limits with their guards";
+  coarsened.push(natives.dropped(declines, why));
+  return true;
 }
 
 /**
@@ -315,21 +205,23 @@ function coarsenOnce(needs: Map<string, KeyNeed>, byRegex: boolean): string | nu
  */
 export function computeScope(input: ScopeInput): ScopeResult {
   const limits = input.limits ?? DEFAULT_LIMITS;
-  const precision = input.precision ?? 'full';
+  const precision = input.precision ?? 'guards';
   const { configured } = input;
-  const { groups, reports } = groupByShape(input);
+  const natives = new NativeShares(precision === 'guards');
+  const { groups, reports } = groupByShape(input, natives);
   const shares: Share[] = groups
     .filter((g) => g.products.length > 0)
     .map((g) => ({
       products: g.products,
       namespaces: { any: g.any, names: g.names, patterns: [...g.patterns.values()] },
       cluster: g.cluster,
+      decline: g.decline,
     }));
   reports.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
   const rules = mergeProducts(shares.flatMap((s) => s.products));
   const own = withoutScope(configured).matchConditions;
   const coarsened: string[] = [];
-  const none: Coupled = { clauses: [], expressions: [], selectorNames: [], regexes: 0 };
+  const none: Coupled = { clauses: [], expressions: [], selectorNames: [], regexes: 0, cost: 0 };
   let coupled = none;
   if (precision !== 'resources') {
     const { needs, wildcardOps } = keyNeeds(shares);
@@ -339,17 +231,25 @@ export function computeScope(input: ScopeInput): ScopeResult {
           n.any = true;
           n.patterns.clear();
         }
+    // Declines that could not fit whatever else happens go before the conditions are even rendered.
+    while (
+      declinedText(needs) > limits.maxTotal &&
+      dropDeclineStep(needs, natives, false, coarsened, limits)
+    );
     for (;;) {
       coupled = couple(needs, wildcardOps, limits);
       const chars =
         coupled.expressions.reduce((s, e) => s + e.length, 0) + coupled.selectorNames.join('", "').length;
       const tooManyRegexes = coupled.regexes > limits.maxRegexes;
+      const tooCostly = coupled.cost > limits.maxCost;
       if (
         coupled.expressions.length <= limits.maxConditions - own.length &&
         chars <= limits.maxTotal &&
-        !tooManyRegexes
+        !tooManyRegexes &&
+        !tooCostly
       )
         break;
+      if (dropDeclineStep(needs, natives, tooCostly, coarsened, limits)) continue;
       const step = coarsenOnce(needs, tooManyRegexes);
       if (!step) {
         coupled = none;
@@ -379,6 +279,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
     rules: reports,
     coarsened,
     precision,
+    native: natives.outcomes,
     clauses: coupled.clauses,
     stats: {
       conditions: conditions.length,

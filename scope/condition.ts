@@ -1,10 +1,13 @@
+import type { JsonValue } from '../util/json';
 import { SafeRegex } from '../util/regex';
+import type { Decline } from '../native';
 
 /**
  * The few CEL forms the scope writes, as data: rendered to CEL for the API server, evaluated here for tests and
- * `modrule scope`. Every form reads only `request.operation`, `request.resource` and `request.namespace`, which
- * every admission request has, so no condition can fail to evaluate (an error would skip the call: the webhook's
- * failurePolicy is Ignore).
+ * `modrule scope`. Every form but one reads only `request.operation`, `request.resource` and `request.namespace`,
+ * which every admission request has, so it cannot fail to evaluate (an error would skip the call: the webhook's
+ * failurePolicy is Ignore). The one that reads the object, a native rule's decline, is built to never fail either
+ * (native/decline.ts) and is only ever reached for CREATE and UPDATE requests, which carry one.
  */
 export type Condition =
   | { readonly t: 'const'; readonly value: boolean }
@@ -17,6 +20,8 @@ export type Condition =
   | { readonly t: 'nsMatches'; readonly regex: SafeRegex }
   | { readonly t: 'nsBelow'; readonly bound: string }
   | { readonly t: 'nsAtLeast'; readonly bound: string }
+  /** A rule served natively needs the webhook for this object: one of its guards declines it. */
+  | { readonly t: 'object'; readonly decline: Decline }
   | { readonly t: 'not'; readonly x: Condition }
   | { readonly t: 'and'; readonly xs: readonly Condition[] }
   | { readonly t: 'or'; readonly xs: readonly Condition[] }
@@ -28,6 +33,8 @@ export interface ConditionInput {
   group: string;
   resource: string;
   namespace: string;
+  /** The request's object; absent: unknown, and a condition on it counts as true (the call may be made). */
+  object?: JsonValue;
 }
 
 export const TRUE: Condition = { t: 'const', value: true };
@@ -105,6 +112,8 @@ export function renderCel(c: Condition): string {
       return `request.namespace < ${celString(c.bound)}`;
     case 'nsAtLeast':
       return `request.namespace >= ${celString(c.bound)}`;
+    case 'object':
+      return c.decline.cel;
     case 'not':
       return `!(${renderCel(c.x)})`;
     case 'and':
@@ -135,6 +144,8 @@ export function evaluate(c: Condition, r: ConditionInput): boolean {
       return r.namespace < c.bound;
     case 'nsAtLeast':
       return r.namespace >= c.bound;
+    case 'object':
+      return r.object === undefined || c.decline.declines(r.object);
     case 'not':
       return !evaluate(c.x, r);
     case 'and':

@@ -134,6 +134,32 @@ describe('ownership of the live registration', () => {
     expect(decide(foreign, narrow('pods'), me('9', '100-a'))).toEqual({ write: false, reason: 'behind' });
   });
 
+  test('at equal rules, a replica that saw a later change of the native policies writes; one behind them waits', () => {
+    const reg = narrow('deployments');
+    const stamp: ScopeStamp = { ...stampOf(reg, '10', '200-b'), nativeVersion: '50' };
+    const l = live(config(reg, stamp));
+    const me = (writer: string, nativeVersion?: string): Replica => ({
+      rulesVersion: '10',
+      writer,
+      mode: 'rules',
+      ...(nativeVersion ? { nativeVersion } : {}),
+    });
+    // A policy deleted behind the operators' backs (version 60): the older replica widens, the writer is gone.
+    expect(decide(l, narrow('pods'), me('100-a', '60'))).toEqual({ write: true, reason: 'newer-native' });
+    // Not yet seen what the writer saw: its view of native rules may be stale, it waits.
+    expect(decide(l, narrow('pods'), me('300-c', '40'))).toEqual({ write: false, reason: 'behind' });
+    // Same view of the policies (or none known): the writers' order decides, as before.
+    expect(decide(l, narrow('pods'), me('100-a', '50'))).toEqual({ write: false, reason: 'older-writer' });
+    expect(decide(l, narrow('pods'), me('300-c'))).toEqual({ write: true, reason: 'newer-writer' });
+    // Newer rules win whatever the policies.
+    expect(decide(l, narrow('pods'), { ...me('100-a', '1'), rulesVersion: '11' })).toEqual({
+      write: true,
+      reason: 'newer-rules',
+    });
+    // The stamp keeps the native version across a round trip through the annotation.
+    expect(live(config(reg, stamp)).stamp?.nativeVersion).toBe('50');
+  });
+
   test("covers a rule once the stamp has reached its version; someone else's registration is the wide net", () => {
     const reg = narrow('deployments');
     const stamp = stampOf(reg, '10', '1-a');
@@ -149,7 +175,11 @@ describe('ownership of the live registration', () => {
     fc.assert(
       fc.property(
         fc.array(
-          fc.record({ version: fc.integer({ min: 1, max: 5 }), view: fc.constantFrom('a', 'b', 'c') }),
+          fc.record({
+            version: fc.integer({ min: 1, max: 5 }),
+            view: fc.constantFrom('a', 'b', 'c'),
+            native: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+          }),
           {
             minLength: 2,
             maxLength: 4,
@@ -160,10 +190,12 @@ describe('ownership of the live registration', () => {
           let current = config(defaultConfigured());
           let writes = 0;
           const step = (i: number): boolean => {
+            const n = replicas[i].native;
             const me: Replica = {
               rulesVersion: String(replicas[i].version),
               writer: `${i + 1}-r`,
               mode: 'rules',
+              ...(n !== undefined ? { nativeVersion: String(n) } : {}),
             };
             const desired = narrow(`r-${replicas[i].view}`);
             if (!decide(live(current), desired, me).write) return false;

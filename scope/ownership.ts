@@ -20,6 +20,12 @@ export interface ScopeStamp {
   /** `START-ID`: the writer's process start (ms) and a random id. A later start wins a tie. */
   writer: string;
   mode: ScopeMode;
+  /**
+   * The resourceVersion of the last change to the native policies the writer had seen (absent: none). A replica that
+   * saw a later one (a policy deleted behind the operators' backs) writes even at equal rules: its rules went back
+   * to the webhook, and a writer that is gone would otherwise keep the registration that skips them.
+   */
+  nativeVersion?: string;
 }
 
 /** The live dragnet registration as the operator reads it. */
@@ -45,10 +51,16 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
   try {
     const v: unknown = JSON.parse(text);
     if (!isJsonObject(v)) return null;
-    const { hash, rulesVersion, writer, mode } = v;
+    const { hash, rulesVersion, writer, mode, nativeVersion } = v;
     if (typeof hash !== 'string' || typeof rulesVersion !== 'string' || typeof writer !== 'string')
       return null;
-    return { hash, rulesVersion, writer, mode: mode === 'wide' ? 'wide' : 'rules' };
+    return {
+      hash,
+      rulesVersion,
+      writer,
+      mode: mode === 'wide' ? 'wide' : 'rules',
+      ...(typeof nativeVersion === 'string' ? { nativeVersion } : {}),
+    };
   } catch {
     return null;
   }
@@ -103,12 +115,22 @@ export interface Replica {
   rulesVersion: string;
   writer: string;
   mode: ScopeMode;
+  /** The last change to the native policies this replica saw (see ScopeStamp). */
+  nativeVersion?: string;
 }
 
 /** Whether to write `desired`, and why (logged). */
 export interface Decision {
   write: boolean;
-  reason: 'current' | 'behind' | 'foreign' | 'newer-rules' | 'own-update' | 'newer-writer' | 'older-writer';
+  reason:
+    | 'current'
+    | 'behind'
+    | 'foreign'
+    | 'newer-rules'
+    | 'newer-native'
+    | 'own-update'
+    | 'newer-writer'
+    | 'older-writer';
 }
 
 /**
@@ -124,6 +146,10 @@ export function decide(live: LiveScope, desired: Registration, me: Replica): Dec
   if (!live.ours) return { write: true, reason: 'foreign' };
   if (cmp > 0) return { write: true, reason: 'newer-rules' };
   if (live.stamp!.writer === me.writer) return { write: true, reason: 'own-update' };
+  // Equal rules: one that saw a later change of the native policies goes first (0: either has seen none).
+  const native = compareVersions(me.nativeVersion ?? '', live.stamp!.nativeVersion ?? '');
+  if (native > 0) return { write: true, reason: 'newer-native' };
+  if (native < 0) return { write: false, reason: 'behind' };
   return compareWriters(me.writer, live.stamp!.writer) > 0
     ? { write: true, reason: 'newer-writer' }
     : { write: false, reason: 'older-writer' };

@@ -34,6 +34,12 @@ export function selectorMatches(reg: Registration, r: ScopeRequest): boolean {
 export function sendsRequest(reg: Registration, clauses: readonly Condition[], r: ScopeRequest): boolean {
   if (!reg.rules.some((rule) => ruleMatches(rule, r))) return false;
   if (!selectorMatches(reg, r)) return false;
-  const input = { operation: r.operation, group: r.group, resource: r.resource, namespace: r.namespace };
+  const input = {
+    operation: r.operation,
+    group: r.group,
+    resource: r.resource,
+    namespace: r.namespace,
+    object: r.operation === 'DELETE' ? undefined : r.object,
+  };
   return clauses.every((c) => evaluate(c, input));
 }

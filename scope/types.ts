@@ -1,4 +1,5 @@
 import type { LabelSelector } from '../modrule/labelselector';
+import type { JsonValue } from '../util/json';
 
 /** The admission operations a ModRule can ask for (CONNECT never reaches the dragnet). */
 export type ScopeOperation = 'CREATE' | 'UPDATE' | 'DELETE';
@@ -56,4 +57,6 @@ export interface ScopeRequest {
   clusterScoped: boolean;
   /** Labels of the namespace (of the Namespace object itself for Namespace objects): namespaceSelector input. */
   namespaceLabels: Readonly<Record<string, string>>;
+  /** The request's object (CREATE, UPDATE); absent: conditions on it count as true (the call may be made). */
+  object?: JsonValue;
 }

@@ -9,7 +9,6 @@ export const PENDING_METRICS: ReadonlySet<string> = new Set([
   'modrule_dragnet_scope_wide_fallback',
   'modrule_rule_admission_wait_seconds',
   'modrule_dragnet_store_waits_total',
-  'modrule_native_rules',
 ]);
 
 /** One query of one panel. */

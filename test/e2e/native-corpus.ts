@@ -121,6 +121,24 @@ function extras(): JsonObject[] {
         ],
       },
     ),
+    // KubeMod's sidecar example, as a Deployment written without kubectl (the policy's own objects): the annotation
+    // as the README's rule spells it ('"true"', quotes included) and as the unquoted variant does.
+    {
+      ...deployment(
+        'inject-quoted',
+        { app: 'inject-quoted' },
+        { containers: [container('web', 'nginx:1.14.2')] },
+      ),
+      metadata: { name: 'inject-quoted', annotations: { 'my-inject-annotation': '"true"' } },
+    },
+    {
+      ...deployment('inject', { app: 'inject' }, { containers: [container('web', 'nginx:1.14.2')] }),
+      metadata: {
+        name: 'inject',
+        labels: { app: 'inject' },
+        annotations: { 'my-inject-annotation': 'true' },
+      },
+    },
     deployment(
       'nonroot',
       { app: 'nonroot' },

@@ -1,12 +1,16 @@
 import { JsonObject } from '../../util/json';
 import { corpus, exampleRules } from './native-corpus';
 import { DifferentialHarness, jsonDiff, normalize } from './native-harness';
+import { reachProblems } from './native-reach';
 
 /*
  * Native vs webhook on the real API server: for every rule of examples/ that the compiler says fits, the objects
  * of the corpus (with and without kubectl's last-applied-configuration) are created and updated once through the
  * dragnet webhook and once through the rule's policy, and what the API server stores (or the rejection) must be the
  * same, field by field. A fitting rule that changes none of the corpus fails the test too: it would prove nothing.
+ * On the native side the dragnet webhook has the registration the operator computes (the rule's guards in its match
+ * conditions): every write must reach it exactly when a guard leaves the object there, counted by the webhook and
+ * by the API server's own metrics, with no match condition the API server could not evaluate.
  */
 
 const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
@@ -52,9 +56,11 @@ describeLocal('native policies vs the webhook, every fitting rule of examples/',
         report.push(`  ${name}: does not fit (${result.compiled.reasons.map((r) => r.field).join(', ')})`);
         return;
       }
+      const reached = result.reach.filter((r) => r.reached).length;
       report.push(
         `  ${name}: fits; ${result.comparisons.length} objects, ${result.affected} changed or rejected, ` +
-          `policy in effect after ${result.propagationMs} ms`,
+          `policy in effect after ${result.propagationMs} ms; ${reached} of ${result.reach.length} native-side ` +
+          'writes reached the webhook',
       );
       const mismatches: string[] = [];
       for (const c of result.comparisons) {
@@ -65,6 +71,7 @@ describeLocal('native policies vs the webhook, every fitting rule of examples/',
       }
       expect(mismatches).toEqual([]);
       expect(result.affected).toBeGreaterThan(0);
+      expect(reachProblems(result.reach, result.apiServer)).toEqual([]);
     }, 120_000);
   });
 });

@@ -4,6 +4,7 @@ import { analyzeModRule } from '../../modrule/compile';
 import { compileNative } from '../../native';
 import { waitFor } from './cluster';
 import { DifferentialHarness, fuzzCrd, jsonDiff, normalize } from './native-harness';
+import { reachProblems } from './native-reach';
 
 /*
  * The compiler's generated rules and objects on the real API server, native against webhook: CEL's semantics
@@ -30,6 +31,8 @@ describeLocal(`generated rules, native vs webhook (seed ${SEED})`, () => {
   }
   let affected = 0;
   let declined = 0;
+  let reached = 0;
+  let writes = 0;
 
   beforeAll(async () => {
     harness = await DifferentialHarness.start(ASSETS);
@@ -45,7 +48,8 @@ describeLocal(`generated rules, native vs webhook (seed ${SEED})`, () => {
   afterAll(async () => {
     await harness?.stop();
     process.stderr.write(
-      `native fuzz: ${cases.length} rules, ${affected} objects changed or rejected, ${declined} left to the webhook\n`,
+      `native fuzz: ${cases.length} rules, ${affected} objects changed or rejected, ${declined} left to the ` +
+        `webhook; ${reached} of ${writes} native-side writes reached it\n`,
     );
   });
 
@@ -69,6 +73,13 @@ describeLocal(`generated rules, native vs webhook (seed ${SEED})`, () => {
           mismatches.push(`${cmp.object} (webhook | native):\n  ${jsonDiff(web, native).join('\n  ')}`);
       }
       expect({ rule: c.rule, mismatches }).toEqual({ rule: c.rule, mismatches: [] });
+      // The dragnet's match conditions carry the rule's guards: reached exactly where one declines, never an error.
+      expect({ rule: c.rule, reach: reachProblems(result.reach, result.apiServer) }).toEqual({
+        rule: c.rule,
+        reach: [],
+      });
+      reached += result.reach.filter((r) => r.reached).length;
+      writes += result.reach.length;
     }, 120_000);
   });
 

@@ -23,6 +23,8 @@ import {
 import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
 import { bundleObjects, waitFor } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
+import { scrape, webhookCalls } from './metrics';
+import { NATIVE_DRAGNET, ReachRecord, ReachTracker } from './native-reach';
 
 /*
  * The differential harness: one control plane, the dragnet webhook served in-process from a RuleStore, and native
@@ -62,6 +64,10 @@ export interface CaseResult {
   readonly affected: number;
   /** ms until the native policy answered the probe. */
   readonly propagationMs: number;
+  /** The native side's writes: did each reach the webhook, as predicted, exactly where a guard leaves it there. */
+  readonly reach: readonly ReachRecord[];
+  /** The API server's own counts for the native side's webhook during those writes: calls, match-condition errors. */
+  readonly apiServer: { calls: number; conditionErrors: number };
 }
 
 /** Labels of the "labelled" namespace pair: what add-flavor and the selector examples look for. */
@@ -69,12 +75,29 @@ export const LABELLED = { color: 'blue', flavor: 'mint', compliance: 'pci' };
 
 export class DifferentialHarness {
   private readonly created: string[] = [];
+  private readonly reach: ReachTracker;
   private constructor(
     readonly cp: LocalControlPlane,
     readonly client: KubeClient,
     private readonly webhooks: Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>,
     private readonly bundleScope: DragnetScope,
-  ) {}
+    nativeHook: JsonObject,
+  ) {
+    this.reach = new ReachTracker({
+      client,
+      registry: webhooks.native.server.registry,
+      installed: nativeHook,
+      configuration: 'modrule-diff-native',
+      clusterNamespace: CLUSTER_NAMESPACE,
+      crds: [fuzzCrd()],
+      namespaceLabels: (ns) => ({
+        'kubernetes.io/metadata.name': ns,
+        ...(ns.startsWith('prod-') ? LABELLED : {}),
+        [SIDE]: ns.includes('-n') ? 'native' : ns.includes('-w') ? 'web' : 'none',
+        [CASE]: ns.split('-')[1],
+      }),
+    });
+  }
 
   /** The store the web side's webhook serves. */
   get store(): RuleStore {
@@ -93,6 +116,7 @@ export class DifferentialHarness {
       const scope = dragnetScopeOf(mutating ?? {});
       if (!mutating || !scope) throw new Error('bundle.yaml has no dragnet webhook');
       const hooks = {} as Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>;
+      let nativeHook: JsonObject = {};
       for (const side of ['web', 'native'] as const) {
         const store = new RuleStore({ clusterNamespace: CLUSTER_NAMESPACE, keepSource: false });
         const server = await startServer(serving, store);
@@ -108,6 +132,10 @@ export class DifferentialHarness {
         hook.failurePolicy = 'Fail';
         hook.namespaceSelector = withLabel(scope.namespaceSelector, SIDE, side);
         hook.objectSelector = { matchLabels: { [SIDE]: side } };
+        if (side === 'native') {
+          hook.name = NATIVE_DRAGNET;
+          nativeHook = cloneJson(hook);
+        }
         await client.request('POST', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
           body: {
             apiVersion: 'admissionregistration.k8s.io/v1',
@@ -117,7 +145,7 @@ export class DifferentialHarness {
           },
         });
       }
-      return new DifferentialHarness(cp, client, hooks, scope);
+      return new DifferentialHarness(cp, client, hooks, scope, nativeHook);
     } catch (err) {
       for (const s of servers) await s.close();
       await cp.stop();
@@ -162,7 +190,15 @@ export class DifferentialHarness {
       }),
     );
     const compiled = compiledAll[0];
-    if (compiledAll.some((x) => !x.fits)) return { compiled, comparisons: [], affected: 0, propagationMs: 0 };
+    if (compiledAll.some((x) => !x.fits))
+      return {
+        compiled,
+        comparisons: [],
+        affected: 0,
+        propagationMs: 0,
+        reach: [],
+        apiServer: { calls: 0, conditionErrors: 0 },
+      };
     // Each policy also answers the operator's probe (an Event): the probe shows it in force, where an object's
     // outcome can come from the residual webhook rule while the policy is not loaded yet (seen under load).
     const written: JsonObject[] = [];
@@ -183,6 +219,8 @@ export class DifferentialHarness {
       return r ? [r] : [];
     });
     this.webhooks.native.store.replaceRules([], residuals);
+    // The registration the operator would write for them: the native side's webhook is called where it says.
+    await this.reach.install(c.id, this.webhooks.native.store.allRules(), this.namespaces(c.id, 'native')[1]);
     const inputs = c.objects.flatMap((o) => [o, withLastApplied(o)]);
     const web: Outcome[][][] = [];
     for (const o of inputs) web.push(await this.send(c.id, 'web', o));
@@ -217,10 +255,20 @@ export class DifferentialHarness {
     }
     const propagationMs = Date.now() - started;
     const comparisons: Comparison[] = [];
+    const before = await scrape(this.cp);
+    this.reach.records.length = 0;
     for (let i = 0; i < inputs.length; i++) {
       const native = await this.send(c.id, 'native', inputs[i]);
       comparisons.push({ object: describeObject(inputs[i]), web: web[i].flat(), native: native.flat() });
     }
+    const after = await scrape(this.cp);
+    const delta = (metric: string) =>
+      webhookCalls(after, NATIVE_DRAGNET, metric) - webhookCalls(before, NATIVE_DRAGNET, metric);
+    const apiServer = {
+      calls: delta('apiserver_admission_webhook_request_total'),
+      conditionErrors: delta('apiserver_admission_match_condition_evaluation_errors_total'),
+    };
+    const reach = [...this.reach.records];
     for (const x of compiledAll) {
       if (!x.fits) continue;
       await this.client.request('DELETE', policyPath(x.binding)).catch(() => undefined);
@@ -231,7 +279,7 @@ export class DifferentialHarness {
     // Services hold addresses from a small range: everything the case made goes.
     for (const path of this.created.splice(0))
       await this.client.request('DELETE', path).catch(() => undefined);
-    return { compiled, comparisons, affected, propagationMs };
+    return { compiled, comparisons, affected, propagationMs, reach, apiServer };
   }
 
   /** Waits until every policy answers a probe in one of the case's native namespaces (if it sees any of them). */
@@ -309,6 +357,14 @@ export class DifferentialHarness {
     } finally {
       await this.client.request('DELETE', pathOf(created)).catch(() => undefined);
       if (created.kind === 'Namespace') await this.finalizeNamespace(created);
+      // pvc-protection holds a deleted claim until a controller (none here) releases it: release it by hand.
+      if (created.kind === 'PersistentVolumeClaim')
+        await this.client
+          .request('PATCH', pathOf(created), {
+            body: { metadata: { finalizers: null } },
+            contentType: 'application/merge-patch+json',
+          })
+          .catch(() => undefined);
     }
   }
 
@@ -343,11 +399,15 @@ export class DifferentialHarness {
       all.push(out);
       const obj = instantiate(input, id, side, ns);
       let created: JsonObject;
+      const tracked = <T>(op: 'CREATE' | 'UPDATE', o: JsonObject, write: () => Promise<T>) =>
+        side === 'native' && !dryRun ? this.reach.track(op, o, write) : write();
       try {
-        created = await this.client.request('POST', collectionOf(obj), {
-          body: obj,
-          query: dryRun ? { dryRun: 'All' } : undefined,
-        });
+        created = await tracked('CREATE', obj, () =>
+          this.client.request('POST', collectionOf(obj), {
+            body: obj,
+            query: dryRun ? { dryRun: 'All' } : undefined,
+          }),
+        );
         out.push({ stored: created });
         if (!dryRun) this.created.push(pathOf(created));
       } catch (err) {
@@ -364,7 +424,11 @@ export class DifferentialHarness {
         },
       };
       try {
-        out.push({ stored: await this.client.request('PUT', pathOf(created), { body: updated }) });
+        out.push({
+          stored: await tracked('UPDATE', updated, () =>
+            this.client.request('PUT', pathOf(created), { body: updated }),
+          ),
+        });
       } catch (err) {
         out.push({ rejected: rejection(err) });
       }

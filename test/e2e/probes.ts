@@ -25,8 +25,11 @@ export function blackHole(port: number): Promise<{ close(): Promise<void> }> {
   });
 }
 
-/** An HTTPS webhook that allows everything and records which namespace/resource it was called for. */
-export async function probeWebhook(): Promise<{
+/**
+ * An HTTPS webhook that allows everything and records which namespace/resource (and, `byName`, object name) it was
+ * called for.
+ */
+export async function probeWebhook(byName = false): Promise<{
   url: string;
   ca: string;
   expect(key: string, sent: boolean): void;
@@ -43,9 +46,11 @@ export async function probeWebhook(): Promise<{
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       const review = JSON.parse(body) as {
-        request: { uid: string; namespace: string; resource: { resource: string } };
+        request: { uid: string; namespace: string; name?: string; resource: { resource: string } };
       };
-      const key = `${review.request.namespace}/${review.request.resource.resource}`;
+      const key =
+        `${review.request.namespace}/${review.request.resource.resource}` +
+        (byName ? `/${review.request.name ?? ''}` : '');
       seen.set(key, (seen.get(key) ?? 0) + 1);
       res.setHeader('Content-Type', 'application/json');
       res.end(
