@@ -5,8 +5,8 @@ import { NO_REFERENCES, ReferenceReader, ReferenceViews } from '../engine/refere
 import { applyOperationsShared, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from '../engine/patch';
 import { CompiledRule } from '../modrule/compile';
 import { RuleSnapshot } from '../store/rules';
-import { rejectionMessage } from '../webhook/dragnet';
-import { DEFAULT_MAX_BODY_BYTES } from '../webhook/http';
+import { rejectionMessage } from '../engine/rejection';
+import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
 import { rulesReaching } from './reach';
 import { apiVersionOf, ObjectAudit, ObjectRef, RuleResult, ListableResource } from './types';
 

@@ -21,7 +21,7 @@ import { createKubeClient, KubeApiError, KubeClient } from '../operator/kube';
 import { discoverResources, objectPath } from '../operator/audit/discovery';
 import { listAll } from '../operator/audit/prepare';
 import { resolveResource } from '../operator/resource-names';
-import { rejectionMessage } from '../webhook/dragnet';
+import { rejectionMessage } from '../engine/rejection';
 import { loadRules } from './apply';
 import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette, shortValue, wantColor } from './explain';

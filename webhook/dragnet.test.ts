@@ -2,7 +2,8 @@ import { AdmissionRequest } from './admission';
 import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { RuleSnapshot, RuleStore } from '../store/rules';
-import { handleDragnet, rejectionMessage, storeNamespace } from './dragnet';
+import { rejectionMessage } from '../engine/rejection';
+import { handleDragnet, storeNamespace } from './dragnet';
 import { BadRequestError } from './review';
 import { makeReview } from './testing';
 

@@ -1,5 +1,6 @@
 import { AdmissionRequest, AdmissionResponse } from './admission';
 import { admit, AdmissionOutcome, AdmitOptions, RuleRef } from '../engine/admit';
+import { ruleName, rejectionMessage } from '../engine/rejection';
 import { JsonObject } from '../util/json';
 import { RequestBudget } from '../util/budget';
 import { RuleSnapshot } from '../store/rules';
@@ -26,11 +27,6 @@ export interface DragnetDecision {
 const MAX_WARNING_CHARS = 400;
 const MAX_WARNINGS = 10;
 
-/** The rule's display name, as KubeMod prints it. */
-export function ruleName(ref: RuleRef): string {
-  return `${ref.namespace}/${ref.name}`;
-}
-
 /** The namespace the store is asked about: Namespace objects are cluster-scoped even when the request names one. */
 export function storeNamespace(request: AdmissionRequest, object: JsonObject | null): string | null {
   const kind = request.kind ?? {
@@ -40,12 +36,6 @@ export function storeNamespace(request: AdmissionRequest, object: JsonObject | n
   };
   if (kind.group === '' && kind.kind === 'Namespace') return null;
   return request.namespace ? request.namespace : null;
-}
-
-/** KubeMod's rejection message: `operation rejected by the following ModRule(s): ns/a: "msg",ns/b`. */
-export function rejectionMessage(rejections: AdmissionOutcome['rejections']): string {
-  const parts = rejections.map((r) => (r.message ? `${ruleName(r.rule)}: "${r.message}"` : ruleName(r.rule)));
-  return `operation rejected by the following ModRule(s): ${parts.join(',')}`;
 }
 
 /** What the one log line of a rejected admission says: every rejecting rule, with its message. */

@@ -1,9 +1,6 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError } from './review';
 
-/** Default request body cap: a review holds object and oldObject, each up to etcd's ~1.5 MiB, plus JSON overhead. */
-export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
-
 /** Reads the whole body as UTF-8; rejects with a 413 BadRequestError as soon as it passes maxBytes. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
   const declared = Number(req.headers['content-length']);

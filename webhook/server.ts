@@ -13,12 +13,13 @@ import {
   DragnetDecision,
   handleDragnet,
   rejectionLogFields,
-  ruleName,
   storeNamespace,
 } from './dragnet';
+import { ruleName } from '../engine/rejection';
 import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
-import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
+import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
+import { isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
 import { AnswerMetrics } from './answer-metrics';
 import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
