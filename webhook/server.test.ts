@@ -15,7 +15,7 @@ import { JsonPatchOperation } from '../patch/operation';
 import { applyPatch } from '../patch/rfc6902';
 import { RuleStore } from '../store/rules';
 import { generateCertificates, GeneratedCertificates } from './certs';
-import { parseManifests } from './local/load';
+import { parseManifests } from '../store/local/load';
 import { PodBindingEvent } from './podbinding';
 import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
 import { decodePatch, makeReview, postReview, send } from './testing';
@@ -614,6 +614,10 @@ describe('concurrency', () => {
       healthPort: 0,
       logger: silentLogger(),
       isReady: () => true,
+      // This is about which rule set answers: on a loaded machine no rule may fail on time, nor the namespace be
+      // demoted for slow requests (a demoted request has 5 ms).
+      budget: { steps: 1_000_000, ms: 60_000 },
+      fairness: { slowMs: 60_000, costlyMs: 60_000 },
     });
     let flips = 0;
     let stop = false;
