@@ -7,7 +7,7 @@ import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
-import { listManifestFiles, loadManifestFile } from '../webhook/local/load';
+import { listManifestFiles, loadManifestFile } from '../store/local/load';
 import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { MemoryTlsSource } from '../webhook/tls';
 import { load as loadFor, Point } from './load';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { silentLogger } from '../util/logger';
 import { splitYamlStream } from '../util/yaml-stream';
 import { RuleStore } from '../store/rules';
-import { LocalRuleSource } from '../webhook/local/source';
+import { LocalRuleSource } from '../store/local/source';
 import { EXIT } from './exit';
 import { main } from './main';
 import { runCommand, writeRule } from './testing';

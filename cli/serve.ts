@@ -7,7 +7,7 @@ import { createLogger, Logger, LogLevel } from '../util/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
-import { LoadReport, LocalRuleSource } from '../webhook/local/source';
+import { LoadReport, LocalRuleSource } from '../store/local/source';
 import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { FileTlsSource, MemoryTlsSource, TlsSource } from '../webhook/tls';
 import { BudgetLimits } from '../util/budget';

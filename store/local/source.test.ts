@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../../util/logger';
-import { RuleStore } from '../../store/rules';
-import { ReferenceObjects } from '../../store/references';
+import { RuleStore } from '../rules';
+import { ReferenceObjects } from '../references';
 import { listManifestFiles, ManifestError, parseManifests } from './load';
 import { LoadReport, LocalRuleSource } from './source';
 

@@ -8,11 +8,11 @@ import { withDefaults } from '../../modrule/defaults';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../../modrule/types';
 import { formatProblems } from '../../modrule/problems';
 import type { CompiledRule } from '../../modrule/compile';
-import { RuleStore } from '../../store/rules';
+import { RuleStore } from '../rules';
 import { ManifestEntry } from '../../util/yaml';
 import { DuplicateKey, duplicateKeyMessage, duplicateKeyProblem } from '../../util/yaml-duplicates';
 import { fingerprintFiles, listManifestFiles, loadManifestEntries, ManifestError } from './load';
-import type { ReferenceObjects } from '../../store/references';
+import type { ReferenceObjects } from '../references';
 
 export interface LocalSourceOptions {
   /** Files and folders of ModRules, Namespaces, Nodes and objects rules read (YAML, multi-document, recursive). */
