@@ -3,12 +3,16 @@ import { join } from 'node:path';
 import { EXIT } from '../cli/exit';
 import { TEMPLATE_FUNCTIONS } from '../template';
 
-// The README promises a complete list of template functions; keep it true as functions are added.
+const doc = (name: string): string => readFileSync(join(__dirname, '..', name), 'utf8');
+
+// The README and the reference it links (docs/) promise a complete list of template functions; keep it true as
+// functions are added.
 describe('README', () => {
-  const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
-  const section = readme.slice(
-    readme.indexOf("Functions: Go's builtins"),
-    readme.indexOf('Not supported: date'),
+  const readme = doc('README.md');
+  const reference = doc('docs/modrule-reference.md');
+  const section = reference.slice(
+    reference.indexOf("Functions: Go's builtins"),
+    reference.indexOf('Not supported: date'),
   );
   const listed = new Set(section.match(/[A-Za-z0-9]+/g));
 
@@ -17,7 +21,7 @@ describe('README', () => {
   });
 
   it('shows the example test suite exactly as examples/testing/ ships it (which npm test runs)', () => {
-    const section = readme.slice(readme.indexOf('## Testing your rules'), readme.indexOf('## Command line'));
+    const section = doc('docs/testing.md');
     for (const file of ['modrule-test.yaml', 'rules.yaml', 'resources.yaml']) {
       const text = readFileSync(join(__dirname, '..', 'examples', 'testing', file), 'utf8');
       expect(section).toContain('```yaml\n' + text + '```');
@@ -25,7 +29,7 @@ describe('README', () => {
   });
 
   it('gives the exit-status table of cli/exit.ts, one for every subcommand', () => {
-    const section = readme.slice(readme.indexOf('## Command line'), readme.indexOf('## Operating it'));
+    const section = doc('docs/cli.md');
     expect(section).toContain(`| ${EXIT.ok} | success |`);
     expect(section).toContain(`| ${EXIT.finding} | the command found something |`);
     expect(section).toContain(`| ${EXIT.error} | bad usage or input |`);

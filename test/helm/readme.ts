@@ -1,18 +1,19 @@
-// The Helm recipes of README.md, taken from the README itself so the tests run what users copy.
+// The Helm recipes of README.md (the chart) and docs/cli.md (the post-renderer), taken from those pages so the
+// tests run what users copy.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const README = join(__dirname, '..', '..', 'README.md');
+const PAGES = ['README.md', join('docs', 'cli.md')].map((p) => join(__dirname, '..', '..', p));
 
 /**
- * The commands of the README's ```bash block whose first line is `# <title>...`, one per command (backslash
- * continuations joined, comments dropped). Throws when there is no such block, so a renamed recipe fails loudly.
+ * The commands of the ```bash block of README.md or docs/cli.md whose first line is `# <title>...`, one per
+ * command (backslash continuations joined, comments dropped). Throws when there is no such block, so a renamed recipe fails loudly.
  */
 export function readmeRecipe(title: string): string[] {
-  const text = readFileSync(README, 'utf8');
+  const text = PAGES.map((p) => readFileSync(p, 'utf8')).join('\n');
   const blocks = [...text.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]);
   const block = blocks.find((b) => b.startsWith(`# ${title}`));
-  if (!block) throw new Error(`README.md has no bash block starting with "# ${title}"`);
+  if (!block) throw new Error(`README.md and docs/cli.md have no bash block starting with "# ${title}"`);
   return block
     .replace(/\\\n\s*/g, '')
     .split('\n')
