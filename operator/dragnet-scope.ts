@@ -6,7 +6,7 @@ import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } from '../scope/compute';
 import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } from '../scope/ownership';
-import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
+import { dragnetOf, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { Backoff } from './backoff';
 import { DragnetScopeMetrics, dragnetScopeMetrics } from './dragnet-scope-metrics';
@@ -14,9 +14,11 @@ import { Informer } from './informer';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
 import { NativeNets } from './native-net';
-import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
-
-const CONFIGURATIONS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+import {
+  DRAGNET_WEBHOOK,
+  MUTATING_WEBHOOK_CONFIGURATION,
+  MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
+} from '../config/owned';
 
 /** Rules whose notes mention `text`, for the log: how many, and the first ten by name. */
 function noted(result: ScopeResult | null, text: string, field: string): Record<string, unknown> {
@@ -108,7 +110,7 @@ export class DragnetScope {
     this.informer = new Informer({
       client: options.client,
       logger: options.logger,
-      path: CONFIGURATIONS,
+      path: MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'MutatingWebhookConfiguration',
       fieldSelector: `metadata.name=${name}`,
@@ -351,9 +353,13 @@ export class DragnetScope {
       h === webhook ? withRegistration(webhook, registration) : h,
     );
     const name = String(meta.name);
-    return this.options.client.request('PUT', `${CONFIGURATIONS}/${encodeURIComponent(name)}`, {
-      body: { ...config, metadata: meta, webhooks: hooks },
-    });
+    return this.options.client.request(
+      'PUT',
+      `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${encodeURIComponent(name)}`,
+      {
+        body: { ...config, metadata: meta, webhooks: hooks },
+      },
+    );
   }
 
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
@@ -372,7 +378,10 @@ export class DragnetScope {
     const name = this.options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
     let got: JsonObject | null;
     try {
-      got = await this.options.client.request('GET', `${CONFIGURATIONS}/${encodeURIComponent(name)}`);
+      got = await this.options.client.request(
+        'GET',
+        `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${encodeURIComponent(name)}`,
+      );
     } catch (err) {
       if (!(err instanceof KubeApiError && err.status === 404)) throw err;
       got = null;

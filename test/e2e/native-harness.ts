@@ -13,13 +13,14 @@ import { RunningWebhook, startWebhookServer } from '../../webhook/server';
 import { MemoryTlsSource } from '../../webhook/tls';
 import {
   compileNative,
-  DragnetScope,
-  dragnetScopeOf,
+  DragnetMatch,
+  dragnetMatchOf,
   NativeCompilation,
   policyCollection,
   policyPath,
   residualRule,
 } from '../../native';
+
 import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
 import { bundleObjects, waitFor } from './cluster';
 import { freePort, LocalControlPlane } from './controlplane';
@@ -80,7 +81,7 @@ export class DifferentialHarness {
     readonly cp: LocalControlPlane,
     readonly client: KubeClient,
     private readonly webhooks: Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>,
-    private readonly bundleScope: DragnetScope,
+    private readonly bundleScope: DragnetMatch,
     nativeHook: JsonObject,
   ) {
     this.reach = new ReachTracker({
@@ -113,7 +114,7 @@ export class DifferentialHarness {
       const ca = newCa(now, 2, 'modrule-diff-ca');
       const serving = issueServingCert(ca, ['127.0.0.1'], now, 1);
       const mutating = bundleObjects().find((o) => o.kind === 'MutatingWebhookConfiguration');
-      const scope = dragnetScopeOf(mutating ?? {});
+      const scope = dragnetMatchOf(mutating ?? {});
       if (!mutating || !scope) throw new Error('bundle.yaml has no dragnet webhook');
       const hooks = {} as Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>;
       let nativeHook: JsonObject = {};
@@ -160,7 +161,7 @@ export class DifferentialHarness {
   }
 
   /** The dragnet scope a case's native policies get: the bundle's, narrowed to the case's native objects. */
-  nativeScope(id: number): DragnetScope {
+  nativeScope(id: number): DragnetMatch {
     return {
       rules: this.bundleScope.rules,
       namespaceSelector: withLabel(

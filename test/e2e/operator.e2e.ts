@@ -6,7 +6,6 @@ import { createLogger, silentLogger } from '../../util/logger';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess, loadKubeConfig } from '../../operator/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
-import { MODRULES_PATH } from '../../operator/sync';
 import { decodePatch, makeReview, postReview } from '../../webhook/testing';
 import {
   apply,
@@ -21,6 +20,7 @@ import { freePort, LocalControlPlane } from './controlplane';
 import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
 import { kubectl } from './kubectl';
+import { MODRULES_PATH } from '../../config/owned';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL.
