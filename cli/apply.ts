@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ManifestSyntaxError, parseManifestEntries, stringifyManifests } from '../util/yaml';
 import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
-import { admit, AdmissionInput, AdmissionOutcome } from '../engine/admit';
+import { admit } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
@@ -14,6 +14,16 @@ import { EXIT, exitHelp } from './exit';
 import { allowSecretsHelp, standInCluster } from './cluster';
 import { formatExplanation, palette } from './explain';
 import { CommandIO, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
+import {
+  admissionInput,
+  identity,
+  nameOf,
+  namespaceOf,
+  restoreNamespace,
+  resultObject,
+  scope,
+  withNamespace,
+} from './objects';
 
 const USAGE = `usage: modrule apply --rules PATH... [--file PATH|-] [options]
 
@@ -192,68 +202,6 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
   else io.stdout(stringifyManifests(admitted));
   return rejected ? EXIT.finding : EXIT.ok;
-}
-
-/** The request admit() sees for one object (on DELETE the object is the old one). */
-export function admissionInput(
-  operation: AdmissionOperation,
-  subject: JsonObject,
-  old: JsonObject | null,
-  namespace: string | null,
-): AdmissionInput {
-  return {
-    operation,
-    object: operation === 'DELETE' ? null : subject,
-    oldObject: operation === 'DELETE' ? subject : old,
-    namespace,
-  };
-}
-
-/** The object to print for an outcome: the patched object, else the input. */
-export function resultObject(outcome: AdmissionOutcome, subject: JsonObject): JsonObject {
-  return outcome.allowed && outcome.object ? outcome.object : subject;
-}
-
-/** metadata.name (or generateName), '' when absent. */
-export function nameOf(obj: JsonObject): string {
-  const meta = obj.metadata;
-  if (!isJsonObject(meta)) return '';
-  if (typeof meta.name === 'string') return meta.name;
-  return typeof meta.generateName === 'string' ? meta.generateName : '';
-}
-
-function namespaceOf(obj: JsonObject): string | undefined {
-  const meta = obj.metadata;
-  return isJsonObject(meta) && typeof meta.namespace === 'string' && meta.namespace !== ''
-    ? meta.namespace
-    : undefined;
-}
-
-/** The namespace an object is admitted in: null for cluster-scoped kinds, else its own or the default. */
-export function scope(obj: JsonObject, defaultNamespace: string): string | null {
-  if (typeof obj.kind === 'string' && CLUSTER_SCOPED_KINDS.has(obj.kind)) return null;
-  return namespaceOf(obj) ?? defaultNamespace;
-}
-
-/** kind/namespace/name, to pair objects with their old versions. */
-export function identity(obj: JsonObject, namespace: string | null): string {
-  return `${String(obj.kind)}/${namespace ?? ''}/${nameOf(obj)}`;
-}
-
-/** The object with metadata.namespace filled in, as the API server does before admission. */
-export function withNamespace(obj: JsonObject, namespace: string | null): JsonObject {
-  if (namespace === null || namespaceOf(obj) !== undefined) return obj;
-  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
-  return { ...obj, metadata: { ...meta, namespace } };
-}
-
-/** Takes the namespace filled in by withNamespace back out of the result. */
-export function restoreNamespace(result: JsonObject, input: JsonObject): JsonObject {
-  if (namespaceOf(input) !== undefined || !isJsonObject(result.metadata)) return result;
-  const meta = input.metadata;
-  const hadNone = !isJsonObject(meta) || meta.namespace === undefined;
-  const { namespace: _ns, ...rest } = result.metadata;
-  return { ...result, metadata: hadNone ? rest : { ...rest, namespace: meta.namespace as JsonValue } };
 }
 
 /**
