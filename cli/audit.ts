@@ -15,7 +15,7 @@ import { ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
 import { listAll, prepareScan } from '../operator/audit/prepare';
 import { RateLimiter } from '../operator/audit/rate';
 import { scanCluster } from '../operator/audit/scan';
-import { loadRules } from './apply';
+import { loadRules } from './load';
 import { AuditSummary, auditOutput, progressLine } from './audit-output';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';

@@ -22,7 +22,7 @@ import { discoverResources, objectPath } from '../operator/audit/discovery';
 import { listAll } from '../operator/audit/prepare';
 import { resolveResource } from '../operator/resource-names';
 import { rejectionMessage } from '../webhook/dragnet';
-import { loadRules } from './apply';
+import { loadRules } from './load';
 import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette, shortValue, wantColor } from './explain';
 import { CommandIO, UsageError } from './io';

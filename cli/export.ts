@@ -4,7 +4,7 @@ import { cloneJson, isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule } from '../modrule/compile';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { compileNative, defaultDragnetScope, NativeReason, policyName } from '../native';
-import { loadPaths } from './apply';
+import { loadPaths } from './load';
 import { nameOf } from './objects';
 import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { EXIT, exitHelp } from './exit';

@@ -8,7 +8,7 @@ import { defaultConfigured } from '../scope/defaults';
 import { readLive } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationJson } from '../scope/registration';
 import { Registration } from '../scope/types';
-import { loadPaths, loadRules } from './apply';
+import { loadPaths, loadRules } from './load';
 import { warnDuplicateKeys } from './duplicates';
 import { parsePathArgs } from './args';
 import { EXIT, exitHelp } from './exit';

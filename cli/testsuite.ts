@@ -6,7 +6,7 @@ import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
 import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
 import { AdmissionOperation } from '../modrule/types';
 import { RuleStore } from '../store/rules';
-import { loadPaths, loadRules, parseDocuments } from './apply';
+import { loadPaths, loadRules, parseDocuments } from './load';
 import { identity, nameOf, scope } from './objects';
 import { warnDuplicateKeys } from './duplicates';
 import { CommandIO, displayName, readInput, STDIN, UsageError, yamlErrorText } from './io';

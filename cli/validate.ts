@@ -9,7 +9,7 @@ import { DEFAULT_REFERENCE_POLICY, ReferencePolicy } from '../modrule/references
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { allowSecretsHelp } from './cluster';
-import { expandPath } from './apply';
+import { expandPath } from './load';
 import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { parsePathArgs } from './args';
 import { EXIT, exitHelp } from './exit';
