@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { stringifyManifests } from '../util/yaml';
 import { admit } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
@@ -7,6 +6,7 @@ import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types'
 import { RuleStore } from '../store/rules';
 import { warnDuplicateKeys } from './duplicates';
 import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { allowSecretsHelp, standInCluster } from './cluster';
 import { formatExplanation, palette } from './explain';
@@ -71,35 +71,27 @@ export interface ApplyVerdict {
 
 /** modrule apply: runs ModRules against manifests without a cluster. */
 export async function run(args: string[], io: CommandIO): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      options: {
-        rules: { type: 'string', multiple: true },
-        file: { type: 'string', short: 'f' },
-        cluster: { type: 'string', multiple: true },
-        operation: { type: 'string', default: 'CREATE' },
-        old: { type: 'string', multiple: true },
-        namespace: { type: 'string', default: 'default' },
-        'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
-        output: { type: 'string', short: 'o', default: 'yaml' },
-        explain: { type: 'boolean', default: false },
-        'record-patched-by': { type: 'boolean', default: false },
-        'allow-secret-references': { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
-  }
-  const opts = parsed.values;
-  if (opts.help) {
+  const parsed = parseCommand(args, {
+    options: {
+      rules: { type: 'string', multiple: true },
+      file: { type: 'string', short: 'f' },
+      cluster: { type: 'string', multiple: true },
+      operation: { type: 'string', default: 'CREATE' },
+      old: { type: 'string', multiple: true },
+      namespace: { type: 'string', default: 'default' },
+      'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+      output: { type: 'string', short: 'o', default: 'yaml' },
+      explain: { type: 'boolean', default: false },
+      'record-patched-by': { type: 'boolean', default: false },
+      'allow-secret-references': { type: 'boolean', default: false },
+    },
+    usage: USAGE,
+  });
+  if (parsed === 'help') {
     io.stdout(USAGE);
     return EXIT.ok;
   }
+  const opts = parsed.values;
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
   // Helm runs post-renderers with the manifests on stdin and no file argument.
   const file = fileOrStdin(opts.file, io);

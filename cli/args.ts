@@ -1,4 +1,5 @@
 import { parseArgs, ParseArgsConfig } from 'node:util';
+import { messageOf } from '../util/errors';
 import { UsageError } from './io';
 
 // Every subcommand parses its options here, with one convention: bad usage throws UsageError, and main.ts turns it
@@ -20,7 +21,11 @@ type Config<O extends OptionSpecs> = {
 export type ArgValues = Record<string, string | boolean | Array<string | boolean> | undefined>;
 
 /** What parseCommand returns: node:util's parsed values (typed by the options) and the positionals. */
-export type ParsedCommand<O extends OptionSpecs> = ReturnType<typeof parseArgs<Config<O>>>;
+export interface ParsedCommand<O extends OptionSpecs> {
+  values: ReturnType<typeof parseArgs<Config<O>>>['values'];
+  /** Empty unless the command takes positionals. */
+  positionals: string[];
+}
 
 /** A subcommand's command line: its options, whether it takes positionals, and the usage an error ends with. */
 export interface CommandLine<O extends OptionSpecs> {
@@ -47,7 +52,7 @@ export function parseCommand<O extends OptionSpecs>(
       allowPositionals: line.positionals ?? false,
     });
   } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${line.usage}`);
+    throw new UsageError(`${messageOf(err)}\n\n${line.usage}`);
   }
   return (parsed.values as { help?: boolean }).help ? 'help' : parsed;
 }
