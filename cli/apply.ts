@@ -1,19 +1,26 @@
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { ManifestSyntaxError, parseManifestEntries, stringifyManifests } from '../util/yaml';
-import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
-import { admit, AdmissionInput, AdmissionOutcome } from '../engine/admit';
+import { stringifyManifests } from '../util/yaml';
+import { admit } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
-import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
+import { JsonObject, JsonValue } from '../util/json';
+import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { RuleStore } from '../store/rules';
-import { ReadObject, warnDuplicateKeys } from './duplicates';
+import { warnDuplicateKeys } from './duplicates';
 import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { allowSecretsHelp, standInCluster } from './cluster';
 import { formatExplanation, palette } from './explain';
-import { CommandIO, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
+import { CommandIO, fileOrStdin, UsageError } from './io';
+import { loadPaths, loadRules } from './load';
+import {
+  admissionInput,
+  identity,
+  nameOf,
+  restoreNamespace,
+  resultObject,
+  scope,
+  withNamespace,
+} from './objects';
 
 const USAGE = `usage: modrule apply --rules PATH... [--file PATH|-] [options]
 
@@ -46,14 +53,6 @@ export { CLUSTER_SCOPED_KINDS };
 
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 
-/** One object document and the file it came from. */
-export interface Loaded extends ReadObject {
-  file: string;
-  object: JsonObject;
-  /** Keys its document gives twice (the object holds the last of each). */
-  duplicates: DuplicateKey[];
-}
-
 /** One element of `--output json`. */
 export interface ApplyVerdict {
   kind: string;
@@ -72,35 +71,27 @@ export interface ApplyVerdict {
 
 /** modrule apply: runs ModRules against manifests without a cluster. */
 export async function run(args: string[], io: CommandIO): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      options: {
-        rules: { type: 'string', multiple: true },
-        file: { type: 'string', short: 'f' },
-        cluster: { type: 'string', multiple: true },
-        operation: { type: 'string', default: 'CREATE' },
-        old: { type: 'string', multiple: true },
-        namespace: { type: 'string', default: 'default' },
-        'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
-        output: { type: 'string', short: 'o', default: 'yaml' },
-        explain: { type: 'boolean', default: false },
-        'record-patched-by': { type: 'boolean', default: false },
-        'allow-secret-references': { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
-  }
-  const opts = parsed.values;
-  if (opts.help) {
+  const parsed = parseCommand(args, {
+    options: {
+      rules: { type: 'string', multiple: true },
+      file: { type: 'string', short: 'f' },
+      cluster: { type: 'string', multiple: true },
+      operation: { type: 'string', default: 'CREATE' },
+      old: { type: 'string', multiple: true },
+      namespace: { type: 'string', default: 'default' },
+      'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+      output: { type: 'string', short: 'o', default: 'yaml' },
+      explain: { type: 'boolean', default: false },
+      'record-patched-by': { type: 'boolean', default: false },
+      'allow-secret-references': { type: 'boolean', default: false },
+    },
+    usage: USAGE,
+  });
+  if (parsed === 'help') {
     io.stdout(USAGE);
     return EXIT.ok;
   }
+  const opts = parsed.values;
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
   // Helm runs post-renderers with the manifests on stdin and no file argument.
   const file = fileOrStdin(opts.file, io);
@@ -192,140 +183,4 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
   else io.stdout(stringifyManifests(admitted));
   return rejected ? EXIT.finding : EXIT.ok;
-}
-
-/** The request admit() sees for one object (on DELETE the object is the old one). */
-export function admissionInput(
-  operation: AdmissionOperation,
-  subject: JsonObject,
-  old: JsonObject | null,
-  namespace: string | null,
-): AdmissionInput {
-  return {
-    operation,
-    object: operation === 'DELETE' ? null : subject,
-    oldObject: operation === 'DELETE' ? subject : old,
-    namespace,
-  };
-}
-
-/** The object to print for an outcome: the patched object, else the input. */
-export function resultObject(outcome: AdmissionOutcome, subject: JsonObject): JsonObject {
-  return outcome.allowed && outcome.object ? outcome.object : subject;
-}
-
-/** metadata.name (or generateName), '' when absent. */
-export function nameOf(obj: JsonObject): string {
-  const meta = obj.metadata;
-  if (!isJsonObject(meta)) return '';
-  if (typeof meta.name === 'string') return meta.name;
-  return typeof meta.generateName === 'string' ? meta.generateName : '';
-}
-
-function namespaceOf(obj: JsonObject): string | undefined {
-  const meta = obj.metadata;
-  return isJsonObject(meta) && typeof meta.namespace === 'string' && meta.namespace !== ''
-    ? meta.namespace
-    : undefined;
-}
-
-/** The namespace an object is admitted in: null for cluster-scoped kinds, else its own or the default. */
-export function scope(obj: JsonObject, defaultNamespace: string): string | null {
-  if (typeof obj.kind === 'string' && CLUSTER_SCOPED_KINDS.has(obj.kind)) return null;
-  return namespaceOf(obj) ?? defaultNamespace;
-}
-
-/** kind/namespace/name, to pair objects with their old versions. */
-export function identity(obj: JsonObject, namespace: string | null): string {
-  return `${String(obj.kind)}/${namespace ?? ''}/${nameOf(obj)}`;
-}
-
-/** The object with metadata.namespace filled in, as the API server does before admission. */
-export function withNamespace(obj: JsonObject, namespace: string | null): JsonObject {
-  if (namespace === null || namespaceOf(obj) !== undefined) return obj;
-  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
-  return { ...obj, metadata: { ...meta, namespace } };
-}
-
-/** Takes the namespace filled in by withNamespace back out of the result. */
-export function restoreNamespace(result: JsonObject, input: JsonObject): JsonObject {
-  if (namespaceOf(input) !== undefined || !isJsonObject(result.metadata)) return result;
-  const meta = input.metadata;
-  const hadNone = !isJsonObject(meta) || meta.namespace === undefined;
-  const { namespace: _ns, ...rest } = result.metadata;
-  return { ...result, metadata: hadNone ? rest : { ...rest, namespace: meta.namespace as JsonValue } };
-}
-
-/**
- * Loads ModRules from files and folders into the store (rules without a namespace get `defaultNamespace`) and
- * returns them as loaded; throws a UsageError naming file, rule and field for every invalid one.
- */
-export async function loadRules(
-  store: RuleStore,
-  paths: readonly string[],
-  defaultNamespace: string,
-  io: CommandIO,
-): Promise<JsonObject[]> {
-  const invalid: string[] = [];
-  const seen = new Map<string, string>();
-  const accepted: JsonObject[] = [];
-  for (const { file, object, duplicates } of await loadPaths(paths, io)) {
-    if (object.kind !== MODRULE_KIND) continue; // other documents in rule folders are not ours
-    const rule = cloneJson(object);
-    if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = defaultNamespace;
-    const id = `${namespaceOf(rule) ?? defaultNamespace}/${nameOf(rule) || '<unnamed>'}`;
-    const problems = duplicates.length > 0 ? duplicates.map(duplicateKeyProblem) : store.upsertRule(rule);
-    for (const p of problems)
-      invalid.push(`${file}: ModRule ${id}: ${p.field ? `${p.field}: ` : ''}${p.message}`);
-    if (problems.length === 0) {
-      const before = seen.get(id);
-      if (before) io.stderr(`warning: ModRule ${id} in ${file} replaces the one in ${before}\n`);
-      seen.set(id, file);
-      accepted.push(rule);
-    }
-  }
-  if (invalid.length > 0) throw new UsageError(`invalid ModRules:\n  ${invalid.join('\n  ')}`);
-  return accepted;
-}
-
-/** Reads files, folders (recursive .yaml/.yml/.json, sorted) or `-`, and returns every object document. */
-export async function loadPaths(paths: readonly string[], io: CommandIO): Promise<Loaded[]> {
-  const out: Loaded[] = [];
-  for (const path of paths) {
-    for (const file of await expandPath(path)) {
-      const text = await readInput(file, io);
-      out.push(...parseDocuments(text, file === '-' ? '<stdin>' : file));
-    }
-  }
-  return out;
-}
-
-/** A path as files: itself, or a folder's .yaml/.yml/.json files (recursive, sorted); throws UsageError. */
-export async function expandPath(path: string): Promise<string[]> {
-  if (path === '-') return ['-'];
-  let info;
-  try {
-    info = await stat(path);
-  } catch (err) {
-    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
-  }
-  if (!info.isDirectory()) return [path];
-  const files: string[] = [];
-  const entries = await readdir(path, { withFileTypes: true });
-  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    const full = join(path, e.name);
-    if (e.isDirectory()) files.push(...(await expandPath(full)));
-    else if (/\.(ya?ml|json)$/i.test(e.name)) files.push(full);
-  }
-  return files;
-}
-
-/** Splits multi-document YAML (or JSON) into objects; `kind: ...List` documents contribute their items. */
-export function parseDocuments(text: string, file: string): Loaded[] {
-  try {
-    return parseManifestEntries(text).map(({ object, duplicates }) => ({ file, object, duplicates }));
-  } catch (err) {
-    if (err instanceof ManifestSyntaxError) throw new UsageError(yamlErrorText(file, text, err));
-    throw err;
-  }
 }

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { JsonObject } from '../util/json';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
 import { RuleStore } from '../store/rules';
@@ -15,8 +14,9 @@ import { ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
 import { listAll, prepareScan } from '../operator/audit/prepare';
 import { RateLimiter } from '../operator/audit/rate';
 import { scanCluster } from '../operator/audit/scan';
-import { loadRules } from './apply';
+import { loadRules } from './load';
 import { AuditSummary, auditOutput, progressLine } from './audit-output';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 import { MODRULES_PATH } from '../config/owned';
@@ -84,33 +84,25 @@ function positive(value: string | undefined, flag: string): number | undefined {
 }
 
 function parseOptions(args: string[]): Options | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        rules: { type: 'string', multiple: true },
-        namespace: { type: 'string', short: 'n' },
-        selector: { type: 'string', short: 'l' },
-        'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
-        output: { type: 'string', short: 'o', default: 'text' },
-        'report-format': { type: 'string', default: 'openreports' },
-        apply: { type: 'boolean', default: false },
-        'dry-run': { type: 'boolean', default: false },
-        qps: { type: 'string' },
-        concurrency: { type: 'string' },
-        'page-size': { type: 'string' },
-        'max-objects': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
-  }
+  const parsed = parseCommand(args, {
+    options: {
+      rules: { type: 'string', multiple: true },
+      namespace: { type: 'string', short: 'n' },
+      selector: { type: 'string', short: 'l' },
+      'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+      output: { type: 'string', short: 'o', default: 'text' },
+      'report-format': { type: 'string', default: 'openreports' },
+      apply: { type: 'boolean', default: false },
+      'dry-run': { type: 'boolean', default: false },
+      qps: { type: 'string' },
+      concurrency: { type: 'string' },
+      'page-size': { type: 'string' },
+      'max-objects': { type: 'string' },
+    },
+    usage: USAGE,
+  });
+  if (parsed === 'help') return 'help';
   const v = parsed.values;
-  if (v.help) return 'help';
   if (v.output !== 'text' && v.output !== 'json' && v.output !== 'report')
     throw new UsageError(`--output must be text, json or report, not "${v.output}"`);
   if (!REPORT_FORMATS.includes(v['report-format'] as ReportFormat))

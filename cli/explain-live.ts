@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { annotationsOf, nameOf } from '../util/meta';
 import { messageOf } from '../util/errors';
@@ -22,7 +21,8 @@ import { discoverResources, objectPath } from '../operator/audit/discovery';
 import { listAll } from '../operator/audit/prepare';
 import { resolveResource } from '../operator/resource-names';
 import { rejectionMessage } from '../engine/rejection';
-import { loadRules } from './apply';
+import { loadRules } from './load';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette, shortValue, wantColor } from './explain';
 import { CommandIO, UsageError } from './io';
@@ -70,26 +70,19 @@ interface Options {
 }
 
 function parseOptions(args: string[]): Options | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      strict: true,
-      allowPositionals: true,
-      options: {
-        namespace: { type: 'string', short: 'n', default: 'default' },
-        rules: { type: 'string', multiple: true },
-        operation: { type: 'string', default: 'UPDATE' },
-        'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
-        output: { type: 'string', short: 'o', default: 'text' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`${messageOf(err)}\n\n${USAGE}`);
-  }
+  const parsed = parseCommand(args, {
+    options: {
+      namespace: { type: 'string', short: 'n', default: 'default' },
+      rules: { type: 'string', multiple: true },
+      operation: { type: 'string', default: 'UPDATE' },
+      'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+      output: { type: 'string', short: 'o', default: 'text' },
+    },
+    positionals: true,
+    usage: USAGE,
+  });
+  if (parsed === 'help') return 'help';
   const v = parsed.values;
-  if (v.help) return 'help';
   const words = parsed.positionals;
   const [type, name] = words.length === 1 ? words[0].split(/\/(.*)/s) : words;
   if (words.length === 0 || words.length > 2 || !type || !name || (words.length === 2 && type.includes('/')))

@@ -1,11 +1,12 @@
-import { parseArgs } from 'node:util';
 import { stringifyManifests } from '../util/yaml';
 import { cloneJson, isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule } from '../modrule/compile';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { compileNative, defaultDragnetMatch, NativeReason, policyName } from '../native';
-import { loadPaths, nameOf } from './apply';
+import { loadPaths } from './load';
+import { nameOf } from './objects';
 import { duplicateKeyProblem } from '../util/yaml-duplicates';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
@@ -42,30 +43,22 @@ export interface ExportResult {
 
 /** modrule export --native. */
 export async function run(args: string[], io: CommandIO): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      options: {
-        native: { type: 'boolean', default: false },
-        rules: { type: 'string', multiple: true },
-        namespace: { type: 'string', default: 'default' },
-        'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
-        'operator-namespace': { type: 'string' },
-        output: { type: 'string', default: 'yaml' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
-  }
-  const opts = parsed.values;
-  if (opts.help) {
+  const parsed = parseCommand(args, {
+    options: {
+      native: { type: 'boolean', default: false },
+      rules: { type: 'string', multiple: true },
+      namespace: { type: 'string', default: 'default' },
+      'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+      'operator-namespace': { type: 'string' },
+      output: { type: 'string', default: 'yaml' },
+    },
+    usage: USAGE,
+  });
+  if (parsed === 'help') {
     io.stdout(USAGE);
     return EXIT.ok;
   }
+  const opts = parsed.values;
   if (!opts.native) throw new UsageError(`--native is required (the only export format)\n\n${USAGE}`);
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError('--output must be yaml or json');

@@ -2,7 +2,8 @@ import { EXIT } from './exit';
 import { Command, CommandIO, dropOutputWhenClosed, processIO, UsageError } from './io';
 
 // Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
-// A new subcommand is one entry here; it returns the statuses of ./exit.ts and throws UsageError for bad input.
+// A new subcommand is one entry here; it parses with parseCommand (./args.ts), returns the statuses of ./exit.ts
+// and throws UsageError for bad usage or input, which main() prints.
 const commands: Record<string, { summary: string; load: () => Promise<Command> }> = {
   select: {
     summary: 'evaluate a JSONPath select against an object',

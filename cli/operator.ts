@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { createLogger, Logger, LogLevel } from '../util/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { loadClusterAccess } from '../operator/credentials';
@@ -13,6 +12,7 @@ import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { BackgroundAuditConfig } from '../operator/audit/background';
 import { DEFAULT_OWNER_KINDS } from '../operator/references/owners';
 import { budgetHelp, parseBudget } from './budget';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 
@@ -128,37 +128,29 @@ export function parseOperatorArgs(
   env: Env = process.env,
   fallbackNamespace: () => string | undefined = serviceAccountNamespace,
 ): OperatorOptions | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        'cluster-namespace': { type: 'string' },
-        'webhook-port': { type: 'string' },
-        'health-port': { type: 'string' },
-        'cert-mode': { type: 'string' },
-        'cert-dir': { type: 'string' },
-        'cert-extra-sans': { type: 'string' },
-        'log-level': { type: 'string' },
-        'native-policies': { type: 'string' },
-        'dragnet-scope': { type: 'string' },
-        'request-budget-ms': { type: 'string' },
-        'request-budget-steps': { type: 'string' },
-        reports: { type: 'string' },
-        'reports-interval': { type: 'string' },
-        'record-patched-by': { type: 'boolean' },
-        'allow-secret-references': { type: 'boolean' },
-        'owner-kinds': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${HELP}`);
-  }
+  const parsed = parseCommand(args, {
+    options: {
+      'cluster-namespace': { type: 'string' },
+      'webhook-port': { type: 'string' },
+      'health-port': { type: 'string' },
+      'cert-mode': { type: 'string' },
+      'cert-dir': { type: 'string' },
+      'cert-extra-sans': { type: 'string' },
+      'log-level': { type: 'string' },
+      'native-policies': { type: 'string' },
+      'dragnet-scope': { type: 'string' },
+      'request-budget-ms': { type: 'string' },
+      'request-budget-steps': { type: 'string' },
+      reports: { type: 'string' },
+      'reports-interval': { type: 'string' },
+      'record-patched-by': { type: 'boolean' },
+      'allow-secret-references': { type: 'boolean' },
+      'owner-kinds': { type: 'string' },
+    },
+    usage: HELP,
+  });
+  if (parsed === 'help') return 'help';
   const v = parsed.values;
-  if (v.help) return 'help';
   const pick = (flag: keyof typeof v, envName: string, fallback: string): [string, string] => {
     const fromFlag = v[flag];
     if (typeof fromFlag === 'string') return [fromFlag, `--${flag}`];

@@ -8,9 +8,9 @@ import { defaultConfigured } from '../scope/defaults';
 import { readLive } from '../scope/ownership';
 import { dragnetOf, registrationJson } from '../scope/registration';
 import { Registration } from '../scope/types';
-import { loadPaths, loadRules } from './apply';
+import { loadPaths, loadRules } from './load';
 import { warnDuplicateKeys } from './duplicates';
-import { parsePathArgs } from './args';
+import { parsePathCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, UsageError } from './io';
 import { DRAGNET_WEBHOOK } from '../config/owned';
@@ -87,12 +87,15 @@ export function formatScope(result: ScopeResult): string {
 
 /** `modrule scope`. */
 export const run: Command = async (args, io) => {
-  const parsed = parsePathArgs('scope', USAGE, args, io, {
+  const parsed = parsePathCommand(args, USAGE, {
     namespace: { type: 'string', short: 'n', default: 'default' },
     'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
     configuration: { type: 'string' },
   });
-  if (typeof parsed === 'number') return parsed;
+  if (parsed === 'help') {
+    io.stdout(USAGE);
+    return EXIT.ok;
+  }
   const { values, output, paths } = parsed;
   const clusterNamespace = String(values['cluster-namespace']);
   const store = new RuleStore({ clusterNamespace });

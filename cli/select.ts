@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { Document, isMap, isSeq } from 'yaml';
 import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
 import { DuplicateKey, duplicateKeyMessage } from '../util/yaml-duplicates';
@@ -11,6 +10,7 @@ import {
   JsonPathSyntaxError,
   SelectResult,
 } from '../jsonpath';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, displayName, fileOrStdin, readInput, UsageError, yamlErrorText } from './io';
 
@@ -34,22 +34,16 @@ interface Options {
 }
 
 function parseOptions(args: string[], io: CommandIO): Options | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        file: { type: 'string', short: 'f' },
-        output: { type: 'string', short: 'o', default: 'yaml' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
-  }
+  const parsed = parseCommand(args, {
+    options: {
+      file: { type: 'string', short: 'f' },
+      output: { type: 'string', short: 'o', default: 'yaml' },
+    },
+    positionals: true,
+    usage: USAGE,
+  });
+  if (parsed === 'help') return 'help';
   const { values, positionals } = parsed;
-  if (values.help) return 'help';
   const [expression, ...rest] = positionals;
   if (expression === undefined) throw new UsageError(`missing EXPR\n\n${USAGE}`);
   let file = values.file;

@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { createLogger, Logger, LogLevel } from '../util/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { RuleStore } from '../store/rules';
@@ -12,6 +11,7 @@ import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from '../webhook/se
 import { FileTlsSource, MemoryTlsSource, TlsSource } from '../webhook/tls';
 import { BudgetLimits } from '../util/budget';
 import { budgetHelp, parseBudget } from './budget';
+import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { allowSecretsHelp } from './cluster';
 import { ReferenceObjects, readySource } from '../store/references';
@@ -81,34 +81,27 @@ export function packageRoot(from: string = __dirname): string {
 
 /** Parses `serve` arguments; throws UsageError. */
 export function parseServeArgs(args: string[]): ServeOptions | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        local: { type: 'boolean' },
-        port: { type: 'string' },
-        'health-port': { type: 'string' },
-        host: { type: 'string' },
-        'cluster-namespace': { type: 'string' },
-        'log-level': { type: 'string' },
-        cert: { type: 'string' },
-        key: { type: 'string' },
-        'cert-dir': { type: 'string' },
-        'allow-secret-references': { type: 'boolean' },
-        'request-budget-ms': { type: 'string' },
-        'request-budget-steps': { type: 'string' },
-        'record-patched-by': { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n\n${HELP}`);
-  }
+  const parsed = parseCommand(args, {
+    options: {
+      local: { type: 'boolean' },
+      port: { type: 'string' },
+      'health-port': { type: 'string' },
+      host: { type: 'string' },
+      'cluster-namespace': { type: 'string' },
+      'log-level': { type: 'string' },
+      cert: { type: 'string' },
+      key: { type: 'string' },
+      'cert-dir': { type: 'string' },
+      'allow-secret-references': { type: 'boolean' },
+      'request-budget-ms': { type: 'string' },
+      'request-budget-steps': { type: 'string' },
+      'record-patched-by': { type: 'boolean' },
+    },
+    positionals: true,
+    usage: HELP,
+  });
+  if (parsed === 'help') return 'help';
   const v = parsed.values;
-  if (v.help) return 'help';
   if (parsed.positionals.includes(STDIN))
     throw new UsageError(
       'serve --local watches its rule files and reloads them: it cannot read them from standard input ("-")',

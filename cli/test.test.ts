@@ -386,7 +386,8 @@ describe('modrule test', () => {
       [[tmpdir(), '--output', 'xml'], /--output must be text or json/],
       [['--bogus'], /Unknown option '--bogus'/],
     ])('usage %j', async (args, message) => {
-      const r = await modruleTest(args);
+      // Bad usage is a UsageError, printed by the dispatcher as for every subcommand.
+      const r = await runCommand((a, io) => main(['test', ...a], io), args);
       expect(r.code).toBe(EXIT.error);
       expect(r.stderr).toMatch(message);
     });

@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { palette, wantColor } from './explain';
-import { parsePathArgs } from './args';
+import { parsePathCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, displayName, UsageError } from './io';
 import { runSuite } from './testcase';
@@ -23,11 +23,14 @@ ${exitHelp('at least one case fails')}`;
 
 /** `modrule test`: runs rule test suites and reports one row per case. */
 export const run: Command = async (args, io) => {
-  const parsed = parsePathArgs('test', USAGE, args, io, {
+  const parsed = parsePathCommand(args, USAGE, {
     junit: { type: 'string' },
     explain: { type: 'boolean', default: false },
   });
-  if (typeof parsed === 'number') return parsed;
+  if (parsed === 'help') {
+    io.stdout(USAGE);
+    return EXIT.ok;
+  }
   const { values, output, paths } = parsed;
   const junit = typeof values.junit === 'string' ? values.junit : undefined;
   const { prepared, failures } = await loadSuites(paths, io);

@@ -8,7 +8,7 @@ import { AdmissionOperation } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import type { ReferenceObjects } from '../store/references';
 import { standInCluster } from './cluster';
-import { admissionInput, restoreNamespace, resultObject, withNamespace } from './apply';
+import { admissionInput, restoreNamespace, resultObject, withNamespace } from './objects';
 import { displayName, STDIN } from './io';
 import { diffLines, firstMismatch, projectOnto, withContext } from './diff';
 import { shortValue } from './explain';

@@ -8,6 +8,7 @@ import { handleValidateModRule } from '../webhook/modrule';
 import { CommandResult, runCommand } from './testing';
 import { run as applyRun } from './apply';
 import { EXIT } from './exit';
+import { main } from './main';
 import { Finding, run } from './validate';
 
 const validate = (args: string[]): Promise<CommandResult> => runCommand(run, args);
@@ -329,7 +330,8 @@ describe('modrule validate', () => {
     [['x', '--output', 'xml'], /--output must be text or json/],
     [['--nope'], /Unknown option '--nope'/],
   ])('usage %j: exit 1', async (args, message) => {
-    const r = await validate(args);
+    // Bad usage is a UsageError, printed by the dispatcher as for every subcommand.
+    const r = await runCommand((a, io) => main(['validate', ...a], io), args);
     expect(r.code).toBe(EXIT.error);
     expect(r.stderr).toMatch(message);
   });

@@ -9,9 +9,9 @@ import { DEFAULT_REFERENCE_POLICY, ReferencePolicy } from '../modrule/references
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { allowSecretsHelp } from './cluster';
-import { expandPath } from './apply';
+import { expandPath } from './load';
 import { duplicateKeyProblem } from '../util/yaml-duplicates';
-import { parsePathArgs } from './args';
+import { parsePathCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, displayName, readInput } from './io';
 
@@ -55,11 +55,14 @@ const API_GROUP = 'api.kubemod.io/';
 
 /** `modrule validate`: checks ModRule files as the webhook would. */
 export const run: Command = async (args, io) => {
-  const parsed = parsePathArgs('validate', USAGE, args, io, {
+  const parsed = parsePathCommand(args, USAGE, {
     strict: { type: 'boolean', default: false },
     'allow-secret-references': { type: 'boolean', default: false },
   });
-  if (typeof parsed === 'number') return parsed;
+  if (parsed === 'help') {
+    io.stdout(USAGE);
+    return EXIT.ok;
+  }
   const { values, output, paths: positionals } = parsed;
   const policy = { ...DEFAULT_REFERENCE_POLICY, allowSecrets: values['allow-secret-references'] === true };
   const { findings, files, rules, unreadable } = await validatePaths(positionals, io, policy);
