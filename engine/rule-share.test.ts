@@ -211,7 +211,7 @@ describe('time', () => {
     expect(out.failures).toEqual([
       {
         rule: { namespace: 'team', name: 'a-slow' },
-        message: "rule budget exhausted: took longer than 100 ms (one rule's share)",
+        message: "rule budget exhausted: took more than 100 ms of CPU time (one rule's share)",
       },
     ]);
     expect(names(out.patched)).toEqual([NEIGHBOUR]);

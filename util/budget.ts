@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 
-/** What one admission may spend, all rules together: evaluation steps and wall-clock time. */
+/** What one admission may spend, all rules together: evaluation steps and CPU time. */
 export interface BudgetLimits {
   /** Evaluation steps: select visits, template steps, patch operations, 64-character blocks of string work. */
   steps: number;
-  /** Milliseconds from the start of evaluation. */
+  /** Milliseconds of CPU time from the start of evaluation (a busy machine stretches wall time, not this). */
   ms: number;
 }
 
@@ -12,7 +12,7 @@ export interface BudgetLimits {
  * Defaults: 100 ms and 1 million steps (about 30-250 ms of the most expensive work). Legitimate requests need far
  * less (1,500 rules in scope: ~2 ms and ~6,000 steps; 150 rules that all match and patch: ~8 ms, 21,000 steps), and
  * the first expensive request of a namespace, before it is demoted, holds the event loop (every other admission)
- * for at most this long.
+ * for about this much CPU time.
  */
 export const DEFAULT_BUDGET: BudgetLimits = { steps: 1_000_000, ms: 100 };
 
@@ -29,8 +29,9 @@ export const UNTIMED_BUDGET: BudgetLimits = { steps: DEFAULT_BUDGET.steps, ms: I
 export const REJECT_RESERVE = 0.25;
 
 /**
- * How often (in steps) a per-evaluation counter reports to the request budget. Also bounds how far past its
- * deadline a request runs: 4096 steps are well under a millisecond.
+ * How often (in steps) a per-evaluation counter reports to the request budget. Also bounds how far past its limit
+ * a request or a rule runs: every operation charges its work as it goes, and 4096 steps are well under a
+ * millisecond of work.
  */
 export const BUDGET_CHECK_STEPS = 4096;
 
@@ -48,11 +49,25 @@ export const RULE_SHARE = 0.1;
 export const RULE_SHARE_CAP = 0.4;
 
 /**
- * A rule is judged on time only once it has spent this many steps itself (an ordinary rule spends ~140), and on
- * the CPU time the process spent meanwhile: a pause of the process (CPU throttling, another process on the core)
- * or a slow first run never fails an ordinary rule alone. The request's own deadline still counts wall time.
+ * A rule is judged on time only once it has spent this many steps itself (an ordinary rule spends ~140): only a
+ * rule doing real work reads the CPU clock.
  */
 export const RULE_TIMED_AFTER_STEPS = BUDGET_CHECK_STEPS;
+
+/**
+ * The CPU clock is a system call, the wall clock is not; CPU time never runs ahead of wall time on the one thread
+ * that evaluates. So the CPU clock is read only once the wall clock says a limit could have been reached, and first
+ * once this fraction of the request's time has passed on the wall clock (or a rule is timed): until then the
+ * request is taken to have had the CPU all along, so a busy machine costs it at most this fraction of its time, and
+ * ordinary requests, which end long before, never read it.
+ */
+export const FIRST_CPU_LOOK = 0.125;
+
+/**
+ * A budget of this much time or less (a demoted namespace's 5 ms) reads the CPU clock at its start: one batch of
+ * steps on a busy machine could take most of its time on the wall clock before the first look.
+ */
+export const EAGER_CPU_MS = 20;
 
 /** The share of one rule for a request under `limits`, when the configured budget is `configured`. */
 export function ruleShareOf(limits: BudgetLimits, configured: BudgetLimits = limits): BudgetLimits {
@@ -83,9 +98,9 @@ export class RuleBudgetExhaustedError extends BudgetExhaustedError {
 
 /** Clocks a RequestBudget reads (tests pass their own). */
 export interface BudgetClocks {
-  /** Wall clock in ms: the request's deadline. */
+  /** Wall clock in ms: tells when the CPU clock is worth reading. */
   now?: () => number;
-  /** CPU time of the process in ms: a rule's share of time. */
+  /** CPU time of the process in ms: what the request's time and a rule's share count. */
   cpu?: () => number;
 }
 
@@ -94,22 +109,23 @@ function processCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
+const ms = (n: number) => +n.toFixed(2);
+
 /**
- * The work and time one admission request may use, shared by every rule, select, template and patch operation of
+ * The work and CPU time one admission request may use, shared by every rule, select, template and patch operation of
  * the request. Evaluators keep their own step counters and charge them here in batches (see BUDGET_CHECK_STEPS);
- * every charge also checks the deadline. Between beginRule() and endRule() the rule being evaluated also has its
- * own share (RULE_SHARE): when it runs out, RuleBudgetExhaustedError fails that rule alone.
+ * every batch also looks at the time. Between beginRule() and endRule() the rule being evaluated also has its own
+ * share (RULE_SHARE): when it runs out, RuleBudgetExhaustedError fails that rule alone, and whatever it overshot
+ * its share by is given back to the request (up to the request's own time in all), so no rule's overshoot is taken
+ * from the rules after it.
  */
 export class RequestBudget {
   private remaining: number;
   // Reading the clock costs more than a step: charge() checks once `remaining` falls to checkBelow, the highest of
-  // the periodic clock read (batchBelow), the held part and the current rule's limits.
+  // the periodic look (batchBelow), the held part and the current rule's limits.
   private checkBelow: number;
   private batchBelow: number;
-  private deadline: number;
-  // When the current phase (all rules, or the Patch rules and then the Reject rules) began.
-  private phaseStart: number;
-  // Held back by reserve() until release(): the steps and the milliseconds before the deadline.
+  // Held back by reserve() until release(): the steps and the CPU milliseconds.
   private heldSteps = 0;
   private heldMs = 0;
   // Why charges throw right now (the phase ran out), and why the request first ran out (kept after release()).
@@ -119,17 +135,33 @@ export class RequestBudget {
   readonly share: BudgetLimits;
   private readonly now: () => number;
   private readonly cpu: () => number;
-  // The current rule (beginRule..endRule): where its steps run out, where its clock starts, and once started, the
-  // CPU time it started at and the wall time its share would end at if the process ran throughout. The last clock
+  // Whether any time limit is finite: an untimed budget never reads a clock after its start.
+  private readonly timed: boolean;
+  private lastNow: number;
+  // The request's CPU time: used = cpu() - cpuFrom - refunded. cpuFrom is NaN until the CPU clock is first read,
+  // then that reading less the wall time since the start (never more CPU than wall time).
+  private readonly wallFrom: number;
+  private cpuFrom = NaN;
+  private refunded = 0;
+  // The CPU time the current phase may reach (counted from the start), the wall time it began at, the last CPU
+  // reading (wall time, CPU used then) and the wall time of the next one.
+  private limitMs: number;
+  private phaseWallFrom: number;
+  private seenWall = 0;
+  private seenUsed = 0;
+  private lookAt: number;
+  // The current rule (beginRule..endRule): where its steps run out, where its clock starts, and once started (timed),
+  // the CPU reading and request time used it started at and the wall time of its next CPU reading. The last clock
   // read before it began stands for its start (beginRule reads no clock).
   private inRule = false;
   private ruleFloor = -Infinity;
   private ruleClockFrom = -Infinity;
-  private ruleCpuFrom = 0;
   private ruleWallFrom = 0;
-  private ruleDeadline = Infinity;
+  private ruleTimed = false;
+  private ruleCpuFrom = 0;
+  private ruleUsedFrom = 0;
+  private ruleLookAt = Infinity;
   private ruleStopped: string | null = null;
-  private lastNow: number;
 
   constructor(
     readonly limits: BudgetLimits = DEFAULT_BUDGET,
@@ -140,12 +172,14 @@ export class RequestBudget {
     this.now = c.now ?? (() => performance.now());
     this.cpu = c.cpu ?? processCpuMs;
     this.share = share;
+    this.timed = Number.isFinite(limits.ms) || Number.isFinite(share.ms);
     this.remaining = limits.steps;
     this.batchBelow = this.nextBatch();
     this.checkBelow = this.thresholds();
-    this.lastNow = this.now();
-    this.phaseStart = this.lastNow;
-    this.deadline = this.lastNow + limits.ms;
+    this.wallFrom = this.lastNow = this.phaseWallFrom = this.timed ? this.now() : 0;
+    this.limitMs = limits.ms;
+    if (limits.ms <= EAGER_CPU_MS) this.usedAt(this.wallFrom);
+    this.lookAt = this.nextLook();
   }
 
   /** An unlimited budget (tools that run one request with nobody waiting, and tests). */
@@ -171,19 +205,26 @@ export class RequestBudget {
     const { steps, ms } = this.limits;
     this.heldSteps = Number.isFinite(steps) ? Math.floor(steps * fraction) : 0;
     this.heldMs = Number.isFinite(ms) ? ms * fraction : 0;
+    this.limitMs = ms - this.heldMs;
+    this.lookAt = this.nextLook();
     if (this.stopped === null) this.checkBelow = this.thresholds();
   }
 
   /**
    * Ends reserve(): what was held back, and whatever the earlier phase left, may be spent. The held time counts from
-   * now at least: an operation that overran the earlier phase's deadline (one large `until`) does not eat into it.
+   * now at least: an operation that overran the earlier phase's limit (one large `until`) does not eat into it.
    */
   release(): void {
-    this.phaseStart = this.lastNow = this.now();
-    if (this.heldMs > 0) this.deadline = Math.max(this.deadline, this.phaseStart + this.heldMs);
+    if (this.heldMs > 0) {
+      this.phaseWallFrom = this.lastNow = this.now();
+      // Before the first CPU reading the request may have used at most the wall time so far.
+      const used = Number.isNaN(this.cpuFrom) ? this.lastNow - this.wallFrom : this.usedAt(this.lastNow);
+      this.limitMs = Math.max(this.limits.ms, used + this.heldMs);
+    }
     this.heldSteps = 0;
     this.heldMs = 0;
     this.stopped = null;
+    this.lookAt = this.nextLook();
     this.batchBelow = this.nextBatch();
     this.checkBelow = this.thresholds();
   }
@@ -195,7 +236,8 @@ export class RequestBudget {
     this.ruleWallFrom = this.lastNow;
     this.ruleFloor = this.remaining - this.share.steps;
     this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.remaining - RULE_TIMED_AFTER_STEPS : -Infinity;
-    this.ruleDeadline = Infinity;
+    this.ruleTimed = false;
+    this.ruleLookAt = Infinity;
     this.ruleStopped = null;
     if (this.stopped === null) this.checkBelow = this.thresholds();
   }
@@ -206,13 +248,13 @@ export class RequestBudget {
     this.inRule = false;
     this.ruleFloor = -Infinity;
     this.ruleClockFrom = -Infinity;
-    this.ruleDeadline = Infinity;
+    this.ruleTimed = false;
     this.ruleStopped = null;
     if (this.stopped === null) this.checkBelow = this.thresholds();
   }
 
   /**
-   * Spends n steps, and checks the deadline once per BUDGET_CHECK_STEPS steps; throws BudgetExhaustedError when
+   * Spends n steps, and looks at the time once per BUDGET_CHECK_STEPS steps; throws BudgetExhaustedError when
    * either runs out (and from then on), RuleBudgetExhaustedError when the current rule's share does.
    */
   charge(n: number): void {
@@ -239,7 +281,7 @@ export class RequestBudget {
     throw new RuleBudgetExhaustedError(this.ruleStopped as string);
   }
 
-  // The next periodic check is due after BUDGET_CHECK_STEPS more steps. Without a step limit the clock is not read
+  // The next periodic look is due after BUDGET_CHECK_STEPS more steps. Without a step limit the clock is not read
   // by charge() (unlimited budgets).
   private nextBatch(): number {
     if (this.remaining === Infinity) return -Infinity;
@@ -249,15 +291,34 @@ export class RequestBudget {
   // Running out of steps (the phase's or the rule's) is always noticed at once, and a rule's clock starts on time.
   private thresholds(): number {
     if (this.remaining === Infinity) return -Infinity;
-    const clockDue = this.inRule && this.ruleDeadline === Infinity ? this.ruleClockFrom : -Infinity;
+    const clockDue = this.inRule && !this.ruleTimed ? this.ruleClockFrom : -Infinity;
     return Math.max(this.batchBelow, this.heldSteps, this.ruleFloor, clockDue);
   }
 
+  // The wall time at which the phase could first have used its CPU time: before any CPU reading, FIRST_CPU_LOOK of
+  // the request's time in.
+  private nextLook(): number {
+    if (!Number.isFinite(this.limitMs)) return Infinity;
+    if (Number.isNaN(this.cpuFrom))
+      return this.wallFrom + Math.min(this.limits.ms * FIRST_CPU_LOOK, this.limitMs);
+    return this.seenWall + (this.limitMs - this.seenUsed);
+  }
+
+  // Reads the CPU clock (the first reading anchors the request's) at wall time `now`; returns the request's CPU
+  // time used.
+  private usedAt(now: number): number {
+    const cpu = this.cpu();
+    if (Number.isNaN(this.cpuFrom)) this.cpuFrom = cpu - (now - this.wallFrom);
+    this.seenWall = now;
+    this.seenUsed = cpu - this.cpuFrom - this.refunded;
+    this.lookAt = this.nextLook();
+    return this.seenUsed;
+  }
+
   // Sets `stopped` (the request or its phase ran out) or `ruleStopped` (the current rule's share did), whichever
-  // limit comes first; when the request's time runs out during a rule that took most of it, the rule is the one that
-  // ran out (the rules after it find the request spent).
+  // limit comes first.
   private overrun(): void {
-    const { steps, ms } = this.limits;
+    const { steps } = this.limits;
     const held = this.heldSteps > 0 || this.heldMs > 0;
     const why = ' (the rest is reserved for Reject rules)';
     const ruleFirst = this.ruleFloor >= this.heldSteps;
@@ -278,35 +339,72 @@ export class RequestBudget {
       );
       return;
     }
+    if (!this.timed) return;
     const now = (this.lastNow = this.now());
-    const phaseDeadline = this.deadline - this.heldMs;
-    if (this.inRule && this.ruleDeadline === Infinity && this.remaining <= this.ruleClockFrom) {
-      this.ruleCpuFrom = this.cpu();
-      this.ruleDeadline = now + this.share.ms;
-    }
-    if (this.ruleDeadline <= phaseDeadline && now > this.ruleDeadline) {
-      // Only CPU time counts against a rule: while the process was paused its share waits.
-      const used = this.cpu() - this.ruleCpuFrom;
-      if (used > this.share.ms) {
-        this.ruleStopped = `rule budget exhausted: took longer than ${this.share.ms} ms (one rule's share)`;
-        return;
-      }
-      this.ruleDeadline = now + (this.share.ms - used);
-    }
-    if (now > phaseDeadline) {
-      const phase = phaseDeadline - this.phaseStart;
-      if (this.ruleDeadline !== Infinity && (now - this.ruleWallFrom) * 2 > phase) {
-        // The time ran out while a rule that has done real work had taken more than half of it by itself: its doing,
-        // however busy the machine. It fails alone; the rules after it find the time gone all the same.
-        this.ruleStopped = `rule budget exhausted: took more than half of the request's ${+phase.toFixed(2)} ms (one rule's share)`;
-        return;
-      }
-      this.stopRequest(
-        held
-          ? `request budget exhausted: Patch rules took longer than ${ms - this.heldMs} of ${ms} ms${why}`
-          : `request budget exhausted: evaluation took longer than ${ms} ms`,
+    if (this.inRule && this.ruleOutOfTime(now)) return;
+    if (now < this.lookAt) return;
+    const used = this.usedAt(now);
+    if (used <= this.limitMs) return;
+    const phase = now - this.phaseWallFrom;
+    if (this.inRule && (now - this.ruleWallFrom) * 2 > phase) {
+      // The time ran out during a rule that took more than half of it by itself: its doing, however busy the
+      // machine (the proportion is the same). It fails alone, and its CPU time (in that proportion) beyond its share
+      // is given back to the rules after it.
+      const ruleMs = ((now - this.ruleWallFrom) / Math.max(now - this.wallFrom, 1e-9)) * used;
+      this.failRule(
+        `rule budget exhausted: took more than half of the request's ${ms(this.phaseMs())} ms of CPU time (one rule's share)`,
+        ruleMs - this.share.ms,
       );
+      return;
     }
+    const { ms: total } = this.limits;
+    this.stopRequest(
+      held
+        ? `request budget exhausted: Patch rules took more than ${ms(total - this.heldMs)} of ${ms(total)} ms of CPU time${why}`
+        : `request budget exhausted: evaluation took more than ${ms(total)} ms of CPU time`,
+    );
+  }
+
+  // The current phase's own time: the Patch phase's part while the rest is held, else the whole.
+  private phaseMs(): number {
+    return this.limits.ms - this.heldMs;
+  }
+
+  // The rule's CPU time: its clock starts once it has done real work (RULE_TIMED_AFTER_STEPS), then it runs out
+  // after share.ms of CPU time, unless the request's own limit comes first (then the request decides). True when it
+  // ran out.
+  private ruleOutOfTime(now: number): boolean {
+    if (!this.ruleTimed) {
+      if (this.remaining > this.ruleClockFrom) return false;
+      this.ruleTimed = true;
+      this.ruleUsedFrom = this.usedAt(now);
+      this.ruleCpuFrom = this.ruleUsedFrom + this.cpuFrom + this.refunded;
+      this.ruleLookAt = now + this.share.ms;
+      return false;
+    }
+    if (now < this.ruleLookAt) return false;
+    const used = this.usedAt(now) + this.cpuFrom + this.refunded - this.ruleCpuFrom;
+    if (used <= this.share.ms) {
+      this.ruleLookAt = now + (this.share.ms - used);
+      return false;
+    }
+    this.ruleLookAt = Infinity;
+    if (this.ruleUsedFrom + this.share.ms > this.limitMs) return false;
+    this.failRule(
+      `rule budget exhausted: took more than ${ms(this.share.ms)} ms of CPU time (one rule's share)`,
+      used - this.share.ms,
+    );
+    return true;
+  }
+
+  // The current rule ran out of its share: it fails alone, and the CPU time it overshot its share by is given back
+  // to the request (up to the request's own time in all), so the rules after it keep theirs.
+  private failRule(why: string, overshootMs: number): void {
+    this.ruleStopped = why;
+    const refund = Math.min(Math.max(overshootMs, 0), this.limits.ms - this.refunded);
+    this.refunded += refund;
+    this.seenUsed -= refund;
+    this.lookAt = this.nextLook();
   }
 
   private stopRequest(why: string): void {
