@@ -112,6 +112,19 @@ describe('the request counts CPU time', () => {
     expect(() => b.check()).toThrow(/took more than 100 ms of CPU time/);
   });
 
+  test('restart() starts the time afresh: what came before (preparing the object) does not count', () => {
+    for (const ms of [100, 5]) {
+      const c = clocks();
+      const b = new RequestBudget({ steps: 1e9, ms }, c);
+      c.run(ms * 3);
+      b.restart();
+      c.run(ms * 0.9);
+      b.check();
+      c.run(ms * 0.2);
+      expect(() => b.check()).toThrow(`took more than ${ms} ms of CPU time`);
+    }
+  });
+
   test('an untimed budget reads no clock after its start', () => {
     const c = clocks();
     const b = new RequestBudget({ steps: 1_000_000, ms: Infinity }, c);

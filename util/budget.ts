@@ -58,7 +58,7 @@ export class RequestBudget {
   private lastNow: number;
   // The request's CPU time: used = cpu() - cpuFrom - refunded. cpuFrom is NaN until the CPU clock is first read,
   // then that reading less the wall time since the start (never more CPU than wall time).
-  private readonly wallFrom: number;
+  private wallFrom: number;
   private cpuFrom = NaN;
   private refunded = 0;
   // The CPU time the current phase may reach (counted from the start), the wall time it began at, the last CPU
@@ -113,6 +113,19 @@ export class RequestBudget {
   /** Why the budget (or a phase's share of it) first ran out, or null while it lasts. Rules' shares aside. */
   get exhausted(): string | null {
     return this.exhaustedBy;
+  }
+
+  /**
+   * Starts the time afresh: what came before (checking and preparing the object, bounded by its size) is not the
+   * rules' doing. Steps are kept.
+   */
+  restart(): void {
+    if (!this.timed) return;
+    this.wallFrom = this.lastNow = this.phaseWallFrom = this.now();
+    this.cpuFrom = NaN;
+    this.refunded = 0;
+    if (this.limits.ms <= EAGER_CPU_MS) this.usedAt(this.wallFrom);
+    this.lookAt = this.nextLook();
   }
 
   /**
