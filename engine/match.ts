@@ -63,7 +63,7 @@ export const VALUES_LOOKUP_STEPS = 8;
 // The steps one comparison costs, by what the item compares with (the precedence of valueMatches).
 function compareSteps(item: CompiledMatchItem): number {
   if (item.matchValue !== undefined) return 1;
-  if (item.matchValues !== undefined) return item.matchValues.length < SET_FROM ? 1 : VALUES_LOOKUP_STEPS;
+  if (item.matchValues !== undefined) return item.valueSet ? VALUES_LOOKUP_STEPS : 1;
   return item.matchRegex !== undefined ? REGEX_STEPS : 1;
 }
 
@@ -74,24 +74,14 @@ function charged(value: string, steps: number, selects: SelectCache): string {
   return value;
 }
 
-// matchValues lists can be long (KubeMod sets no limit): past a few entries, a Set per list.
-const SET_FROM = 16;
-const valueSets = new WeakMap<readonly string[], ReadonlySet<string>>();
-
-function inValues(values: readonly string[], value: string): boolean {
-  if (values.length < SET_FROM) return values.includes(value);
-  let set = valueSets.get(values);
-  if (!set) valueSets.set(values, (set = new Set(values)));
-  return set.has(value);
-}
-
 /**
  * Whether one stringified select result satisfies the item's comparison. Precedence as in KubeMod: matchValue, then
  * a non-empty matchValues, then matchRegex, else any value matches. `selects` remembers regex results.
  */
 export function valueMatches(item: CompiledMatchItem, value: string, selects?: SelectCache): boolean {
   if (item.matchValue !== undefined) return value === item.matchValue;
-  if (item.matchValues !== undefined) return inValues(item.matchValues, value);
+  if (item.matchValues !== undefined)
+    return item.valueSet ? item.valueSet.has(value) : item.matchValues.includes(value);
   if (item.matchRegex !== undefined)
     return selects ? selects.test(item.matchRegex, value) : item.matchRegex.test(value);
   return true;
