@@ -27,11 +27,11 @@ export const UNTIMED_BUDGET: BudgetLimits = { steps: DEFAULT_BUDGET.steps, ms: I
 export const REJECT_RESERVE = 0.25;
 
 /**
- * How often (in steps) a per-evaluation counter reports to the request budget. Also bounds how far past its limit
- * a request or a rule runs: every operation charges its work as it goes, and 4096 steps are well under a
- * millisecond of work.
+ * How often (in steps) a per-evaluation counter reports to the request budget, and the wall clock (cheap) is looked
+ * at. Also bounds how far past its limit a request or a rule runs: every operation charges its work as it goes, and
+ * 1,024 steps are a fraction of a millisecond of work, even when garbage collection makes each step dearer.
  */
-export const BUDGET_CHECK_STEPS = 4096;
+export const BUDGET_CHECK_STEPS = 1024;
 
 /**
  * A rule's own share of the request budget: a tenth of the configured budget, and at most RULE_SHARE_CAP of the
@@ -48,9 +48,9 @@ export const RULE_SHARE_CAP = 0.4;
 
 /**
  * A rule is judged on time only once it has spent this many steps itself (an ordinary rule spends ~140): only a
- * rule doing real work reads the CPU clock.
+ * rule doing real work reads the CPU clock (a system call). Its time then counts from its start.
  */
-export const RULE_TIMED_AFTER_STEPS = BUDGET_CHECK_STEPS;
+export const RULE_TIMED_AFTER_STEPS = 2048;
 
 /**
  * The CPU clock is a system call, the wall clock is not; CPU time never runs ahead of wall time on the one thread
@@ -66,6 +66,14 @@ export const FIRST_CPU_LOOK = 0.125;
  * steps on a busy machine could take most of its time on the wall clock before the first look.
  */
 export const EAGER_CPU_MS = 20;
+
+/**
+ * What rules that fail alone give back to a request (the time they took beyond their share), and what rules that did
+ * little work but took most of the time (a garbage collection the rule before left) give back, in all: the request's
+ * own time, and at least this many ms (a demoted request's 5 ms is less than one such pause on a busy machine). A
+ * request so takes at most its time plus this, and one operation's overshoot.
+ */
+export const MIN_GIVEN_BACK_MS = 20;
 
 /** The share of one rule for a request under `limits`, when the configured budget is `configured`. */
 export function ruleShareOf(limits: BudgetLimits, configured: BudgetLimits = limits): BudgetLimits {

@@ -6,6 +6,7 @@ import {
   DEFAULT_BUDGET,
   EAGER_CPU_MS,
   FIRST_CPU_LOOK,
+  MIN_GIVEN_BACK_MS,
   RULE_TIMED_AFTER_STEPS,
   RuleBudgetExhaustedError,
   ruleShareOf,
@@ -56,6 +57,7 @@ export class RequestBudget {
   // Whether any time limit is finite: an untimed budget never reads a clock after its start.
   private readonly timed: boolean;
   private lastNow: number;
+  private readonly maxGivenBack: number;
   // The request's CPU time: used = cpu() - cpuFrom - refunded. cpuFrom is NaN until the CPU clock is first read,
   // then that reading less the wall time since the start (never more CPU than wall time).
   private wallFrom: number;
@@ -69,14 +71,14 @@ export class RequestBudget {
   private seenUsed = 0;
   private lookAt: number;
   // The current rule (beginRule..endRule): where its steps run out, where its clock starts, and once started (timed),
-  // the CPU reading and request time used it started at and the wall time of its next CPU reading. The last clock
+  // the request time used when it started and the wall time of its next CPU reading. The last clock
   // read before it began stands for its start (beginRule reads no clock).
   private inRule = false;
   private ruleFloor = -Infinity;
   private ruleClockFrom = -Infinity;
   private ruleWallFrom = 0;
+  private ruleSeenUsed = 0;
   private ruleTimed = false;
-  private ruleCpuFrom = 0;
   private ruleUsedFrom = 0;
   private ruleLookAt = Infinity;
   private ruleStopped: string | null = null;
@@ -96,6 +98,7 @@ export class RequestBudget {
     this.checkBelow = this.thresholds();
     this.wallFrom = this.lastNow = this.phaseWallFrom = this.timed ? this.now() : 0;
     this.limitMs = limits.ms;
+    this.maxGivenBack = Math.max(limits.ms, MIN_GIVEN_BACK_MS);
     if (limits.ms <= EAGER_CPU_MS) this.usedAt(this.wallFrom);
     this.lookAt = this.nextLook();
   }
@@ -165,6 +168,7 @@ export class RequestBudget {
     if (!Number.isFinite(this.remaining)) return;
     this.inRule = true;
     this.ruleWallFrom = this.lastNow;
+    this.ruleSeenUsed = this.seenUsed;
     this.ruleFloor = this.remaining - this.share.steps;
     this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.remaining - RULE_TIMED_AFTER_STEPS : -Infinity;
     this.ruleTimed = false;
@@ -254,9 +258,13 @@ export class RequestBudget {
     const why = ' (the rest is reserved for Reject rules)';
     const ruleFirst = this.ruleFloor >= this.heldSteps;
     if (this.inRule && ruleFirst && this.remaining < this.ruleFloor) {
-      // As below: the work an overshoot stands for was never done, so the request keeps it.
+      // As below: the work an overshoot stands for was never done, so the request keeps it; so does the time the
+      // rule took beyond its share (work it did without charging it first).
       this.remaining = this.ruleFloor;
-      this.ruleStopped = `rule budget exhausted: more than ${this.share.steps} evaluation steps (one rule's share)`;
+      this.failRule(
+        `rule budget exhausted: more than ${this.share.steps} evaluation steps (one rule's share)`,
+        this.timed ? this.ruleMsAt(this.readNow()) - this.share.ms : 0,
+      );
       return;
     }
     if (this.remaining < this.heldSteps) {
@@ -271,22 +279,25 @@ export class RequestBudget {
       return;
     }
     if (!this.timed) return;
-    const now = (this.lastNow = this.now());
+    const now = this.readNow();
     if (this.inRule && this.ruleOutOfTime(now)) return;
     if (now < this.lookAt) return;
     const used = this.usedAt(now);
     if (used <= this.limitMs) return;
-    const phase = now - this.phaseWallFrom;
-    if (this.inRule && (now - this.ruleWallFrom) * 2 > phase) {
-      // The time ran out during a rule that took more than half of it by itself: its doing, however busy the
-      // machine (the proportion is the same). It fails alone, and its CPU time (in that proportion) beyond its share
-      // is given back to the rules after it.
-      const ruleMs = ((now - this.ruleWallFrom) / Math.max(now - this.wallFrom, 1e-9)) * used;
-      this.failRule(
-        `rule budget exhausted: took more than half of the request's ${ms(this.phaseMs())} ms of CPU time (one rule's share)`,
-        ruleMs - this.share.ms,
-      );
-      return;
+    if (this.inRule && (now - this.ruleWallFrom) * 2 > now - this.phaseWallFrom) {
+      if (this.ruleTimed) {
+        // The time ran out during a rule doing real work that took more than half of it by itself: its doing,
+        // however busy the machine (the proportion is the same). It fails alone; its time beyond its share goes back.
+        this.failRule(
+          `rule budget exhausted: took more than half of the request's ${ms(this.phaseMs())} ms of CPU time (one rule's share)`,
+          this.ruleMsAt(now) - this.share.ms,
+        );
+        return;
+      }
+      // A rule that did little work took most of the time: not its doing (a garbage collection left by the rule
+      // before it, say). Its time goes back to the request, as far as what may go back allows.
+      const ruleMs = this.ruleMsAt(now);
+      if (this.giveBack(ruleMs) === ruleMs && this.seenUsed <= this.limitMs) return;
     }
     const { ms: total } = this.limits;
     this.stopRequest(
@@ -296,46 +307,75 @@ export class RequestBudget {
     );
   }
 
+  private readNow(): number {
+    return (this.lastNow = this.now());
+  }
+
+  // The CPU time the current rule has taken by wall time `now` (see ruleOutOfTime).
+  private ruleMsAt(now: number): number {
+    const used = this.usedAt(now);
+    return this.ruleTimed ? used - this.ruleUsedFrom : this.untimedMs(now, used);
+  }
+
+  // An untimed rule's CPU time: its part of the wall time, in proportion, and no more than all since the last CPU
+  // reading before it began.
+  private untimedMs(now: number, used: number): number {
+    return Math.min(this.wallPart(now) * used, used - this.ruleSeenUsed);
+  }
+
   // The current phase's own time: the Patch phase's part while the rest is held, else the whole.
   private phaseMs(): number {
     return this.limits.ms - this.heldMs;
   }
 
-  // The rule's CPU time: its clock starts once it has done real work (RULE_TIMED_AFTER_STEPS), then it runs out
-  // after share.ms of CPU time, unless the request's own limit comes first (then the request decides). True when it
-  // ran out.
+  // The rule's CPU time: its clock starts once it has done real work (RULE_TIMED_AFTER_STEPS) and counts from its
+  // start; it runs out after share.ms of CPU time, unless the request's own limit comes first (then the request
+  // decides). True when it ran out.
   private ruleOutOfTime(now: number): boolean {
+    let used: number;
     if (!this.ruleTimed) {
       if (this.remaining > this.ruleClockFrom) return false;
       this.ruleTimed = true;
-      this.ruleUsedFrom = this.usedAt(now);
-      this.ruleCpuFrom = this.ruleUsedFrom + this.cpuFrom + this.refunded;
-      this.ruleLookAt = now + this.share.ms;
-      return false;
+      used = this.usedAt(now);
+      // No clock was read when it began (see untimedMs).
+      this.ruleUsedFrom = used - this.untimedMs(now, used);
+    } else {
+      if (now < this.ruleLookAt) return false;
+      used = this.usedAt(now);
     }
-    if (now < this.ruleLookAt) return false;
-    const used = this.usedAt(now) + this.cpuFrom + this.refunded - this.ruleCpuFrom;
-    if (used <= this.share.ms) {
-      this.ruleLookAt = now + (this.share.ms - used);
+    const ruleMs = used - this.ruleUsedFrom;
+    if (ruleMs <= this.share.ms) {
+      this.ruleLookAt = now + (this.share.ms - ruleMs);
       return false;
     }
     this.ruleLookAt = Infinity;
     if (this.ruleUsedFrom + this.share.ms > this.limitMs) return false;
     this.failRule(
       `rule budget exhausted: took more than ${ms(this.share.ms)} ms of CPU time (one rule's share)`,
-      used - this.share.ms,
+      ruleMs - this.share.ms,
     );
     return true;
+  }
+
+  // The current rule's part of the wall time since the request's start (a clock read stands for when it began).
+  private wallPart(now: number): number {
+    return (now - this.ruleWallFrom) / Math.max(now - this.wallFrom, 1e-9);
   }
 
   // The current rule ran out of its share: it fails alone, and the CPU time it overshot its share by is given back
   // to the request (up to the request's own time in all), so the rules after it keep theirs.
   private failRule(why: string, overshootMs: number): void {
     this.ruleStopped = why;
-    const refund = Math.min(Math.max(overshootMs, 0), this.limits.ms - this.refunded);
-    this.refunded += refund;
-    this.seenUsed -= refund;
+    this.giveBack(overshootMs);
+  }
+
+  // Gives CPU time back to the request, up to MAX_GIVEN_BACK (in all, per request); returns what was given.
+  private giveBack(ms: number): number {
+    const given = Math.min(Math.max(ms, 0), this.maxGivenBack - this.refunded);
+    this.refunded += given;
+    this.seenUsed -= given;
     this.lookAt = this.nextLook();
+    return given;
   }
 
   private stopRequest(why: string): void {
