@@ -1,7 +1,7 @@
 import { BudgetExhaustedError, RequestBudget } from '../util/budget';
 import { BranchNode, Node, TemplateTree } from './ast';
 import { TemplateRuntimeError } from './errors';
-import { Budget, formatValue, GoValue, isMap, isTrue, sortedKeys } from './values';
+import { Budget, formatValue, GoValue, isMap, isTrue, metered, sortedKeys } from './values';
 import { DEFAULT_LIMITS, ExecState, nameText, RenderLimits, TemplateName } from './exec-state';
 import { evalPipeline } from './pipeline';
 
@@ -28,7 +28,8 @@ export function execute(
   name: TemplateName = tree.name,
 ): string {
   try {
-    return run(new ExecState(tree, data, limits, budget ?? null, name));
+    const state = new ExecState(tree, data, limits, budget ?? null, name);
+    return metered(state, () => run(state));
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.
@@ -56,7 +57,7 @@ function walk(s: ExecState, dot: GoValue, nodes: readonly Node[]): number {
         if (node.pipe.decl.length === 0) {
           let text: string;
           try {
-            text = formatValue(v, new Budget(Math.max(s.remaining, 0)));
+            text = typeof v === 'string' ? v : formatValue(v, new Budget(Math.max(s.remaining, 0)));
           } catch (e) {
             s.fail(node.pos, node.text, (e as Error).message);
           }
