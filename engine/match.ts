@@ -47,11 +47,11 @@ function itemMatchesIn(item: CompiledMatchItem, selects: SelectCache): boolean {
   const perValue = compareSteps(item);
   if (item.matchFor === 'All') {
     for (const v of values)
-      if (!valueMatches(item, charged(goString(v), perValue, selects), selects)) return item.negate;
+      if (!valueMatches(item, compared(v, perValue, selects), selects)) return item.negate;
     return !item.negate;
   }
   for (const v of values)
-    if (valueMatches(item, charged(goString(v), perValue, selects), selects)) return !item.negate;
+    if (valueMatches(item, compared(v, perValue, selects), selects)) return !item.negate;
   return item.negate;
 }
 
@@ -68,10 +68,13 @@ function compareSteps(item: CompiledMatchItem): number {
 }
 
 // Comparing a value costs its steps, and one more per 64 characters: a rule comparing every value of a big object
-// pays for it, not only for the select.
-function charged(value: string, steps: number, selects: SelectCache): string {
-  selects.budget?.charge(steps + (value.length >> 6));
-  return value;
+// pays for it, not only for the select. A map or list is formatted as Go prints it, paid for as it goes.
+function compared(v: JsonValue, steps: number, selects: SelectCache): string {
+  const budget = selects.budget;
+  const text =
+    budget && typeof v === 'object' && v !== null ? goString(v, (n) => budget.charge(n)) : goString(v);
+  budget?.charge(steps + (text.length >> 6));
+  return text;
 }
 
 /**
