@@ -59,6 +59,10 @@ function walk(s: ExecState, dot: GoValue, nodes: readonly Node[]): number {
           try {
             text = typeof v === 'string' ? v : formatValue(v, new Budget(Math.max(s.remaining, 0)));
           } catch (e) {
+            // The request's budget running out is the request's (or the rule's) failure, not this template's; the
+            // render's own step limit says where it was reached already.
+            if (e instanceof BudgetExhaustedError) throw e;
+            if (e instanceof TemplateRuntimeError && e.message.startsWith('template: ')) throw e;
             s.fail(node.pos, node.text, (e as Error).message);
           }
           s.write(text);
