@@ -68,10 +68,9 @@ export const FIRST_CPU_LOOK = 0.125;
 export const EAGER_CPU_MS = 20;
 
 /**
- * What rules that fail alone give back to a request (the time they took beyond their share), and what rules that did
- * little work but took most of the time (a garbage collection the rule before left) give back, in all: the request's
- * own time, and at least this many ms (a demoted request's 5 ms is less than one such pause on a busy machine). A
- * request so takes at most its time plus this, and one operation's overshoot.
+ * What rules that fail alone give back to a request (the time they took beyond their share, a garbage collection
+ * among it), in all: the request's own time, and at least this many ms (a demoted request's 5 ms is less than one
+ * such pause on a busy machine). A request so takes at most its time plus this, and one operation's overshoot.
  */
 export const MIN_GIVEN_BACK_MS = 20;
 

@@ -58,11 +58,13 @@ export class RequestBudget {
   private readonly timed: boolean;
   private lastNow: number;
   private readonly maxGivenBack: number;
-  // The request's CPU time: used = cpu() - cpuFrom - refunded. cpuFrom is NaN until the CPU clock is first read,
+  // The request's CPU time: used = cpu() - cpuFrom - excused. cpuFrom is NaN until the CPU clock is first read,
   // then that reading less the wall time since the start (never more CPU than wall time).
   private wallFrom: number;
   private cpuFrom = NaN;
-  private refunded = 0;
+  private excused = 0;
+  // What failing rules gave back (see MIN_GIVEN_BACK_MS).
+  private given = 0;
   // The CPU time the current phase may reach (counted from the start), the wall time it began at, the last CPU
   // reading (wall time, CPU used then) and the wall time of the next one.
   private limitMs: number;
@@ -76,6 +78,7 @@ export class RequestBudget {
   private inRule = false;
   private ruleFloor = -Infinity;
   private ruleClockFrom = -Infinity;
+  private ruleWorkFrom = -Infinity;
   private ruleWallFrom = 0;
   private ruleSeenUsed = 0;
   private ruleTimed = false;
@@ -126,7 +129,8 @@ export class RequestBudget {
     if (!this.timed) return;
     this.wallFrom = this.lastNow = this.phaseWallFrom = this.now();
     this.cpuFrom = NaN;
-    this.refunded = 0;
+    this.excused = 0;
+    this.given = 0;
     if (this.limits.ms <= EAGER_CPU_MS) this.usedAt(this.wallFrom);
     this.lookAt = this.nextLook();
   }
@@ -170,7 +174,8 @@ export class RequestBudget {
     this.ruleWallFrom = this.lastNow;
     this.ruleSeenUsed = this.seenUsed;
     this.ruleFloor = this.remaining - this.share.steps;
-    this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.remaining - RULE_TIMED_AFTER_STEPS : -Infinity;
+    this.ruleWorkFrom = this.remaining - RULE_TIMED_AFTER_STEPS;
+    this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.ruleWorkFrom : -Infinity;
     this.ruleTimed = false;
     this.ruleLookAt = Infinity;
     this.ruleStopped = null;
@@ -245,7 +250,7 @@ export class RequestBudget {
     const cpu = this.cpu();
     if (Number.isNaN(this.cpuFrom)) this.cpuFrom = cpu - (now - this.wallFrom);
     this.seenWall = now;
-    this.seenUsed = cpu - this.cpuFrom - this.refunded;
+    this.seenUsed = cpu - this.cpuFrom - this.excused;
     this.lookAt = this.nextLook();
     return this.seenUsed;
   }
@@ -284,20 +289,21 @@ export class RequestBudget {
     if (now < this.lookAt) return;
     const used = this.usedAt(now);
     if (used <= this.limitMs) return;
+    if (this.inRule && this.remaining > this.ruleWorkFrom) {
+      // A rule doing little work (it charges every operation as it goes) cannot have taken the time: a garbage
+      // collection, the first run of the code, the machine did. Not the rules' work: it is excused, and the time
+      // counts again from the last reading before the rule began.
+      this.excuse(used - this.ruleSeenUsed);
+      return;
+    }
     if (this.inRule && (now - this.ruleWallFrom) * 2 > now - this.phaseWallFrom) {
-      if (this.ruleTimed) {
-        // The time ran out during a rule doing real work that took more than half of it by itself: its doing,
-        // however busy the machine (the proportion is the same). It fails alone; its time beyond its share goes back.
-        this.failRule(
-          `rule budget exhausted: took more than half of the request's ${ms(this.phaseMs())} ms of CPU time (one rule's share)`,
-          this.ruleMsAt(now) - this.share.ms,
-        );
-        return;
-      }
-      // A rule that did little work took most of the time: not its doing (a garbage collection left by the rule
-      // before it, say). Its time goes back to the request, as far as what may go back allows.
-      const ruleMs = this.ruleMsAt(now);
-      if (this.giveBack(ruleMs) === ruleMs && this.seenUsed <= this.limitMs) return;
+      // The time ran out during a rule doing real work that took more than half of it by itself: its doing, however
+      // busy the machine (the proportion is the same). It fails alone; its time beyond its share goes back.
+      this.failRule(
+        `rule budget exhausted: took more than half of the request's ${ms(this.phaseMs())} ms of CPU time (one rule's share)`,
+        this.ruleMsAt(now) - this.share.ms,
+      );
+      return;
     }
     const { ms: total } = this.limits;
     this.stopRequest(
@@ -369,13 +375,18 @@ export class RequestBudget {
     this.giveBack(overshootMs);
   }
 
-  // Gives CPU time back to the request, up to MAX_GIVEN_BACK (in all, per request); returns what was given.
-  private giveBack(ms: number): number {
-    const given = Math.min(Math.max(ms, 0), this.maxGivenBack - this.refunded);
-    this.refunded += given;
-    this.seenUsed -= given;
+  // Gives CPU time back to the request, up to maxGivenBack in all.
+  private giveBack(ms: number): void {
+    const given = Math.min(Math.max(ms, 0), this.maxGivenBack - this.given);
+    this.given += given;
+    this.excuse(given);
+  }
+
+  // Takes CPU time off what the request has used.
+  private excuse(ms: number): void {
+    this.excused += ms;
+    this.seenUsed -= ms;
     this.lookAt = this.nextLook();
-    return given;
   }
 
   private stopRequest(why: string): void {
