@@ -1,7 +1,7 @@
 import { BudgetExhaustedError, RequestBudget } from '../util/budget';
 import { BranchNode, Node, TemplateTree } from './ast';
 import { TemplateRuntimeError } from './errors';
-import { Budget, formatValue, GoValue, isMap, isTrue, metered, sortedKeys } from './values';
+import { Budget, formatValue, GoValue, isMap, isTrue, sortedKeys, useMeter } from './values';
 import { DEFAULT_LIMITS, ExecState, nameText, RenderLimits, TemplateName } from './exec-state';
 import { evalPipeline } from './pipeline';
 
@@ -29,7 +29,12 @@ export function execute(
 ): string {
   try {
     const state = new ExecState(tree, data, limits, budget ?? null, name);
-    return metered(state, () => run(state));
+    const outer = useMeter(state);
+    try {
+      return run(state);
+    } finally {
+      useMeter(outer);
+    }
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.

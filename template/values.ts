@@ -34,15 +34,14 @@ export interface Meter {
 // functions too.
 let currentMeter: Meter | null = null;
 
-/** Runs fn with `meter` paying for every value formatted meanwhile (see Budget). */
-export function metered<T>(meter: Meter, fn: () => T): T {
+/**
+ * Makes `meter` pay for every value formatted from now on (see Budget); returns the one it replaces, to be put back
+ * (a render sets its own around its run: no closure per render).
+ */
+export function useMeter(meter: Meter | null): Meter | null {
   const outer = currentMeter;
   currentMeter = meter;
-  try {
-    return fn();
-  } finally {
-    currentMeter = outer;
-  }
+  return outer;
 }
 
 /** Sorted keys, as Go's fmt and encoding/json order maps. */
@@ -113,7 +112,7 @@ function plain(digits: string, exp: number): string {
 
 /**
  * Accumulates formatted text and stops once a size budget is spent (shared structures can expand hugely). Each spend
- * is also paid to `meter` (default: the render being evaluated, see metered): a step, and one per 64 characters, so
+ * is also paid to `meter` (default: the render being evaluated, see useMeter): a step, and one per 64 characters, so
  * formatting a large value is stopped by the request budget as it goes.
  */
 export class Budget {
