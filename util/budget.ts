@@ -229,10 +229,14 @@ export class RequestBudget {
   }
 
   // Running out of steps (the phase's or the rule's) is always noticed at once, and a rule's clock starts on time.
+  // Called around every candidate rule: plain comparisons (Math.max of four is not inlined as well).
   private thresholds(): number {
-    if (this.remaining === Infinity) return -Infinity;
-    const clockDue = this.inRule && !this.ruleTimed ? this.ruleClockFrom : -Infinity;
-    return Math.max(this.batchBelow, this.heldSteps, this.ruleFloor, clockDue);
+    let t = this.batchBelow > this.heldSteps ? this.batchBelow : this.heldSteps;
+    if (this.inRule) {
+      if (this.ruleFloor > t) t = this.ruleFloor;
+      if (!this.ruleTimed && this.ruleClockFrom > t) t = this.ruleClockFrom;
+    }
+    return t;
   }
 
   // The wall time at which the phase could first have used its CPU time: before any CPU reading, FIRST_CPU_LOOK of
