@@ -12,8 +12,25 @@ import {
   ruleShareOf,
 } from './budget-limits';
 
-// The limits, shares and errors live in budget-limits.ts; importers take them from here with the budget.
-export * from './budget-limits';
+// The limits, shares and errors live in budget-limits.ts; importers take them from here with the budget. Named, not
+// `export *`: compiled to CommonJS, `export *` reads every name through one shared getter (a megamorphic lookup on
+// the request path, at each evaluator's start); a named re-export is a getter of its own, inlined.
+export {
+  BUDGET_CHECK_STEPS,
+  BudgetExhaustedError,
+  DEFAULT_BUDGET,
+  EAGER_CPU_MS,
+  FIRST_CPU_LOOK,
+  MIN_GIVEN_BACK_MS,
+  REJECT_RESERVE,
+  RULE_SHARE,
+  RULE_SHARE_CAP,
+  RULE_TIMED_AFTER_STEPS,
+  RuleBudgetExhaustedError,
+  UNTIMED_BUDGET,
+  ruleShareOf,
+} from './budget-limits';
+export type { BudgetLimits } from './budget-limits';
 
 /** Clocks a RequestBudget reads (tests pass their own). */
 export interface BudgetClocks {
