@@ -2,8 +2,8 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
-import { HEAVY_SPECS, HeavySpec, modRule, neighbourRule } from '../fixtures/heavy';
-import { benignRule, bigConfigMap, smallConfigMap } from '../fixtures/hostile';
+import { HEAVY_SPECS, heavyObject, HeavySpec, modRule, neighbourRule } from '../fixtures/heavy';
+import { benignRule, smallConfigMap } from '../fixtures/hostile';
 import { generateCertificates } from '../webhook/certs';
 import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { MemoryTlsSource } from '../webhook/tls';
@@ -109,9 +109,7 @@ async function heavyNeighbours(cert: string, key: string): Promise<BenchRow[]> {
   const server = await startWorker({ modruleQuarantineBench: true, cert, key, rules, namespaces: [] });
   try {
     const benign = configMapReview(smallConfigMap('good'));
-    const heavy = HEAVY_SPECS.map((h) =>
-      configMapReview(h.onlyBig ? bigConfigMap(ns(h), 'big', BIG_KEYS) : smallConfigMap(ns(h))),
-    );
+    const heavy = HEAVY_SPECS.map((h) => configMapReview(heavyObject(h, ns(h), BIG_KEYS)));
     const alone = await load(server.url, benign, CONNECTIONS, SECONDS, 10);
     const [shared, evil] = await Promise.all([
       load(server.url, benign, CONNECTIONS, SECONDS, 10),

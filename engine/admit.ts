@@ -84,6 +84,8 @@ export function admit(
   // Patch rules run on DELETE too, as in KubeMod (CalculatePatch runs for every operation): Reject rules then see
   // the patched old object. The API server has no object to patch on DELETE, so no patch is returned there.
   const lastApplied = new LastApplied(subject);
+  // The rules' time starts here: reading and preparing the object (bounded by its size) is nobody's rule.
+  budget.restart();
   // Patch rules (a tenant's own among them) cannot spend what the Reject rules (the cluster's among them) need.
   const reserved = index.rejectOperations.has(operation);
   if (reserved) budget.reserve(REJECT_RESERVE);

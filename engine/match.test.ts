@@ -175,3 +175,35 @@ spec:
     expect(ruleMatches(rule, { ...deployment, kind: 'StatefulSet' })).toBe(false);
   });
 });
+
+describe('long matchValues lists', () => {
+  const values = Array.from({ length: 100_000 }, (_, i) => `w${i}`);
+  const long = () =>
+    compileModRule({
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'm', namespace: 'default' },
+      spec: { type: 'Reject', match: [{ select: '$.data.*', matchValues: [...values, 'v7'] }] },
+    } as unknown as ModRule).match[0];
+
+  test('are kept as a Set when compiled, so no request builds one', () => {
+    const item = long();
+    expect(item.valueSet?.size).toBe(100_001);
+    // Short lists are compared in place.
+    expect(
+      compileModRule({
+        apiVersion: 'api.kubemod.io/v1beta1',
+        kind: 'ModRule',
+        metadata: { name: 'm', namespace: 'default' },
+        spec: { type: 'Reject', match: [{ select: '$.kind', matchValues: ['Pod', 'Service'] }] },
+      } as unknown as ModRule).match[0].valueSet,
+    ).toBeUndefined();
+  });
+
+  test('match as the list does', () => {
+    const item = long();
+    expect(itemMatches(item, { data: { a: 'x', b: 'v7' } })).toBe(true);
+    expect(itemMatches(item, { data: { a: 'w99999' } })).toBe(true);
+    expect(itemMatches(item, { data: { a: 'w100000' } })).toBe(false);
+  });
+});

@@ -47,11 +47,11 @@ function itemMatchesIn(item: CompiledMatchItem, selects: SelectCache): boolean {
   const perValue = compareSteps(item);
   if (item.matchFor === 'All') {
     for (const v of values)
-      if (!valueMatches(item, charged(goString(v), perValue, selects), selects)) return item.negate;
+      if (!valueMatches(item, compared(v, perValue, selects), selects)) return item.negate;
     return !item.negate;
   }
   for (const v of values)
-    if (valueMatches(item, charged(goString(v), perValue, selects), selects)) return !item.negate;
+    if (valueMatches(item, compared(v, perValue, selects), selects)) return !item.negate;
   return item.negate;
 }
 
@@ -63,26 +63,18 @@ export const VALUES_LOOKUP_STEPS = 8;
 // The steps one comparison costs, by what the item compares with (the precedence of valueMatches).
 function compareSteps(item: CompiledMatchItem): number {
   if (item.matchValue !== undefined) return 1;
-  if (item.matchValues !== undefined) return item.matchValues.length < SET_FROM ? 1 : VALUES_LOOKUP_STEPS;
+  if (item.matchValues !== undefined) return item.valueSet ? VALUES_LOOKUP_STEPS : 1;
   return item.matchRegex !== undefined ? REGEX_STEPS : 1;
 }
 
 // Comparing a value costs its steps, and one more per 64 characters: a rule comparing every value of a big object
-// pays for it, not only for the select.
-function charged(value: string, steps: number, selects: SelectCache): string {
-  selects.budget?.charge(steps + (value.length >> 6));
-  return value;
-}
-
-// matchValues lists can be long (KubeMod sets no limit): past a few entries, a Set per list.
-const SET_FROM = 16;
-const valueSets = new WeakMap<readonly string[], ReadonlySet<string>>();
-
-function inValues(values: readonly string[], value: string): boolean {
-  if (values.length < SET_FROM) return values.includes(value);
-  let set = valueSets.get(values);
-  if (!set) valueSets.set(values, (set = new Set(values)));
-  return set.has(value);
+// pays for it, not only for the select. A map or list is formatted as Go prints it, paid for as it goes.
+function compared(v: JsonValue, steps: number, selects: SelectCache): string {
+  const budget = selects.budget;
+  const text =
+    budget && typeof v === 'object' && v !== null ? goString(v, (n) => budget.charge(n)) : goString(v);
+  budget?.charge(steps + (text.length >> 6));
+  return text;
 }
 
 /**
@@ -91,7 +83,8 @@ function inValues(values: readonly string[], value: string): boolean {
  */
 export function valueMatches(item: CompiledMatchItem, value: string, selects?: SelectCache): boolean {
   if (item.matchValue !== undefined) return value === item.matchValue;
-  if (item.matchValues !== undefined) return inValues(item.matchValues, value);
+  if (item.matchValues !== undefined)
+    return item.valueSet ? item.valueSet.has(value) : item.matchValues.includes(value);
   if (item.matchRegex !== undefined)
     return selects ? selects.test(item.matchRegex, value) : item.matchRegex.test(value);
   return true;

@@ -195,7 +195,8 @@ function ownPath(root: JsonValue, tokens: readonly string[], owned: Set<object>)
   };
   const top = own(root);
   let doc = top;
-  for (let i = 0; i < tokens.length - 1; i++) {
+  let i = 0;
+  for (; i < tokens.length - 1; i++) {
     const key = childKey(doc, tokens[i]);
     if (key === undefined) break;
     const child = Array.isArray(doc) ? doc[key as number] : doc[key as string];
@@ -207,14 +208,20 @@ function ownPath(root: JsonValue, tokens: readonly string[], owned: Set<object>)
     }
     doc = mine;
   }
+  reached.parentLength = i === tokens.length - 1 && Array.isArray(doc) ? doc.length : 0;
   return top;
 }
+
+// What ownPath found, without allocating per operation: the length of the operation's parent when it is an array
+// (an add or remove there moves the elements after it).
+const reached = { parentLength: 0 };
 
 /**
  * Applies resolved operations to a copy of `root` that shares every part the operations do not touch; `root`
  * itself is never changed, so a failing rule simply drops its copy. `owned` (default: a fresh set) holds the
  * containers already private to the copy; values are shared, never mutated later (a write under one copies it).
- * Each operation costs the request budget (if given) a step.
+ * Each operation costs the request budget (if given) a step, and one per 64 elements of an array it inserts into or
+ * removes from.
  */
 export function applyOperationsShared(
   root: JsonValue,
@@ -226,7 +233,11 @@ export function applyOperationsShared(
   for (const o of ops) {
     budget?.charge(1);
     try {
-      doc = applyKubeModOperation(ownPath(doc, o.tokens, owned), o.op, o.tokens, o.value);
+      const own = ownPath(doc, o.tokens, owned);
+      // Inserting into or removing from a long array moves its elements: paid before, a step per 64.
+      if (budget && o.op !== 'replace' && reached.parentLength >= 64)
+        budget.charge(reached.parentLength >> 6);
+      doc = applyKubeModOperation(own, o.op, o.tokens, o.value);
     } catch (err) {
       throw new RuleRuntimeError(`${o.op} ${formatPointer(o.tokens)}: ${(err as Error).message}`);
     }

@@ -1,8 +1,8 @@
 import { JsonObject } from '../util/json';
 import { RequestBudget } from '../util/budget';
 import { RuleStore } from '../store/rules';
-import { HEAVY_SPECS, HeavySpec, modRule, neighbourRule } from '../fixtures/heavy';
-import { bigConfigMap, smallConfigMap } from '../fixtures/hostile';
+import { HEAVY_SPECS, heavyObject, HeavySpec, modRule, neighbourRule } from '../fixtures/heavy';
+import { smallConfigMap } from '../fixtures/hostile';
 import { admit, AdmitOptions } from './admit';
 
 // Issue 24: a heavy rule fails alone. Each rule has its own share of the request budget (a tenth); a rule that
@@ -13,7 +13,6 @@ const SHARE = 25_000;
 const BIG_KEYS = 8_000;
 
 const budget = () => new RequestBudget(LIMITS);
-const big = (ns: string) => bigConfigMap(ns, 'big', BIG_KEYS);
 
 function storeOf(rules: JsonObject[]): RuleStore {
   const store = new RuleStore();
@@ -42,7 +41,7 @@ describe.each(HEAVY_SPECS.map((h) => [h.heavy, h.name, h] as const))(
   'a heavy rule (%s: %s) next to an ordinary one in the same namespace',
   (_class, name, heavy: HeavySpec) => {
     const store = storeOf([modRule('team', name, heavy.spec), neighbourRule('team', NEIGHBOUR)]);
-    const object = heavy.onlyBig ? big('team') : smallConfigMap('team');
+    const object = heavyObject(heavy, 'team', BIG_KEYS);
 
     it('fails alone: the neighbour still applies on the same request', () => {
       const out = create(store, object);
@@ -211,7 +210,7 @@ describe('time', () => {
     expect(out.failures).toEqual([
       {
         rule: { namespace: 'team', name: 'a-slow' },
-        message: "rule budget exhausted: took longer than 100 ms (one rule's share)",
+        message: "rule budget exhausted: took more than 100 ms of CPU time (one rule's share)",
       },
     ]);
     expect(names(out.patched)).toEqual([NEIGHBOUR]);

@@ -1,6 +1,7 @@
 import { JsonValue } from '../util/json';
 import { BUDGET_CHECK_STEPS, RequestBudget } from '../util/budget';
 import { JsonPathLimitError } from './errors';
+import { formatGoValue } from './goformat';
 import type { Val } from './values';
 import type { IndexLink, PathLink } from './pointers';
 
@@ -77,4 +78,24 @@ export function spend(ctx: Ctx, n: number): void {
   if (!ctx.budget) return;
   ctx.extra += n;
   ctx.checkAt -= n;
+}
+
+/**
+ * Work that is not a node visit (building a result's pointer, formatting a value), charged at once: the budget is
+ * looked at within BUDGET_CHECK_STEPS steps of work, not at the next visit.
+ */
+export function work(ctx: Ctx, n: number): void {
+  if (!ctx.budget) return;
+  ctx.extra += n;
+  ctx.checkAt -= n;
+  if (ctx.visits > ctx.checkAt) checkpoint(ctx);
+}
+
+/** A value as Go's `%v` prints it (strings unchanged); a map or list paid for as it is formatted. */
+export function textIn(ctx: Ctx, v: JsonValue): string {
+  if (typeof v === 'string') return v;
+  return formatGoValue(
+    v,
+    ctx.budget && typeof v === 'object' && v !== null ? (n) => work(ctx, n) : undefined,
+  );
 }

@@ -3,7 +3,7 @@ import { RequestBudget } from '../util/budget';
 import { isAmbiguous, JsonPathNode, PathNode } from './ast';
 import { JsonPathLimitError } from './errors';
 import { ERR, toFloat, UNDEF } from './values';
-import { Expr, MAX_RESULTS, newCtx, noopSink, settle } from './eval-context';
+import { Expr, MAX_RESULTS, newCtx, noopSink, settle, work } from './eval-context';
 import { childByName, escapeToken, hasOwn, indicesOf, pointerOf } from './pointers';
 import { compilePlainStep, compileSegments } from './steps';
 import { compileBinary, compileCall } from './operators';
@@ -67,12 +67,27 @@ function compileTopPath(node: PathNode): SelectFn {
       if (results.length >= MAX_RESULTS) {
         throw new JsonPathLimitError(`select yielded more than ${MAX_RESULTS} results; narrow the select`);
       }
-      results.push({ value, path: pointerOf(path), indices: indicesOf(indices) });
+      const pointer = pointerOf(path);
+      const captured = indicesOf(indices);
+      results.push({ value, path: pointer, indices: captured });
+      // A result costs several visits (its pointer, its captures), and pointers their depth: a 20,000-element
+      // select or a recursive descent 900 levels down pays for it as it goes.
+      work(ctx, RESULT_STEPS + (((pointer?.length ?? 0) + captureChars(captured)) >> 4));
     });
     walk(ctx, root, null, null);
     settle(ctx);
     return results;
   };
+}
+
+/** What one result of a select costs beyond its visit: building its pointer and captures (~0.5-1 us). */
+export const RESULT_STEPS = 4;
+
+// The text the captured indices hold (descent captures are relative pointers).
+function captureChars(captured: ReadonlyArray<number | string>): number {
+  let n = 0;
+  for (const c of captured) if (typeof c === 'string') n += c.length;
+  return n;
 }
 
 function compileStaticGetter(keys: readonly (string | number)[]): (v: JsonValue) => JsonValue | typeof UNDEF {

@@ -17,18 +17,38 @@ export function formatGoFloat(f: number): string {
   return String(f);
 }
 
-/** Formats a JSON value as Go's fmt `%v` does for values decoded by encoding/json (KubeMod converts select results this way). */
-export function formatGoValue(v: JsonValue): string {
+/**
+ * Formats a JSON value as Go's fmt `%v` does for values decoded by encoding/json (KubeMod converts select results this
+ * way). `charge`, when given, is paid as the formatting goes (a step per element, key and 64 characters), before each
+ * container's elements are formatted: a large value is stopped by its budget, not formatted whole first.
+ */
+export function formatGoValue(v: JsonValue, charge?: (steps: number) => void): string {
   if (v === null) return '<nil>';
   if (typeof v === 'string') return v;
   if (typeof v === 'number') return formatGoFloat(v);
   if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (Array.isArray(v)) return `[${v.map(formatGoValue).join(' ')}]`;
+  if (Array.isArray(v)) {
+    charge?.(1 + v.length);
+    const parts = new Array<string>(v.length);
+    for (let i = 0; i < v.length; i++) parts[i] = element(v[i], charge);
+    return `[${parts.join(' ')}]`;
+  }
   if (isJsonObject(v)) {
-    const keys = Object.keys(v).sort();
-    return `map[${keys.map((k) => `${k}:${formatGoValue(v[k])}`).join(' ')}]`;
+    const keys = Object.keys(v);
+    // Sorting costs about as much again as listing.
+    charge?.(1 + 2 * keys.length);
+    keys.sort();
+    const parts = new Array<string>(keys.length);
+    for (let i = 0; i < keys.length; i++) parts[i] = `${keys[i]}:${element(v[keys[i]], charge)}`;
+    return `map[${parts.join(' ')}]`;
   }
   return String(v);
+}
+
+function element(v: JsonValue, charge: ((steps: number) => void) | undefined): string {
+  const text = formatGoValue(v, charge);
+  if (charge && text.length >= 64 && typeof v === 'string') charge(text.length >> 6);
+  return text;
 }
 
 const GO_FLOAT = /^[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$/i;

@@ -3,7 +3,7 @@ import { compileRegex, RegexSyntaxError, SafeRegex } from '../util/regex';
 import { BinaryNode, CallNode, JsonPathNode } from './ast';
 import { JsonPathSyntaxError } from './errors';
 import { compareOrder, ERR, lengthOf, looseEquals, toFloat, toText, UNDEF } from './values';
-import { Expr, spend } from './eval-context';
+import { Expr, spend, textIn } from './eval-context';
 import type { ExprCompiler } from './steps';
 
 /** Compiles a function call (isDefined, isUndefined, isEmpty, isNotEmpty, length). */
@@ -100,7 +100,7 @@ export function compileBinary(node: BinaryNode, compileExpr: ExprCompiler): Expr
         if (!re) return ERR;
       }
       if (a === UNDEF) return false;
-      const text = toText(a);
+      const text = textIn(ctx, a);
       spend(ctx, REGEX_TEST_STEPS + (text.length >> 4));
       return re.test(text) !== negate;
     };
@@ -175,7 +175,7 @@ export function compileBinary(node: BinaryNode, compileExpr: ExprCompiler): Expr
         const fa = toFloat(a);
         const fb = toFloat(b);
         if (fa !== undefined && fb !== undefined) return fa + fb;
-        return toText(a) + toText(b);
+        return textIn(ctx, a) + textIn(ctx, b);
       };
     default: {
       const op = node.op;

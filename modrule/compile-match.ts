@@ -3,7 +3,7 @@ import type { SafeRegex } from '../util/regex';
 import { isJsonObject, JsonValue } from '../util/json';
 import { Interner } from '../util/interner';
 import type { MatchFor, MatchItem } from './types';
-import type { CompiledMatchItem } from './compiled';
+import { CompiledMatchItem, VALUE_SET_FROM } from './compiled';
 import { countOf, describe, Report, tryJsonPath, tryRegex, unknownField } from './field-checks';
 
 const MATCH_FIELDS = new Set(['select', 'matchValue', 'matchValues', 'matchRegex', 'matchFor', 'negate']);
@@ -14,6 +14,7 @@ const items = new Interner<MatchItemImpl>();
 let nextItemId = 0;
 class MatchItemImpl implements CompiledMatchItem {
   readonly id = nextItemId++;
+  readonly valueSet?: ReadonlySet<string>;
   constructor(
     readonly select: CompiledJsonPath,
     readonly matchValue: string | undefined,
@@ -21,7 +22,9 @@ class MatchItemImpl implements CompiledMatchItem {
     readonly matchRegex: SafeRegex | undefined,
     readonly matchFor: MatchFor,
     readonly negate: boolean,
-  ) {}
+  ) {
+    if (matchValues && matchValues.length >= VALUE_SET_FROM) this.valueSet = new Set(matchValues);
+  }
 }
 
 /** One item of spec.match compiled and interned (with its interning key), or undefined with its problems reported. */

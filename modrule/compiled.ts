@@ -12,10 +12,18 @@ export interface CompiledMatchItem {
   readonly select: CompiledJsonPath;
   readonly matchValue?: string;
   readonly matchValues?: readonly string[];
+  /** matchValues as a Set when the list is long (VALUE_SET_FROM entries or more): built once, when compiled. */
+  readonly valueSet?: ReadonlySet<string>;
   readonly matchRegex?: SafeRegex;
   readonly matchFor: MatchFor;
   readonly negate: boolean;
 }
+
+/**
+ * A matchValues list this long or longer is also kept as a Set (KubeMod sets no limit: 100,000 values made a
+ * request build one, uncounted, in the middle of a rule).
+ */
+export const VALUE_SET_FROM = 16;
 
 /** A path token: literal text, or text with `#N` placeholders (numbers) to fill from a select's captured indices. */
 export type PathToken = string | ReadonlyArray<string | number>;

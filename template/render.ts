@@ -1,7 +1,7 @@
 import { BudgetExhaustedError, RequestBudget } from '../util/budget';
 import { BranchNode, Node, TemplateTree } from './ast';
 import { TemplateRuntimeError } from './errors';
-import { Budget, formatValue, GoValue, isMap, isTrue, sortedKeys } from './values';
+import { Budget, formatValue, GoValue, isMap, isTrue, sortedKeys, useMeter } from './values';
 import { DEFAULT_LIMITS, ExecState, nameText, RenderLimits, TemplateName } from './exec-state';
 import { evalPipeline } from './pipeline';
 
@@ -28,7 +28,13 @@ export function execute(
   name: TemplateName = tree.name,
 ): string {
   try {
-    return run(new ExecState(tree, data, limits, budget ?? null, name));
+    const state = new ExecState(tree, data, limits, budget ?? null, name);
+    const outer = useMeter(state);
+    try {
+      return run(state);
+    } finally {
+      useMeter(outer);
+    }
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.
@@ -56,8 +62,12 @@ function walk(s: ExecState, dot: GoValue, nodes: readonly Node[]): number {
         if (node.pipe.decl.length === 0) {
           let text: string;
           try {
-            text = formatValue(v, new Budget(Math.max(s.remaining, 0)));
+            text = typeof v === 'string' ? v : formatValue(v, new Budget(Math.max(s.remaining, 0)));
           } catch (e) {
+            // The request's budget running out is the request's (or the rule's) failure, not this template's; the
+            // render's own step limit says where it was reached already.
+            if (e instanceof BudgetExhaustedError) throw e;
+            if (e instanceof TemplateRuntimeError && e.message.startsWith('template: ')) throw e;
             s.fail(node.pos, node.text, (e as Error).message);
           }
           s.write(text);

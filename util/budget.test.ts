@@ -4,21 +4,9 @@ import {
   BUDGET_CHECK_STEPS,
   BudgetExhaustedError,
   RequestBudget,
-  RULE_TIMED_AFTER_STEPS,
   RuleBudgetExhaustedError,
   ruleShareOf,
 } from './budget';
-
-// A clock the test moves by hand.
-function manualClock(): { now: () => number; advance: (ms: number) => void; reads: () => number } {
-  let t = 1000;
-  let reads = 0;
-  return {
-    now: () => (reads++, t),
-    advance: (ms) => (t += ms),
-    reads: () => reads,
-  };
-}
 
 describe('RequestBudget', () => {
   test('steps run out: the charge that goes past the limit throws, and every later charge and check too', () => {
@@ -33,20 +21,7 @@ describe('RequestBudget', () => {
     expect(b.stepsLeft).toBe(0);
   });
 
-  test('the deadline is checked by check(), and by charge() once per BUDGET_CHECK_STEPS steps', () => {
-    const clock = manualClock();
-    const b = new RequestBudget({ steps: 1e9, ms: 50 }, clock.now);
-    b.check();
-    clock.advance(51);
-    // Small charges do not read the clock...
-    const before = clock.reads();
-    for (let i = 0; i < BUDGET_CHECK_STEPS - 1; i++) b.charge(1);
-    expect(clock.reads()).toBe(before);
-    // ...the one that completes a batch does, and finds the deadline passed.
-    expect(() => b.charge(1)).toThrow(/longer than 50 ms/);
-  });
-
-  test('reserve() holds back a share of steps and time until release(); exhausted stays set', () => {
+  test('reserve() holds back a share of the steps until release(); exhausted stays set', () => {
     const b = new RequestBudget({ steps: 10_000, ms: 1e9 });
     b.reserve(0.25);
     b.charge(7_000);
@@ -58,30 +33,6 @@ describe('RequestBudget', () => {
     b.charge(2_500);
     expect(() => b.charge(1)).toThrow(/more than 10000 evaluation steps/);
     expect(b.exhausted).toMatch(/Patch rules used more than 7500/);
-
-    const clock = manualClock();
-    const t = new RequestBudget({ steps: 1e9, ms: 100 }, clock.now);
-    t.reserve(0.25);
-    clock.advance(76);
-    expect(() => t.check()).toThrow(/Patch rules took longer than 75 of 100 ms/);
-    t.release();
-    t.check();
-    clock.advance(24);
-    t.check();
-    clock.advance(2);
-    expect(() => t.check()).toThrow(/evaluation took longer than 100 ms/);
-
-    // The Patch phase overran by far (one long operation): the Reject phase still gets its 25 ms from release().
-    const late = manualClock();
-    const u = new RequestBudget({ steps: 1e9, ms: 100 }, late.now);
-    u.reserve(0.25);
-    late.advance(140);
-    expect(() => u.check()).toThrow(/Patch rules took longer than 75 of 100 ms/);
-    u.release();
-    late.advance(24);
-    u.check();
-    late.advance(2);
-    expect(() => u.check()).toThrow(/evaluation took longer than 100 ms/);
   });
 
   test('unlimited never runs out', () => {
@@ -140,64 +91,6 @@ describe("a rule's own share (issue 24)", () => {
     expect(err).toBeInstanceOf(BudgetExhaustedError);
     expect(err).not.toBeInstanceOf(RuleBudgetExhaustedError);
     expect(b.exhausted).toMatch(/Patch rules used more than 75000/);
-  });
-
-  test('a rule is timed on CPU time, once it has spent RULE_TIMED_AFTER_STEPS steps itself', () => {
-    const wall = manualClock();
-    let cpu = 0;
-    const b = new RequestBudget({ steps: 1e9, ms: 100 }, { now: wall.now, cpu: () => cpu });
-    b.beginRule();
-    // A slow start (a first run, a pause) before the rule has done real work is not held against it.
-    wall.advance(50);
-    cpu += 50;
-    b.charge(RULE_TIMED_AFTER_STEPS - 1);
-    b.check();
-    b.charge(1);
-    wall.advance(11);
-    cpu += 11;
-    expect(() => b.check()).toThrow(/rule budget exhausted: took longer than 10 ms \(one rule's share\)/);
-    b.endRule();
-    expect(b.exhausted).toBeNull();
-    b.check();
-  });
-
-  test('while the process is paused (no CPU time) a rule does not run out; the request deadline still counts', () => {
-    const wall = manualClock();
-    let cpu = 0;
-    const b = new RequestBudget({ steps: 1e9, ms: 100 }, { now: wall.now, cpu: () => cpu });
-    b.beginRule();
-    b.charge(RULE_TIMED_AFTER_STEPS);
-    wall.advance(30);
-    cpu += 2;
-    b.check();
-    // 8 ms of CPU left to the rule: its share ends 8 ms of CPU later, not before.
-    wall.advance(7);
-    cpu += 7;
-    b.check();
-    wall.advance(2);
-    cpu += 2;
-    expect(() => b.check()).toThrow(RuleBudgetExhaustedError);
-    b.endRule();
-    // The request's own deadline counts wall time. When it passes during a rule (one that has done real work) that
-    // took more than half of it, that rule fails alone, and the rules after it find the time gone.
-    b.beginRule();
-    b.charge(RULE_TIMED_AFTER_STEPS);
-    wall.advance(70);
-    expect(() => b.check()).toThrow(/^rule budget exhausted: took more than half of the request's 100 ms/);
-    b.endRule();
-    b.beginRule();
-    expect(() => b.check()).toThrow(/^request budget exhausted: evaluation took longer than 100 ms/);
-  });
-
-  test('when the deadline passes during a rule that took less than half of the time, the request ran out', () => {
-    const wall = manualClock();
-    const b = new RequestBudget({ steps: 1e9, ms: 100 }, { now: wall.now, cpu: () => 0 });
-    wall.advance(60);
-    b.check();
-    b.beginRule();
-    b.charge(RULE_TIMED_AFTER_STEPS);
-    wall.advance(41);
-    expect(() => b.check()).toThrow(/^request budget exhausted: evaluation took longer than 100 ms/);
   });
 
   test('unlimited and untimed budgets give rules no limit they can reach', () => {

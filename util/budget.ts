@@ -1,91 +1,42 @@
 import { performance } from 'node:perf_hooks';
+import {
+  BUDGET_CHECK_STEPS,
+  BudgetExhaustedError,
+  BudgetLimits,
+  DEFAULT_BUDGET,
+  EAGER_CPU_MS,
+  FIRST_CPU_LOOK,
+  MIN_GIVEN_BACK_MS,
+  RULE_TIMED_AFTER_STEPS,
+  RuleBudgetExhaustedError,
+  ruleShareOf,
+} from './budget-limits';
 
-/** What one admission may spend, all rules together: evaluation steps and wall-clock time. */
-export interface BudgetLimits {
-  /** Evaluation steps: select visits, template steps, patch operations, 64-character blocks of string work. */
-  steps: number;
-  /** Milliseconds from the start of evaluation. */
-  ms: number;
-}
-
-/**
- * Defaults: 100 ms and 1 million steps (about 30-250 ms of the most expensive work). Legitimate requests need far
- * less (1,500 rules in scope: ~2 ms and ~6,000 steps; 150 rules that all match and patch: ~8 ms, 21,000 steps), and
- * the first expensive request of a namespace, before it is demoted, holds the event loop (every other admission)
- * for at most this long.
- */
-export const DEFAULT_BUDGET: BudgetLimits = { steps: 1_000_000, ms: 100 };
-
-/**
- * Without a webhook (CLI tools, tests, the engine called alone): the default steps and no time limit, so results do
- * not depend on how busy the machine is.
- */
-export const UNTIMED_BUDGET: BudgetLimits = { steps: DEFAULT_BUDGET.steps, ms: Infinity };
-
-/**
- * Share of the steps and time held back for Reject rules while Patch rules run (when the request has Reject rules):
- * a tenant's expensive Patch rules cannot use up what the cluster's Reject rules need.
- */
-export const REJECT_RESERVE = 0.25;
-
-/**
- * How often (in steps) a per-evaluation counter reports to the request budget. Also bounds how far past its
- * deadline a request runs: 4096 steps are well under a millisecond.
- */
-export const BUDGET_CHECK_STEPS = 4096;
-
-/**
- * A rule's own share of the request budget: a tenth of the configured budget, and at most RULE_SHARE_CAP of the
- * budget the request runs under. A rule that spends more fails alone; the other rules of the request still run. An
- * ordinary rule spends ~140 steps and ~50 us.
- */
-export const RULE_SHARE = 0.1;
-
-/**
- * In a demoted namespace's small budget (5 ms, 50,000 steps) a rule gets 40% of it (2 ms, 20,000 steps): two heavy
- * rules fail alone and leave a fifth of the request to the others, and a moderately costly rule still runs.
- */
-export const RULE_SHARE_CAP = 0.4;
-
-/**
- * A rule is judged on time only once it has spent this many steps itself (an ordinary rule spends ~140), and on
- * the CPU time the process spent meanwhile: a pause of the process (CPU throttling, another process on the core)
- * or a slow first run never fails an ordinary rule alone. The request's own deadline still counts wall time.
- */
-export const RULE_TIMED_AFTER_STEPS = BUDGET_CHECK_STEPS;
-
-/** The share of one rule for a request under `limits`, when the configured budget is `configured`. */
-export function ruleShareOf(limits: BudgetLimits, configured: BudgetLimits = limits): BudgetLimits {
-  return {
-    steps: Math.floor(Math.min(configured.steps * RULE_SHARE, limits.steps * RULE_SHARE_CAP)),
-    ms: Math.min(configured.ms * RULE_SHARE, limits.ms * RULE_SHARE_CAP),
-  };
-}
-
-/** Thrown once a request's budget is spent; everything that catches rule errors must let it through. */
-export class BudgetExhaustedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'BudgetExhaustedError';
-  }
-}
-
-/**
- * Thrown once the rule being evaluated has spent its own share (see RULE_SHARE): the engine fails that rule alone
- * and goes on with the next. A BudgetExhaustedError, so every evaluator lets it through as it lets the request's.
- */
-export class RuleBudgetExhaustedError extends BudgetExhaustedError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RuleBudgetExhaustedError';
-  }
-}
+// The limits, shares and errors live in budget-limits.ts; importers take them from here with the budget. Named, not
+// `export *`: compiled to CommonJS, `export *` reads every name through one shared getter (a megamorphic lookup on
+// the request path, at each evaluator's start); a named re-export is a getter of its own, inlined.
+export {
+  BUDGET_CHECK_STEPS,
+  BudgetExhaustedError,
+  DEFAULT_BUDGET,
+  EAGER_CPU_MS,
+  FIRST_CPU_LOOK,
+  MIN_GIVEN_BACK_MS,
+  REJECT_RESERVE,
+  RULE_SHARE,
+  RULE_SHARE_CAP,
+  RULE_TIMED_AFTER_STEPS,
+  RuleBudgetExhaustedError,
+  UNTIMED_BUDGET,
+  ruleShareOf,
+} from './budget-limits';
+export type { BudgetLimits } from './budget-limits';
 
 /** Clocks a RequestBudget reads (tests pass their own). */
 export interface BudgetClocks {
-  /** Wall clock in ms: the request's deadline. */
+  /** Wall clock in ms: tells when the CPU clock is worth reading. */
   now?: () => number;
-  /** CPU time of the process in ms: a rule's share of time. */
+  /** CPU time of the process in ms: what the request's time and a rule's share count. */
   cpu?: () => number;
 }
 
@@ -94,22 +45,23 @@ function processCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
+const ms = (n: number) => +n.toFixed(2);
+
 /**
- * The work and time one admission request may use, shared by every rule, select, template and patch operation of
+ * The work and CPU time one admission request may use, shared by every rule, select, template and patch operation of
  * the request. Evaluators keep their own step counters and charge them here in batches (see BUDGET_CHECK_STEPS);
- * every charge also checks the deadline. Between beginRule() and endRule() the rule being evaluated also has its
- * own share (RULE_SHARE): when it runs out, RuleBudgetExhaustedError fails that rule alone.
+ * every batch also looks at the time. Between beginRule() and endRule() the rule being evaluated also has its own
+ * share (RULE_SHARE): when it runs out, RuleBudgetExhaustedError fails that rule alone, and whatever it overshot
+ * its share by is given back to the request (up to the request's own time in all), so no rule's overshoot is taken
+ * from the rules after it.
  */
 export class RequestBudget {
   private remaining: number;
   // Reading the clock costs more than a step: charge() checks once `remaining` falls to checkBelow, the highest of
-  // the periodic clock read (batchBelow), the held part and the current rule's limits.
+  // the periodic look (batchBelow), the held part and the current rule's limits.
   private checkBelow: number;
   private batchBelow: number;
-  private deadline: number;
-  // When the current phase (all rules, or the Patch rules and then the Reject rules) began.
-  private phaseStart: number;
-  // Held back by reserve() until release(): the steps and the milliseconds before the deadline.
+  // Held back by reserve() until release(): the steps and the CPU milliseconds.
   private heldSteps = 0;
   private heldMs = 0;
   // Why charges throw right now (the phase ran out), and why the request first ran out (kept after release()).
@@ -119,17 +71,37 @@ export class RequestBudget {
   readonly share: BudgetLimits;
   private readonly now: () => number;
   private readonly cpu: () => number;
-  // The current rule (beginRule..endRule): where its steps run out, where its clock starts, and once started, the
-  // CPU time it started at and the wall time its share would end at if the process ran throughout. The last clock
+  // Whether any time limit is finite: an untimed budget never reads a clock after its start.
+  private readonly timed: boolean;
+  private lastNow: number;
+  private readonly maxGivenBack: number;
+  // The request's CPU time: used = cpu() - cpuFrom - excused. cpuFrom is NaN until the CPU clock is first read,
+  // then that reading less the wall time since the start (never more CPU than wall time).
+  private wallFrom: number;
+  private cpuFrom = NaN;
+  private excused = 0;
+  // What failing rules gave back (see MIN_GIVEN_BACK_MS).
+  private given = 0;
+  // The CPU time the current phase may reach (counted from the start), the wall time it began at, the last CPU
+  // reading (wall time, CPU used then) and the wall time of the next one.
+  private limitMs: number;
+  private phaseWallFrom: number;
+  private seenWall = 0;
+  private seenUsed = 0;
+  private lookAt: number;
+  // The current rule (beginRule..endRule): where its steps run out, where its clock starts, and once started (timed),
+  // the request time used when it started and the wall time of its next CPU reading. The last clock
   // read before it began stands for its start (beginRule reads no clock).
   private inRule = false;
   private ruleFloor = -Infinity;
   private ruleClockFrom = -Infinity;
-  private ruleCpuFrom = 0;
+  private ruleWorkFrom = -Infinity;
   private ruleWallFrom = 0;
-  private ruleDeadline = Infinity;
+  private ruleSeenUsed = 0;
+  private ruleTimed = false;
+  private ruleUsedFrom = 0;
+  private ruleLookAt = Infinity;
   private ruleStopped: string | null = null;
-  private lastNow: number;
 
   constructor(
     readonly limits: BudgetLimits = DEFAULT_BUDGET,
@@ -140,12 +112,15 @@ export class RequestBudget {
     this.now = c.now ?? (() => performance.now());
     this.cpu = c.cpu ?? processCpuMs;
     this.share = share;
+    this.timed = Number.isFinite(limits.ms) || Number.isFinite(share.ms);
     this.remaining = limits.steps;
     this.batchBelow = this.nextBatch();
     this.checkBelow = this.thresholds();
-    this.lastNow = this.now();
-    this.phaseStart = this.lastNow;
-    this.deadline = this.lastNow + limits.ms;
+    this.wallFrom = this.lastNow = this.phaseWallFrom = this.timed ? this.now() : 0;
+    this.limitMs = limits.ms;
+    this.maxGivenBack = Math.max(limits.ms, MIN_GIVEN_BACK_MS);
+    if (limits.ms <= EAGER_CPU_MS) this.usedAt(this.wallFrom);
+    this.lookAt = this.nextLook();
   }
 
   /** An unlimited budget (tools that run one request with nobody waiting, and tests). */
@@ -164,6 +139,20 @@ export class RequestBudget {
   }
 
   /**
+   * Starts the time afresh: what came before (checking and preparing the object, bounded by its size) is not the
+   * rules' doing. Steps are kept.
+   */
+  restart(): void {
+    if (!this.timed) return;
+    this.wallFrom = this.lastNow = this.phaseWallFrom = this.now();
+    this.cpuFrom = NaN;
+    this.excused = 0;
+    this.given = 0;
+    if (this.limits.ms <= EAGER_CPU_MS) this.usedAt(this.wallFrom);
+    this.lookAt = this.nextLook();
+  }
+
+  /**
    * Holds back `fraction` of the steps and of the time (from the end) until release(): meanwhile the budget runs
    * out where the held part starts. The engine holds back REJECT_RESERVE for the Reject rules while Patch rules run.
    */
@@ -171,19 +160,26 @@ export class RequestBudget {
     const { steps, ms } = this.limits;
     this.heldSteps = Number.isFinite(steps) ? Math.floor(steps * fraction) : 0;
     this.heldMs = Number.isFinite(ms) ? ms * fraction : 0;
+    this.limitMs = ms - this.heldMs;
+    this.lookAt = this.nextLook();
     if (this.stopped === null) this.checkBelow = this.thresholds();
   }
 
   /**
    * Ends reserve(): what was held back, and whatever the earlier phase left, may be spent. The held time counts from
-   * now at least: an operation that overran the earlier phase's deadline (one large `until`) does not eat into it.
+   * now at least: an operation that overran the earlier phase's limit (one large `until`) does not eat into it.
    */
   release(): void {
-    this.phaseStart = this.lastNow = this.now();
-    if (this.heldMs > 0) this.deadline = Math.max(this.deadline, this.phaseStart + this.heldMs);
+    if (this.heldMs > 0) {
+      this.phaseWallFrom = this.lastNow = this.now();
+      // Before the first CPU reading the request may have used at most the wall time so far.
+      const used = Number.isNaN(this.cpuFrom) ? this.lastNow - this.wallFrom : this.usedAt(this.lastNow);
+      this.limitMs = Math.max(this.limits.ms, used + this.heldMs);
+    }
     this.heldSteps = 0;
     this.heldMs = 0;
     this.stopped = null;
+    this.lookAt = this.nextLook();
     this.batchBelow = this.nextBatch();
     this.checkBelow = this.thresholds();
   }
@@ -193,9 +189,12 @@ export class RequestBudget {
     if (!Number.isFinite(this.remaining)) return;
     this.inRule = true;
     this.ruleWallFrom = this.lastNow;
+    this.ruleSeenUsed = this.seenUsed;
     this.ruleFloor = this.remaining - this.share.steps;
-    this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.remaining - RULE_TIMED_AFTER_STEPS : -Infinity;
-    this.ruleDeadline = Infinity;
+    this.ruleWorkFrom = this.remaining - RULE_TIMED_AFTER_STEPS;
+    this.ruleClockFrom = Number.isFinite(this.share.ms) ? this.ruleWorkFrom : -Infinity;
+    this.ruleTimed = false;
+    this.ruleLookAt = Infinity;
     this.ruleStopped = null;
     if (this.stopped === null) this.checkBelow = this.thresholds();
   }
@@ -206,13 +205,13 @@ export class RequestBudget {
     this.inRule = false;
     this.ruleFloor = -Infinity;
     this.ruleClockFrom = -Infinity;
-    this.ruleDeadline = Infinity;
+    this.ruleTimed = false;
     this.ruleStopped = null;
     if (this.stopped === null) this.checkBelow = this.thresholds();
   }
 
   /**
-   * Spends n steps, and checks the deadline once per BUDGET_CHECK_STEPS steps; throws BudgetExhaustedError when
+   * Spends n steps, and looks at the time once per BUDGET_CHECK_STEPS steps; throws BudgetExhaustedError when
    * either runs out (and from then on), RuleBudgetExhaustedError when the current rule's share does.
    */
   charge(n: number): void {
@@ -239,7 +238,7 @@ export class RequestBudget {
     throw new RuleBudgetExhaustedError(this.ruleStopped as string);
   }
 
-  // The next periodic check is due after BUDGET_CHECK_STEPS more steps. Without a step limit the clock is not read
+  // The next periodic look is due after BUDGET_CHECK_STEPS more steps. Without a step limit the clock is not read
   // by charge() (unlimited budgets).
   private nextBatch(): number {
     if (this.remaining === Infinity) return -Infinity;
@@ -247,24 +246,51 @@ export class RequestBudget {
   }
 
   // Running out of steps (the phase's or the rule's) is always noticed at once, and a rule's clock starts on time.
+  // Called around every candidate rule: plain comparisons (Math.max of four is not inlined as well).
   private thresholds(): number {
-    if (this.remaining === Infinity) return -Infinity;
-    const clockDue = this.inRule && this.ruleDeadline === Infinity ? this.ruleClockFrom : -Infinity;
-    return Math.max(this.batchBelow, this.heldSteps, this.ruleFloor, clockDue);
+    let t = this.batchBelow > this.heldSteps ? this.batchBelow : this.heldSteps;
+    if (this.inRule) {
+      if (this.ruleFloor > t) t = this.ruleFloor;
+      if (!this.ruleTimed && this.ruleClockFrom > t) t = this.ruleClockFrom;
+    }
+    return t;
+  }
+
+  // The wall time at which the phase could first have used its CPU time: before any CPU reading, FIRST_CPU_LOOK of
+  // the request's time in.
+  private nextLook(): number {
+    if (!Number.isFinite(this.limitMs)) return Infinity;
+    if (Number.isNaN(this.cpuFrom))
+      return this.wallFrom + Math.min(this.limits.ms * FIRST_CPU_LOOK, this.limitMs);
+    return this.seenWall + (this.limitMs - this.seenUsed);
+  }
+
+  // Reads the CPU clock (the first reading anchors the request's) at wall time `now`; returns the request's CPU
+  // time used.
+  private usedAt(now: number): number {
+    const cpu = this.cpu();
+    if (Number.isNaN(this.cpuFrom)) this.cpuFrom = cpu - (now - this.wallFrom);
+    this.seenWall = now;
+    this.seenUsed = cpu - this.cpuFrom - this.excused;
+    this.lookAt = this.nextLook();
+    return this.seenUsed;
   }
 
   // Sets `stopped` (the request or its phase ran out) or `ruleStopped` (the current rule's share did), whichever
-  // limit comes first; when the request's time runs out during a rule that took most of it, the rule is the one that
-  // ran out (the rules after it find the request spent).
+  // limit comes first.
   private overrun(): void {
-    const { steps, ms } = this.limits;
+    const { steps } = this.limits;
     const held = this.heldSteps > 0 || this.heldMs > 0;
     const why = ' (the rest is reserved for Reject rules)';
     const ruleFirst = this.ruleFloor >= this.heldSteps;
     if (this.inRule && ruleFirst && this.remaining < this.ruleFloor) {
-      // As below: the work an overshoot stands for was never done, so the request keeps it.
+      // As below: the work an overshoot stands for was never done, so the request keeps it; so does the time the
+      // rule took beyond its share (work it did without charging it first).
       this.remaining = this.ruleFloor;
-      this.ruleStopped = `rule budget exhausted: more than ${this.share.steps} evaluation steps (one rule's share)`;
+      this.failRule(
+        `rule budget exhausted: more than ${this.share.steps} evaluation steps (one rule's share)`,
+        this.timed ? this.ruleMsAt(this.readNow()) - this.share.ms : 0,
+      );
       return;
     }
     if (this.remaining < this.heldSteps) {
@@ -278,35 +304,110 @@ export class RequestBudget {
       );
       return;
     }
-    const now = (this.lastNow = this.now());
-    const phaseDeadline = this.deadline - this.heldMs;
-    if (this.inRule && this.ruleDeadline === Infinity && this.remaining <= this.ruleClockFrom) {
-      this.ruleCpuFrom = this.cpu();
-      this.ruleDeadline = now + this.share.ms;
+    if (!this.timed) return;
+    const now = this.readNow();
+    if (this.inRule && this.ruleOutOfTime(now)) return;
+    if (now < this.lookAt) return;
+    const used = this.usedAt(now);
+    if (used <= this.limitMs) return;
+    if (this.inRule && this.remaining > this.ruleWorkFrom) {
+      // A rule doing little work (it charges every operation as it goes) cannot have taken the time: a garbage
+      // collection, the first run of the code, the machine did. Not the rules' work: it is excused, and the time
+      // counts again from the last reading before the rule began.
+      this.excuse(used - this.ruleSeenUsed);
+      return;
     }
-    if (this.ruleDeadline <= phaseDeadline && now > this.ruleDeadline) {
-      // Only CPU time counts against a rule: while the process was paused its share waits.
-      const used = this.cpu() - this.ruleCpuFrom;
-      if (used > this.share.ms) {
-        this.ruleStopped = `rule budget exhausted: took longer than ${this.share.ms} ms (one rule's share)`;
-        return;
-      }
-      this.ruleDeadline = now + (this.share.ms - used);
-    }
-    if (now > phaseDeadline) {
-      const phase = phaseDeadline - this.phaseStart;
-      if (this.ruleDeadline !== Infinity && (now - this.ruleWallFrom) * 2 > phase) {
-        // The time ran out while a rule that has done real work had taken more than half of it by itself: its doing,
-        // however busy the machine. It fails alone; the rules after it find the time gone all the same.
-        this.ruleStopped = `rule budget exhausted: took more than half of the request's ${+phase.toFixed(2)} ms (one rule's share)`;
-        return;
-      }
-      this.stopRequest(
-        held
-          ? `request budget exhausted: Patch rules took longer than ${ms - this.heldMs} of ${ms} ms${why}`
-          : `request budget exhausted: evaluation took longer than ${ms} ms`,
+    if (this.inRule && (now - this.ruleWallFrom) * 2 > now - this.phaseWallFrom) {
+      // The time ran out during a rule doing real work that took more than half of it by itself: its doing, however
+      // busy the machine (the proportion is the same). It fails alone; its time beyond its share goes back.
+      this.failRule(
+        `rule budget exhausted: took more than half of the request's ${ms(this.phaseMs())} ms of CPU time (one rule's share)`,
+        this.ruleMsAt(now) - this.share.ms,
       );
+      return;
     }
+    const { ms: total } = this.limits;
+    this.stopRequest(
+      held
+        ? `request budget exhausted: Patch rules took more than ${ms(total - this.heldMs)} of ${ms(total)} ms of CPU time${why}`
+        : `request budget exhausted: evaluation took more than ${ms(total)} ms of CPU time`,
+    );
+  }
+
+  private readNow(): number {
+    return (this.lastNow = this.now());
+  }
+
+  // The CPU time the current rule has taken by wall time `now` (see ruleOutOfTime).
+  private ruleMsAt(now: number): number {
+    const used = this.usedAt(now);
+    return this.ruleTimed ? used - this.ruleUsedFrom : this.untimedMs(now, used);
+  }
+
+  // An untimed rule's CPU time: its part of the wall time, in proportion, and no more than all since the last CPU
+  // reading before it began.
+  private untimedMs(now: number, used: number): number {
+    return Math.min(this.wallPart(now) * used, used - this.ruleSeenUsed);
+  }
+
+  // The current phase's own time: the Patch phase's part while the rest is held, else the whole.
+  private phaseMs(): number {
+    return this.limits.ms - this.heldMs;
+  }
+
+  // The rule's CPU time: its clock starts once it has done real work (RULE_TIMED_AFTER_STEPS) and counts from its
+  // start; it runs out after share.ms of CPU time, unless the request's own limit comes first (then the request
+  // decides). True when it ran out.
+  private ruleOutOfTime(now: number): boolean {
+    let used: number;
+    if (!this.ruleTimed) {
+      if (this.remaining > this.ruleClockFrom) return false;
+      this.ruleTimed = true;
+      used = this.usedAt(now);
+      // No clock was read when it began (see untimedMs).
+      this.ruleUsedFrom = used - this.untimedMs(now, used);
+    } else {
+      if (now < this.ruleLookAt) return false;
+      used = this.usedAt(now);
+    }
+    const ruleMs = used - this.ruleUsedFrom;
+    if (ruleMs <= this.share.ms) {
+      this.ruleLookAt = now + (this.share.ms - ruleMs);
+      return false;
+    }
+    this.ruleLookAt = Infinity;
+    if (this.ruleUsedFrom + this.share.ms > this.limitMs) return false;
+    this.failRule(
+      `rule budget exhausted: took more than ${ms(this.share.ms)} ms of CPU time (one rule's share)`,
+      ruleMs - this.share.ms,
+    );
+    return true;
+  }
+
+  // The current rule's part of the wall time since the request's start (a clock read stands for when it began).
+  private wallPart(now: number): number {
+    return (now - this.ruleWallFrom) / Math.max(now - this.wallFrom, 1e-9);
+  }
+
+  // The current rule ran out of its share: it fails alone, and the CPU time it overshot its share by is given back
+  // to the request (up to the request's own time in all), so the rules after it keep theirs.
+  private failRule(why: string, overshootMs: number): void {
+    this.ruleStopped = why;
+    this.giveBack(overshootMs);
+  }
+
+  // Gives CPU time back to the request, up to maxGivenBack in all.
+  private giveBack(ms: number): void {
+    const given = Math.min(Math.max(ms, 0), this.maxGivenBack - this.given);
+    this.given += given;
+    this.excuse(given);
+  }
+
+  // Takes CPU time off what the request has used.
+  private excuse(ms: number): void {
+    this.excused += ms;
+    this.seenUsed -= ms;
+    this.lookAt = this.nextLook();
   }
 
   private stopRequest(why: string): void {

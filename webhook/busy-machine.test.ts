@@ -1,0 +1,130 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { JsonObject } from '../util/json';
+import { silentLogger } from '../util/logger';
+import { RuleStore } from '../store/rules';
+import { HEAVY_SPECS, heavyObject, HeavySpec, modRule, neighbourRule } from '../fixtures/heavy';
+import { admit } from '../engine/admit';
+import { RequestBudget, UNTIMED_BUDGET } from '../util/budget';
+import { generateCertificates } from './certs';
+import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
+import { decodePatch, makeReview, postReview } from './testing';
+import { MemoryTlsSource } from './tls';
+
+// A heavy rule fails alone even on a busy machine. Another process spins on every core while each heavy rule of the
+// catalogue, in a namespace of its own beside an ordinary rule, is sent the object it is heavy on, five times: the
+// first request (the full budget), the demoted ones after it (5 ms), and those after its quarantine. The server runs
+// with its defaults. The ordinary rule must apply on every answer, the first one included: no heavy rule's overshoot
+// (and no wall time lost to the other process) may take its share. Not a timing test: nothing here depends on how
+// busy the machine is, which is the point.
+
+const REQUESTS = 5;
+const NEIGHBOUR = 'z-neighbour';
+const ns = (name: string) => `busy-${name}`;
+
+// One busy thread per core, in a process of its own; it says when all of them spin.
+const SPIN = `
+const { Worker } = require('node:worker_threads');
+const cores = require('node:os').availableParallelism();
+for (let i = 0; i < cores; i++) new Worker('for (;;) {}', { eval: true });
+setTimeout(() => process.stdout.write('spinning\\n'), 200);
+`;
+
+function startSpinner(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-e', SPIN], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout?.once('data', () => resolve(child));
+  });
+}
+
+// CPU seconds a process has used (Linux: /proc/PID/stat utime + stime, in clock ticks of 1/100 s).
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+// The neighbour's label, added alone or with the labels map (objects without labels).
+function ownerOf(patch: Array<{ path: string; value?: unknown }>): unknown {
+  const label = patch.find((p) => p.path === '/metadata/labels/owner');
+  if (label) return label.value;
+  return (patch.find((p) => p.path === '/metadata/labels')?.value as JsonObject | undefined)?.owner;
+}
+
+// Whether the heavy rule runs out of its share of the default budget's steps on its object (time aside).
+function runsOutOfSteps(h: HeavySpec): boolean {
+  const store = new RuleStore();
+  store.replaceRules([modRule('team', h.name, h.spec)]);
+  const object = heavyObject(h, 'team');
+  const input = { operation: 'CREATE' as const, object, oldObject: null, namespace: 'team' };
+  return admit(input, store.snapshot(), new RequestBudget(UNTIMED_BUDGET)).overBudget.length > 0;
+}
+
+describe('a heavy rule next to an ordinary one, while another process loads every core', () => {
+  const certs = generateCertificates({ hosts: ['127.0.0.1'] });
+  let spinner: ChildProcess;
+  let server: RunningWebhook;
+
+  beforeAll(async () => {
+    const store = new RuleStore();
+    const rules = HEAVY_SPECS.flatMap((h) => [
+      modRule(ns(h.name), h.name, h.spec),
+      neighbourRule(ns(h.name), NEIGHBOUR),
+    ]);
+    expect(store.replaceRules(rules)).toEqual([]);
+    server = await startWebhookServer({
+      store,
+      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger: silentLogger(),
+      isReady: () => true,
+    });
+    spinner = await startSpinner();
+  });
+
+  afterAll(async () => {
+    spinner?.kill('SIGKILL');
+    await server?.close();
+  });
+
+  it('the ordinary rule applies on every answer, the first one included', async () => {
+    const startedCpu = cpuSeconds(spinner.pid!);
+    const started = Date.now();
+    const answers = await Promise.all(
+      HEAVY_SPECS.map(async (h) => {
+        const object = heavyObject(h, ns(h.name));
+        const seen: Array<{ owner: unknown; warnings: string[] }> = [];
+        for (let i = 0; i < REQUESTS; i++) {
+          const { review } = await postReview(
+            server.url,
+            WEBHOOK_PATHS.dragnet,
+            makeReview('CREATE', object),
+            certs.caCert,
+          );
+          const patch = decodePatch(review) as Array<{ path: string; value?: unknown }>;
+          seen.push({ owner: ownerOf(patch), warnings: review.response?.warnings ?? [] });
+        }
+        return { heavy: h.name, seen };
+      }),
+    );
+    const missed = answers.flatMap(({ heavy, seen }) =>
+      seen.flatMap((s, i) =>
+        s.owner === `${ns(heavy)}-team` ? [] : [`${heavy} #${i + 1}: ${s.warnings.join('; ')}`],
+      ),
+    );
+    expect(missed).toEqual([]);
+    // The heavy rules were heavy here: every one that runs out of a full share of steps (untimed, so whatever the
+    // machine) failed alone on the first answer, and said so.
+    const heavyBySteps = HEAVY_SPECS.filter((h) => runsOutOfSteps(h)).map((h) => h.name);
+    expect(heavyBySteps.length).toBeGreaterThan(HEAVY_SPECS.length / 2);
+    for (const { heavy, seen } of answers.filter((a) => heavyBySteps.includes(a.heavy))) {
+      expect(seen[0].warnings.join('\n')).toMatch(new RegExp(`^modrule ${ns(heavy)}/${heavy} failed: `, 'm'));
+    }
+    // The other process had the cores meanwhile: spinning throughout (a fifth of a core at least,
+    // however many other processes share the machine).
+    const seconds = (Date.now() - started) / 1000;
+    expect(cpuSeconds(spinner.pid!) - startedCpu).toBeGreaterThan(seconds * 0.2);
+  }, 180_000);
+});
