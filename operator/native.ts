@@ -244,7 +244,7 @@ export class NativeController implements InformerHandlers {
     if (!(await this.inForce(key, state, policy))) return;
     const wait = state.acceptedAt + (this.options.settleMs ?? 2000) - Date.now();
     if (wait > 0) {
-      this.queue.later(key, wait);
+      this.queue.requeueAfter(key, wait);
       return;
     }
     // Counted before the store tells its listeners (the dragnet scope computes again on this count).
@@ -274,7 +274,7 @@ export class NativeController implements InformerHandlers {
       return true;
     }
     const waited = Date.now() - (state.acceptedAt ?? Date.now());
-    this.queue.later(key, waited < 10_000 ? 100 : 2_000);
+    this.queue.requeueAfter(key, waited < 10_000 ? 100 : 2_000);
     return false;
   }
 

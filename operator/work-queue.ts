@@ -27,8 +27,8 @@ export class KeyedQueue {
     });
   }
 
-  /** Queues the key again after `ms` (unless stopped meanwhile). */
-  later(key: string, ms: number): void {
+  /** Queues the key again after `ms` (unless stopped meanwhile): the one way a key comes back later. */
+  requeueAfter(key: string, ms: number): void {
     void sleep(ms, this.options.signal).then(
       () => this.add(key),
       () => undefined,
@@ -49,7 +49,7 @@ export class KeyedQueue {
         await this.work(key);
       } catch (err) {
         this.options.onError(key, err);
-        this.later(key, this.options.retryMs ?? 2000);
+        this.requeueAfter(key, this.options.retryMs ?? 2000);
       }
     }
   }
