@@ -76,6 +76,7 @@ export class NativeController implements InformerHandlers {
     this.queue = new KeyedQueue((key) => this.reconcile(key), {
       ready: this.started,
       signal: this.controller.signal,
+      retryMs: options.retryMs,
       // Transient API errors: the rule stays where it is served now and is tried again later.
       onError: (rule, err) =>
         options.logger.warn('native policy reconcile failed; retrying', { rule, error: messageOf(err) }),
