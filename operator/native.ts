@@ -77,6 +77,7 @@ export class NativeController implements InformerHandlers {
     this.queue = new KeyedQueue((key) => this.reconcile(key), {
       ready: this.started,
       signal: this.controller.signal,
+      retryMs: options.retryMs,
       // Transient API errors: the rule stays where it is served now and is tried again later.
       onError: (rule, err) =>
         options.logger.warn('native policy reconcile failed; retrying', { rule, error: messageOf(err) }),
@@ -245,7 +246,7 @@ export class NativeController implements InformerHandlers {
     if (!(await this.inForce(key, state, policy))) return;
     const wait = state.acceptedAt + (this.options.settleMs ?? 2000) - Date.now();
     if (wait > 0) {
-      this.queue.later(key, wait);
+      this.queue.requeueAfter(key, wait);
       return;
     }
     // Counted before the store tells its listeners (the dragnet scope computes again on this count).
@@ -275,7 +276,7 @@ export class NativeController implements InformerHandlers {
       return true;
     }
     const waited = Date.now() - (state.acceptedAt ?? Date.now());
-    this.queue.later(key, waited < 10_000 ? 100 : 2_000);
+    this.queue.requeueAfter(key, waited < 10_000 ? 100 : 2_000);
     return false;
   }
 

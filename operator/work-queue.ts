@@ -1,5 +1,3 @@
-import { sleep } from './backoff';
-
 /**
  * Keys worked on one at a time, each queued at most once, in the order they came; work that throws is retried
  * `retryMs` later (`onError` says why). Nothing runs before `ready` resolves, nor after `signal` aborts.
@@ -7,6 +5,8 @@ import { sleep } from './backoff';
 export class KeyedQueue {
   private readonly queue = new Set<string>();
   private working: Promise<void> | null = null;
+  /** Keys waiting to be queued again: when, and the timer that does it (one per key, the earliest asked for). */
+  private readonly waiting = new Map<string, { at: number; timer: NodeJS.Timeout }>();
 
   constructor(
     private readonly work: (key: string) => Promise<void>,
@@ -16,7 +16,12 @@ export class KeyedQueue {
       onError: (key: string, err: unknown) => void;
       retryMs?: number;
     },
-  ) {}
+  ) {
+    options.signal.addEventListener('abort', () => {
+      for (const { timer } of this.waiting.values()) clearTimeout(timer);
+      this.waiting.clear();
+    });
+  }
 
   /** Queues the key (once). */
   add(key: string): void {
@@ -27,12 +32,22 @@ export class KeyedQueue {
     });
   }
 
-  /** Queues the key again after `ms` (unless stopped meanwhile). */
-  later(key: string, ms: number): void {
-    void sleep(ms, this.options.signal).then(
-      () => this.add(key),
-      () => undefined,
-    );
+  /**
+   * Queues the key again after `ms` (unless stopped meanwhile): the one way a key comes back later. A key already
+   * waiting keeps the earlier of the two times, so the work that asks again each time it runs (a probe, a settle
+   * wait) does not add a timer per run.
+   */
+  requeueAfter(key: string, ms: number): void {
+    if (this.options.signal.aborted) return;
+    const at = Date.now() + ms;
+    const have = this.waiting.get(key);
+    if (have && have.at <= at) return;
+    clearTimeout(have?.timer);
+    const timer = setTimeout(() => {
+      this.waiting.delete(key);
+      this.add(key);
+    }, ms);
+    this.waiting.set(key, { at, timer });
   }
 
   /** Resolves when nothing is queued or running. */
@@ -49,7 +64,7 @@ export class KeyedQueue {
         await this.work(key);
       } catch (err) {
         this.options.onError(key, err);
-        this.later(key, this.options.retryMs ?? 2000);
+        this.requeueAfter(key, this.options.retryMs ?? 2000);
       }
     }
   }

@@ -5,22 +5,23 @@ import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../../util/json'
 import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
 import { ClusterAccess, setHeader } from '../access';
+import { FakeAdmission } from './fake-admission';
 import { HttpError, mergePatch, sendError, sendJson } from './fake-http';
 import { discoveryOf, FAKE_RESOURCES, FakeResource, Route, routeOf } from './fake-resources';
 import { FakeStore, meta } from './fake-store';
 import { FakeWatches } from './fake-watches';
 
-export { FAKE_RESOURCES } from './fake-resources';
-export type { FakeResource } from './fake-resources';
+export { FAKE_RESOURCES, type FakeResource } from './fake-resources';
 export { mergePatch } from './fake-http';
 
-/** One request the fake received, for assertions. */
+/** One request the fake received, for assertions; `at` is when it arrived (Date.now()). */
 export interface RecordedRequest {
   method: string;
   path: string;
   query: Record<string, string>;
   contentType: string;
   body: JsonValue | undefined;
+  at: number;
 }
 
 /** A test hook's answer: fail the request with this status, or let it through (undefined). */
@@ -40,12 +41,17 @@ export const FAKE_TOKEN = 'test-token';
 /**
  * An in-process Kubernetes API server on 127.0.0.1 for tests: list/watch with resourceVersions, create/replace/
  * patch/delete with conflicts, status subresources, and controls to drop watches, compact history (410 Gone),
- * go down and come back, fail or delay requests. What it serves and how paths route: fake-resources.ts; objects,
- * resourceVersions and write rules: fake-store.ts; watch streams: fake-watches.ts; Status answers: fake-http.ts.
+ * go down and come back, fail or delay requests, leave an API out. What it serves and how paths route:
+ * fake-resources.ts; objects, resourceVersions and write rules: fake-store.ts; watch streams: fake-watches.ts;
+ * Status answers: fake-http.ts; admission policies (the operator's probes only): fake-admission.ts.
  */
 export class FakeApiServer {
   private readonly watches = new FakeWatches();
   private readonly store = new FakeStore((entry) => this.watches.notify(entry));
+  /** The admission policies' answers to the operator's probes (fake-admission.ts); `running` pauses them. */
+  readonly admission = new FakeAdmission(this.store);
+  /** Resources answered 404 and left out of discovery (an API server without that API). */
+  readonly unserved = new Set<FakeResource>();
   private readonly sockets = new Set<Socket>();
   private server: http.Server | https.Server;
   private port = 0;
@@ -182,6 +188,7 @@ export class FakeApiServer {
       query: Object.fromEntries(url.searchParams),
       contentType: String(req.headers['content-type'] ?? ''),
       body: undefined,
+      at: Date.now(),
     };
     try {
       body = text ? (JSON.parse(text) as JsonValue) : undefined;
@@ -203,9 +210,9 @@ export class FakeApiServer {
       return;
     }
     try {
-      const discovery = req.method === 'GET' ? discoveryOf(url.pathname) : null;
+      const discovery = req.method === 'GET' ? discoveryOf(url.pathname, this.unserved) : null;
       if (discovery) return sendJson(res, 200, discovery);
-      const route = routeOf(url.pathname);
+      const route = routeOf(url.pathname, this.unserved);
       this.dispatch(recorded, route, res);
     } catch (err) {
       sendError(
@@ -230,7 +237,8 @@ export class FakeApiServer {
       if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
       const ns = def.namespaced ? (route.namespace ?? String(meta(req.body).namespace ?? '')) : null;
       if (def.namespaced && !ns) throw new HttpError(400, 'BadRequest', 'namespace required');
-      sendJson(res, 201, this.store.create(route.resource, ns, cloneJson(req.body)));
+      const admitted = this.admission.admit(route.resource, cloneJson(req.body));
+      sendJson(res, 201, this.store.create(route.resource, ns, admitted, req.query.dryRun === 'All'));
       return;
     }
     if (route.name === null) throw new HttpError(405, 'MethodNotAllowed', `${req.method} on a collection`);

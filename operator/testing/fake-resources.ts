@@ -52,6 +52,34 @@ export const FAKE_RESOURCES = {
     apiVersion: 'admissionregistration.k8s.io/v1',
     status: false,
   },
+  mutatingadmissionpolicies: {
+    prefix: '/apis/admissionregistration.k8s.io/v1',
+    namespaced: false,
+    kind: 'MutatingAdmissionPolicy',
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    status: false,
+  },
+  mutatingadmissionpolicybindings: {
+    prefix: '/apis/admissionregistration.k8s.io/v1',
+    namespaced: false,
+    kind: 'MutatingAdmissionPolicyBinding',
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    status: false,
+  },
+  validatingadmissionpolicies: {
+    prefix: '/apis/admissionregistration.k8s.io/v1',
+    namespaced: false,
+    kind: 'ValidatingAdmissionPolicy',
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    status: false,
+  },
+  validatingadmissionpolicybindings: {
+    prefix: '/apis/admissionregistration.k8s.io/v1',
+    namespaced: false,
+    kind: 'ValidatingAdmissionPolicyBinding',
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    status: false,
+  },
 } as const;
 
 export type FakeResource = keyof typeof FAKE_RESOURCES;
@@ -64,11 +92,11 @@ export interface Route {
   subresource: string | null;
 }
 
-/** The route of a request path, or a 404 HttpError. */
-export function routeOf(path: string): Route {
-  const entries = Object.entries(FAKE_RESOURCES) as Array<
-    [FakeResource, (typeof FAKE_RESOURCES)[FakeResource]]
-  >;
+/** The route of a request path, or a 404 HttpError (also for the resources `unserved`). */
+export function routeOf(path: string, unserved: ReadonlySet<FakeResource> = new Set()): Route {
+  const entries = (
+    Object.entries(FAKE_RESOURCES) as Array<[FakeResource, (typeof FAKE_RESOURCES)[FakeResource]]>
+  ).filter(([resource]) => !unserved.has(resource));
   const segsFor = (prefix: string) =>
     path.startsWith(prefix + '/')
       ? path
@@ -92,8 +120,13 @@ export function routeOf(path: string): Route {
   throw new HttpError(404, 'NotFound', `no route for ${path}`);
 }
 
-/** A `fieldSelector` query parameter as field -> value (only `=` terms, as the operator sends them). */
-export function parseFieldSelector(selector: string | undefined): Record<string, string> {
+/** The `fieldSelector` and `labelSelector` of a list or watch request (only `=` terms, as the operator sends them). */
+export interface Selector {
+  fields: Record<string, string>;
+  labels: Record<string, string>;
+}
+
+function equalityTerms(selector: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of (selector ?? '').split(',')) {
     const [k, v] = part.split('=');
@@ -102,8 +135,13 @@ export function parseFieldSelector(selector: string | undefined): Record<string,
   return out;
 }
 
-/** Whether an object belongs to a route's namespace and passes a field selector. */
-export function matches(obj: JsonObject, route: Route, selector: Record<string, string>): boolean {
+/** A request's selectors, from its query parameters. */
+export function parseSelector(query: Record<string, string>): Selector {
+  return { fields: equalityTerms(query.fieldSelector), labels: equalityTerms(query.labelSelector) };
+}
+
+/** Whether an object belongs to a route's namespace and passes a request's selectors. */
+export function matches(obj: JsonObject, route: Route, selector: Selector): boolean {
   const m = isJsonObject(obj.metadata) ? obj.metadata : {};
   if (
     route.namespace !== null &&
@@ -111,16 +149,23 @@ export function matches(obj: JsonObject, route: Route, selector: Record<string, 
     m.namespace !== route.namespace
   )
     return false;
-  if (selector['metadata.name'] !== undefined && m.name !== selector['metadata.name']) return false;
-  if (selector['metadata.namespace'] !== undefined && m.namespace !== selector['metadata.namespace'])
+  const { fields, labels } = selector;
+  if (fields['metadata.name'] !== undefined && m.name !== fields['metadata.name']) return false;
+  if (fields['metadata.namespace'] !== undefined && m.namespace !== fields['metadata.namespace'])
     return false;
-  return true;
+  const have = isJsonObject(m.labels) ? m.labels : {};
+  return Object.entries(labels).every(([k, v]) => have[k] === v);
 }
 
-/** The APIResourceList of a group version path (/api/v1, /apis/GROUP/VERSION), or null for other paths. */
-export function discoveryOf(path: string): JsonObject | null {
+/**
+ * The APIResourceList of a group version path (/api/v1, /apis/GROUP/VERSION) without the resources `unserved`, or
+ * null for other paths.
+ */
+export function discoveryOf(path: string, unserved: ReadonlySet<FakeResource>): JsonObject | null {
   if (path !== '/api/v1' && !/^\/apis\/[^/]+\/[^/]+$/.test(path)) return null;
-  const defs = Object.entries(FAKE_RESOURCES).filter(([, d]) => d.prefix === path);
+  const defs = Object.entries(FAKE_RESOURCES).filter(
+    ([name, d]) => d.prefix === path && !unserved.has(name as FakeResource),
+  );
   if (defs.length === 0)
     throw new HttpError(404, 'NotFound', `the server could not find the requested resource`);
   return {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { cloneJson, isJsonObject, jsonEqual, JsonObject } from '../../util/json';
 import { HttpError } from './fake-http';
-import { FAKE_RESOURCES, FakeResource, matches, parseFieldSelector, Route } from './fake-resources';
+import { FAKE_RESOURCES, FakeResource, matches, parseSelector, Route } from './fake-resources';
 
 /** One change to a stored object, as a watch reports it. */
 export interface HistoryEntry {
@@ -66,8 +66,8 @@ export class FakeStore {
     this.compactedBefore = this.rv + 1;
   }
 
-  /** Stores a new object (name from generateName if needed); 409 when it exists. */
-  create(resource: FakeResource, namespace: string | null, obj: JsonObject): JsonObject {
+  /** Stores a new object (name from generateName if needed); 409 when it exists. A dry run stores nothing. */
+  create(resource: FakeResource, namespace: string | null, obj: JsonObject, dryRun = false): JsonObject {
     const def = FAKE_RESOURCES[resource];
     const m = meta(obj);
     if (!m.name && typeof m.generateName === 'string') m.name = m.generateName + randomUUID().slice(0, 5);
@@ -80,8 +80,9 @@ export class FakeStore {
     if (namespace !== null) m.namespace = namespace;
     m.uid = randomUUID();
     m.creationTimestamp = new Date().toISOString();
-    m.resourceVersion = String(++this.rv);
     if (resource === 'modrules') m.generation = 1;
+    if (dryRun) return cloneJson(obj);
+    m.resourceVersion = String(++this.rv);
     store.set(key, obj);
     this.emit(resource, 'ADDED', obj);
     return cloneJson(obj);
@@ -143,7 +144,7 @@ export class FakeStore {
   /** A list response for a route, filtered by its `fieldSelector`. */
   listObjects(route: Route, query: Record<string, string>): JsonObject {
     const def = FAKE_RESOURCES[route.resource];
-    const selector = parseFieldSelector(query.fieldSelector);
+    const selector = parseSelector(query);
     const items = this.list(route.resource)
       .filter((o) => matches(o, route, selector))
       .map((o) => {

@@ -1,12 +1,12 @@
 import { ServerResponse } from 'node:http';
 import { JsonObject } from '../../util/json';
-import { matches, parseFieldSelector, Route } from './fake-resources';
+import { matches, parseSelector, Route, Selector } from './fake-resources';
 import { FakeStore, HistoryEntry } from './fake-store';
 import { sendJson } from './fake-http';
 
 interface OpenWatch {
   route: Route;
-  fieldSelector: Record<string, string>;
+  selector: Selector;
   res: ServerResponse;
 }
 
@@ -35,7 +35,7 @@ export class FakeWatches {
     expiredAs: 'event' | 'status',
   ): void {
     const from = query.resourceVersion ? Number(query.resourceVersion) : NaN;
-    const fieldSelector = parseFieldSelector(query.fieldSelector);
+    const selector = parseSelector(query);
     if (!Number.isNaN(from) && from !== 0 && from < store.compactedBefore - 1) {
       const status = {
         kind: 'Status',
@@ -54,13 +54,12 @@ export class FakeWatches {
       return;
     }
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
-    const watch: OpenWatch = { route, fieldSelector, res };
+    const watch: OpenWatch = { route, selector, res };
     if (Number.isNaN(from) || from === 0) {
-      for (const o of store.list(route.resource))
-        if (matches(o, route, fieldSelector)) write(res, 'ADDED', o);
+      for (const o of store.list(route.resource)) if (matches(o, route, selector)) write(res, 'ADDED', o);
     } else {
       for (const h of store.history) {
-        if (h.rv > from && h.resource === route.resource && matches(h.object, route, fieldSelector))
+        if (h.rv > from && h.resource === route.resource && matches(h.object, route, selector))
           write(res, h.type, h.object);
       }
     }
@@ -76,8 +75,7 @@ export class FakeWatches {
   /** Sends a change to every open watch it concerns. */
   notify({ resource, type, object }: HistoryEntry): void {
     for (const w of this.open) {
-      if (w.route.resource === resource && matches(object, w.route, w.fieldSelector))
-        write(w.res, type, object);
+      if (w.route.resource === resource && matches(object, w.route, w.selector)) write(w.res, type, object);
     }
   }
 
