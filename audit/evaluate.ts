@@ -1,4 +1,4 @@
-import { isJsonObject, jsonEqual, JsonObject } from '../util/json';
+import { jsonEqual, JsonObject } from '../util/json';
 import { admit, AdmissionInput, AdmissionOutcome, QuarantineCheck, RuleRef } from '../engine/admit';
 import { isIgnored, prepare, scopeOf } from '../engine/subject';
 import { NO_REFERENCES, ReferenceReader, ReferenceViews } from '../engine/references';
@@ -9,6 +9,7 @@ import { rejectionMessage } from '../engine/rejection';
 import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
 import { rulesReaching } from './reach';
 import { apiVersionOf, ObjectAudit, ObjectRef, RuleResult, ListableResource } from './types';
+import { metadataOf } from '../util/meta';
 
 /** What an audit evaluates against: the rules and cluster manifests, and the webhook's request size limit. */
 export interface AuditContext {
@@ -28,7 +29,7 @@ const text = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 /** The report's reference to an object (apiVersion and kind from the resource it was listed from). */
 export function objectRef(object: JsonObject, resource: ListableResource): ObjectRef {
-  const meta = isJsonObject(object.metadata) ? object.metadata : {};
+  const meta = metadataOf(object);
   return {
     apiVersion: apiVersionOf(resource),
     kind: resource.kind,

@@ -20,6 +20,7 @@ import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 import { MODRULES_PATH } from '../config/owned';
+import { messageOf } from '../util/errors';
 
 const USAGE = `usage: modrule audit [--rules PATH...] [-n NS] [-l SELECTOR] [-o text|json|report] [--apply [--dry-run]]
 
@@ -218,7 +219,7 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
       server = access.server;
       client = createKubeClient(access);
     } catch (err) {
-      throw new UsageError(`no usable Kubernetes configuration: ${(err as Error).message}`);
+      throw new UsageError(`no usable Kubernetes configuration: ${messageOf(err)}`);
     }
   }
   const limiter = new RateLimiter(options.qps);

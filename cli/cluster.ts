@@ -1,5 +1,5 @@
-import { isJsonObject, JsonObject } from '../util/json';
-import { namespaceOf } from '../util/meta';
+import { JsonObject } from '../util/json';
+import { namespaceOf, metadataOf } from '../util/meta';
 import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
 import { ReferenceObjects, referencesFrom } from '../store/references';
 import { RuleStore } from '../store/rules';
@@ -23,7 +23,7 @@ export function standInCluster(
 
 function inNamespace(o: JsonObject, namespace: string): JsonObject {
   if (namespaceOf(o) || (typeof o.kind === 'string' && CLUSTER_SCOPED_KINDS.has(o.kind))) return o;
-  return { ...o, metadata: { ...(isJsonObject(o.metadata) ? o.metadata : {}), namespace } };
+  return { ...o, metadata: { ...metadataOf(o), namespace } };
 }
 
 /**

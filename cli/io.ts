@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { excerpt } from '../util/excerpt';
 import { ManifestSyntaxError } from '../util/yaml';
+import { messageOf } from '../util/errors';
 
 /** What a subcommand may touch: injected so tests can run commands in-process. */
 export interface CommandIO {
@@ -80,7 +81,7 @@ export async function readInput(path: string, io: CommandIO): Promise<string> {
   try {
     return await readFile(path, 'utf8');
   } catch (err) {
-    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+    throw new UsageError(`cannot read ${path}: ${messageOf(err)}`);
   }
 }
 

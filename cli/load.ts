@@ -8,6 +8,7 @@ import { RuleStore } from '../store/rules';
 import { ReadObject } from './duplicates';
 import { nameOf, namespaceOf } from './objects';
 import { CommandIO, readInput, UsageError, yamlErrorText } from './io';
+import { messageOf } from '../util/errors';
 
 // What every offline command reads: files, folders (recursive) or standard input, as object documents, and the
 // ModRules among them loaded into a store with every problem named by file, rule and field.
@@ -71,7 +72,7 @@ export async function expandPath(path: string): Promise<string[]> {
   try {
     info = await stat(path);
   } catch (err) {
-    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+    throw new UsageError(`cannot read ${path}: ${messageOf(err)}`);
   }
   if (!info.isDirectory()) return [path];
   const files: string[] = [];

@@ -2,6 +2,7 @@ import { AdmissionInput, AdmissionOutcome } from '../engine/admit';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation } from '../modrule/types';
 import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
+import { metadataOf } from '../util/meta';
 
 // One object as the offline commands (apply, post-render, test) admit it, standing in for what the API server
 // does before admission: the namespace it fills in, the request admit() sees, the object handed back.
@@ -56,7 +57,7 @@ export function identity(obj: JsonObject, namespace: string | null): string {
 /** The object with metadata.namespace filled in, as the API server does before admission. */
 export function withNamespace(obj: JsonObject, namespace: string | null): JsonObject {
   if (namespace === null || namespaceOf(obj) !== undefined) return obj;
-  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
+  const meta = metadataOf(obj);
   return { ...obj, metadata: { ...meta, namespace } };
 }
 

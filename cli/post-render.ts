@@ -7,6 +7,7 @@ import { ApplyVerdict, run as runApply } from './apply';
 import { formatExplanation, palette } from './explain';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, readInput, STDIN, UsageError, yamlErrorText } from './io';
+import { metadataOf } from '../util/meta';
 
 const USAGE = `usage: modrule post-render --rules PATH... [options of modrule apply]
 
@@ -132,7 +133,7 @@ const isList = (v: JsonObject): boolean =>
 // Helm 3 names each template in a `# Source:` comment, Helm 4 in an annotation.
 function sourceOf(d: SourceDocument): string {
   const comment = /^# Source: (.+)$/m.exec(d.text)?.[1];
-  const meta = isJsonObject(d.value) && isJsonObject(d.value.metadata) ? d.value.metadata : {};
+  const meta = metadataOf(isJsonObject(d.value) ? d.value : null);
   const annotation = isJsonObject(meta.annotations) ? meta.annotations[HELM_FILENAME_ANNOTATION] : undefined;
   const source = comment ?? (typeof annotation === 'string' ? annotation : undefined);
   return source ? `, ${source}` : '';
@@ -150,7 +151,7 @@ function withoutFilename(object: JsonObject): { object: JsonObject; filename?: s
 
 function withFilename(object: JsonObject, filename: string | undefined): JsonObject {
   if (filename === undefined) return object;
-  const meta = isJsonObject(object.metadata) ? object.metadata : {};
+  const meta = metadataOf(object);
   const annotations = isJsonObject(meta.annotations) ? meta.annotations : {};
   return {
     ...object,

@@ -16,6 +16,7 @@ import { EXIT, exitHelp } from './exit';
 import { allowSecretsHelp } from './cluster';
 import { ReferenceObjects, readySource } from '../store/references';
 import { CommandIO, STDIN, UsageError } from './io';
+import { messageOf } from '../util/errors';
 
 const HELP = `usage: modrule serve --local [PATH...] [options]
 
@@ -260,7 +261,7 @@ export async function startLocalServer(
     });
   } catch (err) {
     tls.close();
-    throw new UsageError(`cannot listen: ${(err as Error).message}`);
+    throw new UsageError(`cannot listen: ${messageOf(err)}`);
   }
   let firstLoad: LoadReport;
   try {

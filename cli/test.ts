@@ -6,6 +6,7 @@ import { Command, CommandIO, displayName, UsageError } from './io';
 import { runSuite } from './testcase';
 import { findTestFiles, prepareFile, Prepared } from './testsuite';
 import { formatReport, junitLoadFailuresXml, junitXml, LoadFailure } from './testreport';
+import { messageOf } from '../util/errors';
 
 const USAGE = `usage: modrule test PATH... [--output text|json] [--junit FILE] [--explain]
 
@@ -81,7 +82,7 @@ async function writeReport(file: string, text: string, io: CommandIO): Promise<b
     await writeFile(file, text);
     return true;
   } catch (err) {
-    io.stderr(`modrule test: cannot write ${file}: ${(err as Error).message}\n`);
+    io.stderr(`modrule test: cannot write ${file}: ${messageOf(err)}\n`);
     return false;
   }
 }

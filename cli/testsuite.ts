@@ -1,7 +1,7 @@
 // Loading a ModRuleTest suite: finding test files, then reading and checking everything they refer to.
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { isJsonObject, JsonObject, JsonValue } from '../util/json';
+import { JsonObject, JsonValue } from '../util/json';
 import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
 import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
 import { AdmissionOperation } from '../modrule/types';
@@ -11,6 +11,8 @@ import { identity, nameOf, scope } from './objects';
 import { warnDuplicateKeys } from './duplicates';
 import { CommandIO, displayName, readInput, STDIN, UsageError, yamlErrorText } from './io';
 import { parseTestSpec, ResultSpec, TEST_FILE_PATTERN, TestSpec } from './testfile';
+import { messageOf } from '../util/errors';
+import { metadataOf } from '../util/meta';
 
 /** One object a suite admits, with the operation and the old version it is admitted with. */
 export interface Candidate {
@@ -45,7 +47,7 @@ export async function findTestFiles(paths: readonly string[]): Promise<string[]>
     try {
       info = await stat(path);
     } catch (err) {
-      throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+      throw new UsageError(`cannot read ${path}: ${messageOf(err)}`);
     }
     if (!info.isDirectory()) {
       out.push(path);
@@ -198,7 +200,7 @@ function rethrowIn(wrap: (message: string) => UsageError): (err: unknown) => nev
 }
 
 export function ruleKeyOf(rule: JsonObject): string {
-  const meta = isJsonObject(rule.metadata) ? rule.metadata : {};
+  const meta = metadataOf(rule);
   return `${String(meta.namespace)}/${nameOf(rule)}`;
 }
 

@@ -14,6 +14,7 @@ import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { parsePathCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, displayName, readInput } from './io';
+import { messageOf } from '../util/errors';
 
 const USAGE = `usage: modrule validate PATH... [--output text|json] [--strict]
 
@@ -114,7 +115,7 @@ export async function validatePaths(
       files = await expandPath(path);
     } catch (err) {
       unreadable++;
-      findings.push(finding('error', path, 0, 0, null, '', (err as Error).message));
+      findings.push(finding('error', path, 0, 0, null, '', messageOf(err)));
       continue;
     }
     if (files.length === 0)
@@ -126,7 +127,7 @@ export async function validatePaths(
         text = await readInput(source, io);
       } catch (err) {
         unreadable++;
-        findings.push(finding('error', file, 0, 0, null, '', (err as Error).message));
+        findings.push(finding('error', file, 0, 0, null, '', messageOf(err)));
         continue;
       }
       fileCount++;

@@ -6,6 +6,8 @@ import { JsonObject, JsonValue, isJsonObject } from '../util/json';
 import { emitYamlDocuments } from './emit';
 import { ImageOverride, imageOverride } from './image';
 import { checkBundle } from './check';
+import { messageOf } from '../util/errors';
+import { metadataOf } from '../util/meta';
 
 // A tiny `kubectl kustomize` for CI machines without kubectl. It knows exactly the kustomize
 // features config/ uses (resources, images, kustomize's default "legacy" order or sortOptions) and
@@ -144,7 +146,7 @@ function resIdOf(r: JsonObject): ResId {
   const version = slash >= 0 ? apiVersion.slice(slash + 1) : apiVersion;
   const kind = String(r.kind);
   const gvk = [group || '~G', version || '~V', kind || '~K'].join('_');
-  const meta = isJsonObject(r.metadata) ? r.metadata : {};
+  const meta = metadataOf(r);
   const ns = typeof meta.namespace === 'string' && meta.namespace ? meta.namespace : '~X';
   const name = typeof meta.name === 'string' && meta.name ? meta.name : '~N';
   return { group, kind, gvk, id: `${gvk}|${ns}|${name}` };
@@ -303,7 +305,7 @@ export function main(argv: readonly string[]): number {
     else process.stdout.write(text);
     return 0;
   } catch (err) {
-    process.stderr.write(`config/build: ${(err as Error).message}\n`);
+    process.stderr.write(`config/build: ${messageOf(err)}\n`);
     return 1;
   }
 }

@@ -1,4 +1,5 @@
 import { JsonObject, JsonValue, isJsonObject } from '../util/json';
+import { metadataOf } from '../util/meta';
 
 // Checks a built bundle for mistakes that would otherwise only show in the cluster: the operator's webhook and
 // metrics ports (flags, environment, declared container ports, probes, Services and scrape annotations) must agree,
@@ -21,7 +22,7 @@ const field = (v: JsonValue | undefined, key: string): JsonValue | undefined =>
   isJsonObject(v) ? v[key] : undefined;
 
 function identity(r: JsonObject): string {
-  const meta = isJsonObject(r.metadata) ? r.metadata : {};
+  const meta = metadataOf(r);
   const ns = typeof meta.namespace === 'string' ? `${meta.namespace}/` : '';
   return `${String(r.kind)} ${ns}${String(meta.name)}`;
 }

@@ -14,6 +14,7 @@ import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from './admit';
 import { stableStringify } from './stable-stringify';
 import { itemMatches } from './match';
 import { Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
+import { messageOf } from '../util/errors';
 
 const NS = 'team';
 
@@ -87,7 +88,7 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
               o.value === undefined ? undefined : cloneJson(o.value),
             );
           } catch (err) {
-            throw new Error(`${o.op} ${formatPointer(o.tokens)}: ${(err as Error).message}`);
+            throw new Error(`${o.op} ${formatPointer(o.tokens)}: ${messageOf(err)}`);
           }
         }
         if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
@@ -110,7 +111,7 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
         }
         outcome.patched.push(ref(rule));
       } catch (err) {
-        outcome.failures.push({ rule: ref(rule), message: (err as Error).message });
+        outcome.failures.push({ rule: ref(rule), message: messageOf(err) });
       }
     }
   }
@@ -143,7 +144,7 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     try {
       message = rule.rejectMessage ? rule.rejectMessage.render({ Target: current, Namespace: NS }) : '';
     } catch (err) {
-      outcome.failures.push({ rule: ref(rule), message: `rejectMessage: ${(err as Error).message}` });
+      outcome.failures.push({ rule: ref(rule), message: `rejectMessage: ${messageOf(err)}` });
     }
     outcome.rejections.push({ rule: ref(rule), message });
   }

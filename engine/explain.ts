@@ -13,6 +13,7 @@ import { AdmissionInput } from './admit';
 import { isIgnored, prepare, scopeOf } from './subject';
 import { compareRules, RuleSnapshot } from '../store/rules';
 import { NO_REFERENCES, ReferenceReader, ReferenceViews } from './references';
+import { messageOf } from '../util/errors';
 
 /** How many select results an explanation lists per match item. */
 export const MAX_LISTED_RESULTS = 5;
@@ -165,7 +166,7 @@ export function explainAdmission(
         if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
         current = next;
       } catch (err) {
-        e.error = (err as Error).message;
+        e.error = messageOf(err);
       }
     }
   }
@@ -178,7 +179,7 @@ export function explainAdmission(
     try {
       e.rejectMessage = rule.rejectMessage.render({ Target: view, Namespace: namespaceText });
     } catch (err) {
-      e.error = `rejectMessage: ${(err as Error).message}`;
+      e.error = `rejectMessage: ${messageOf(err)}`;
     }
   }
   explanation.rules = ordered.map((r) => byRule.get(r) as RuleExplanation);
@@ -246,7 +247,7 @@ export function explainItem(item: CompiledMatchItem, index: number, root: JsonVa
   try {
     results = item.select.select(root);
   } catch (err) {
-    const error = (err as Error).message;
+    const error = messageOf(err);
     return {
       ...base,
       results: [],

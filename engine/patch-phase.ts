@@ -16,6 +16,7 @@ import {
 import { LastApplied } from './last-applied';
 import { AdmissionOutcome, failAlone, QuarantineCheck, refOf } from './outcome';
 import type { ReferenceViews } from './references';
+import { messageOf } from '../util/errors';
 
 /**
  * Runs Patch rules tier by tier (lowest first). Every rule of a tier is matched against the tier's input; the
@@ -134,7 +135,7 @@ function applyRule(
     return ops;
   } catch (err) {
     if (err instanceof BudgetExhaustedError) throw err; // the request's, not this rule's: see runPatchRules
-    outcome.failures.push({ rule: refOf(rule), message: (err as Error).message });
+    outcome.failures.push({ rule: refOf(rule), message: messageOf(err) });
     return undefined;
   }
 }

@@ -5,6 +5,7 @@ import { applyKubeModOperation } from '../patch/kubemod';
 import { formatPointer } from '../patch/pointer';
 import { parseModRuleValue } from '../modrule/value';
 import { hasOwn, setOwn } from '../patch/object';
+import { messageOf } from '../util/errors';
 
 /** A patch operation with its path resolved and its value rendered, ready to apply. */
 export interface ResolvedOperation {
@@ -55,7 +56,7 @@ export function resolveOperations(
         results = op.select.select(target, budget.request);
       } catch (err) {
         rethrowBudget(err);
-        throw new RuleRuntimeError(`${at}.select: ${(err as Error).message}`);
+        throw new RuleRuntimeError(`${at}.select: ${messageOf(err)}`);
       }
       if (out.length + results.length > MAX_OPERATIONS_PER_RULE) {
         throw new RuleRuntimeError(`${at}: more than ${MAX_OPERATIONS_PER_RULE} operations in one rule`);
@@ -114,14 +115,14 @@ function resolveOne(
     );
   } catch (err) {
     rethrowBudget(err);
-    throw new RuleRuntimeError(`${at}.value: ${(err as Error).message}`);
+    throw new RuleRuntimeError(`${at}.value: ${messageOf(err)}`);
   }
   // YAML parsing is the slowest string work on the path (~30 µs for a short value): paid for before it starts.
   budget?.charge(VALUE_PARSE_STEPS + Math.floor(text.length / VALUE_CHARS_PER_STEP));
   try {
     return { op: op.op, tokens, value: parseModRuleValue(text) };
   } catch (err) {
-    throw new RuleRuntimeError(`${at}.value: rendered value is not valid: ${(err as Error).message}`);
+    throw new RuleRuntimeError(`${at}.value: rendered value is not valid: ${messageOf(err)}`);
   }
 }
 
@@ -239,7 +240,7 @@ export function applyOperationsShared(
         budget.charge(reached.parentLength >> 6);
       doc = applyKubeModOperation(own, o.op, o.tokens, o.value);
     } catch (err) {
-      throw new RuleRuntimeError(`${o.op} ${formatPointer(o.tokens)}: ${(err as Error).message}`);
+      throw new RuleRuntimeError(`${o.op} ${formatPointer(o.tokens)}: ${messageOf(err)}`);
     }
   }
   return doc;

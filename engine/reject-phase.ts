@@ -8,6 +8,7 @@ import { SelectCache } from '../jsonpath/select-cache';
 import { ruleMatches } from './match';
 import { AdmissionOutcome, QuarantineCheck, refOf } from './outcome';
 import type { ReferenceViews } from './references';
+import { messageOf } from '../util/errors';
 
 /**
  * Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
@@ -91,7 +92,7 @@ function rejectMessage(
   } catch (err) {
     if (err instanceof BudgetExhaustedError) throw err;
     // A broken message must not turn a rejection into an admission.
-    outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${(err as Error).message}` });
+    outcome.failures.push({ rule: refOf(rule), message: `rejectMessage: ${messageOf(err)}` });
     return '';
   }
 }

@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs';
+import { messageOf } from '../util/errors';
 
 // Just enough of ELF to check what a binary runs on and what it loads: 64-bit little-endian files (x86-64, AArch64).
 
@@ -93,7 +94,7 @@ export function readElf(file: string): ElfInfo {
     return { machine, interpreter, needed: neededAt.map((at) => cString(strings, at)) };
   } catch (err) {
     if (err instanceof ElfError) throw err;
-    throw new ElfError(`${file}: ${(err as Error).message}`);
+    throw new ElfError(`${file}: ${messageOf(err)}`);
   } finally {
     closeSync(fd);
   }

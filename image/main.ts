@@ -8,6 +8,7 @@ import { archOf } from './arch';
 import { buildWithBuildah } from './buildah';
 import { assembleRootfs, RootfsInventory } from './rootfs';
 import { DEFAULT_SOURCE } from './spec';
+import { messageOf } from '../util/errors';
 
 const USAGE = `usage:
   node dist/image/main.js build --image REF [--builder auto|buildah|docker] [--oci-archive FILE] [--arch ARCH]
@@ -176,7 +177,7 @@ export function main(argv: readonly string[]): number {
     throw new UsageError(command ? `unknown command "${command}"` : 'no command');
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`image: ${(err as Error).message}\n${usage ? `${USAGE}\n` : ''}`);
+    process.stderr.write(`image: ${messageOf(err)}\n${usage ? `${USAGE}\n` : ''}`);
     return usage ? 2 : 1;
   }
 }

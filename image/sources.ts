@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Arch } from './arch';
+import { messageOf } from '../util/errors';
 
 // What the image is assembled from besides this repository: Node's official Linux binary, as the npm registry ships
 // it (package node-linux-<arch>, pinned by version and integrity), and the C/C++ runtime libraries Node and the re2
@@ -84,7 +85,7 @@ export function debianPackages(names: readonly string[], arch: Arch, dir: string
     run('apt-get', ['download', ...names.map((n) => `${n}:${arch.oci}`)], debs);
   } catch (err) {
     throw new SourceError(
-      `${(err as Error).message}\n(the image takes its C/C++ runtime libraries from the build machine's Debian or ` +
+      `${messageOf(err)}\n(the image takes its C/C++ runtime libraries from the build machine's Debian or ` +
         `Ubuntu archive: run apt-get update first${arch.oci === hostDebianArch() ? '' : `, and dpkg --add-architecture ${arch.oci}`})`,
     );
   }

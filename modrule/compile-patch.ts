@@ -17,6 +17,7 @@ import {
   unknownField,
   valueNotStringHint,
 } from './field-checks';
+import { messageOf } from '../util/errors';
 
 const PATCH_FIELDS = new Set(['op', 'select', 'path', 'value']);
 const PATCH_OPS: readonly PatchOperationType[] = ['add', 'replace', 'remove'];
@@ -73,7 +74,7 @@ export function compilePatchOperation(
       // The last token is mostly the rule's own (an annotation or label name); the others repeat across rules.
       raw = parsePointer(path).map((t, i, all) => (i < all.length - 1 ? sharedToken(t) : t));
     } catch (err) {
-      problem(`${at}.path`, (err as Error).message);
+      problem(`${at}.path`, messageOf(err));
     }
     // Without a select KubeMod uses the path as it is: `#0` is then literal text (README, patch section).
     if (p.select !== undefined && p.select !== null && p.select !== '') {
@@ -115,7 +116,7 @@ export function compilePatchOperation(
       try {
         value = { kind: 'constant', value: constantValue(rawValue) };
       } catch (err) {
-        problem(`${at}.value`, (err as Error).message);
+        problem(`${at}.value`, messageOf(err));
       }
     }
   }

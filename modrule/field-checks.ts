@@ -2,6 +2,7 @@ import { compileJsonPath, CompiledJsonPath, JsonPathSyntaxError } from '../jsonp
 import { TemplateSyntaxError } from '../template';
 import { compileRegex, SafeRegex } from '../util/regex';
 import { Interner } from '../util/interner';
+import { messageOf } from '../util/errors';
 
 /** Records one problem at a field; count() says how many so far (did this item add any?). */
 export type Report = ((field: string, message: string) => void) & { count(): number };
@@ -18,7 +19,7 @@ export function tryJsonPath(source: string, field: string, problem: Report): Com
     if (err instanceof JsonPathSyntaxError) {
       problem(field, err.message.startsWith('column') ? err.message : `column ${err.column}: ${err.message}`);
     } else {
-      problem(field, `invalid JSONPath: ${(err as Error).message}`);
+      problem(field, `invalid JSONPath: ${messageOf(err)}`);
     }
     return undefined;
   }
@@ -30,7 +31,7 @@ export function tryTemplate<T>(compile: () => T, field: string, problem: Report)
     return compile();
   } catch (err) {
     if (err instanceof TemplateSyntaxError) problem(field, `invalid template: ${err.message}`);
-    else problem(field, `invalid template: ${(err as Error).message}`);
+    else problem(field, `invalid template: ${messageOf(err)}`);
     return undefined;
   }
 }
@@ -40,7 +41,7 @@ export function tryRegex(source: string, field: string, problem: Report): SafeRe
   try {
     return regexes.get(source, () => compileRegex(source));
   } catch (err) {
-    problem(field, (err as Error).message);
+    problem(field, messageOf(err));
     return undefined;
   }
 }

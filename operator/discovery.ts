@@ -5,6 +5,7 @@ import { ServedResource } from '../scope/types';
 import { Backoff, sleep } from './backoff';
 import { Informer } from './informer';
 import { KubeClient } from './kube';
+import { messageOf } from '../util/errors';
 
 export const CRDS_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
@@ -98,7 +99,7 @@ export class Discovery {
           backoff.reset();
         } catch (err) {
           this.options.logger.warn('cannot read API discovery; will retry', {
-            error: (err as Error).message,
+            error: messageOf(err),
           });
           this.again = true;
           await sleep(backoff.next(), this.stopping.signal);
@@ -142,7 +143,7 @@ export class Discovery {
           missing.push(group);
           this.options.logger.debug('discovery of a group version failed', {
             path,
-            error: (err as Error).message,
+            error: messageOf(err),
           });
         }
       }

@@ -4,6 +4,7 @@ import type https from 'node:https';
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { ClusterAccess, setHeader } from './access';
+import { messageOf } from '../util/errors';
 
 /** Where Kubernetes mounts a pod's service-account token, CA and namespace. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -48,7 +49,7 @@ function readAtStart(file: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`in-cluster: cannot read the service-account ${what} ${file}: ${(err as Error).message}`);
+    throw new Error(`in-cluster: cannot read the service-account ${what} ${file}: ${messageOf(err)}`);
   }
 }
 

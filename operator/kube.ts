@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isJsonObject, JsonObject } from '../util/json';
 import { ClusterAccess } from './access';
+import { messageOf } from '../util/errors';
 
 /** An API call that got an error response (or none at all: status 0). */
 export class KubeApiError extends Error {
@@ -162,13 +163,7 @@ export function createKubeClient(access: ClusterAccess): KubeClient {
             const parsed: unknown = text ? JSON.parse(text) : {};
             resolve(isJsonObject(parsed) ? parsed : {});
           } catch (err) {
-            reject(
-              new KubeApiError(
-                `${method} ${path}: bad JSON: ${(err as Error).message}`,
-                status,
-                'BadResponse',
-              ),
-            );
+            reject(new KubeApiError(`${method} ${path}: bad JSON: ${messageOf(err)}`, status, 'BadResponse'));
           }
         });
       });

@@ -18,6 +18,7 @@ import { RuleStore } from '../store/rules';
 import { namespaceLabels } from '../store/target';
 import { isTransient, KubeApiError, KubeClient } from './kube';
 import { DRAGNET_WEBHOOK, MUTATING_WEBHOOK_CONFIGURATIONS_PATH } from '../config/owned';
+import { metadataOf } from '../util/meta';
 
 /*
  * The native policies' side of the API server: whether it serves them, and creating, checking and deleting the
@@ -52,7 +53,7 @@ export async function unavailableReason(client: KubeClient): Promise<string | un
     list = await client.request('GET', `/apis/${POLICY_API_VERSION}`);
   } catch (err) {
     if (isTransient(err)) throw err;
-    return `the API server does not serve ${POLICY_API_VERSION} (${(err as Error).message})`;
+    return `the API server does not serve ${POLICY_API_VERSION} (${messageOf(err)})`;
   }
   const served = new Set(
     (Array.isArray(list.resources) ? list.resources : []).map((r) => (isJsonObject(r) ? r.name : '')),
@@ -80,13 +81,13 @@ export function owned(obj: JsonObject, ruleUid: string): JsonObject {
 
 /** Whether an object is one the operator created. */
 export function isOwned(obj: JsonObject): boolean {
-  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
+  const meta = metadataOf(obj);
   return isJsonObject(meta.labels) && meta.labels[MANAGED_BY] === OPERATOR;
 }
 
 /** The rule (namespace/name) an owned object was compiled from. */
 export function ruleKeyOf(obj: JsonObject): string | undefined {
-  const meta = isJsonObject(obj.metadata) ? obj.metadata : {};
+  const meta = metadataOf(obj);
   const rule = isJsonObject(meta.annotations) ? meta.annotations[RULE_ANNOTATION] : undefined;
   return typeof rule === 'string' ? rule : undefined;
 }
@@ -147,7 +148,7 @@ export async function applyOwned(client: KubeClient, want: JsonObject): Promise<
 
 function refusedOrThrow(err: unknown): ApplyResult {
   if (isTransient(err)) throw err;
-  return { refused: (err as Error).message };
+  return { refused: messageOf(err) };
 }
 
 /** Deletes an owned object (binding first is the caller's business); gone or not owned is fine. */

@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject } from '../util/json';
-import { keyOf, nameOf, splitKey } from '../util/meta';
+import { keyOf, nameOf, splitKey, metadataOf } from '../util/meta';
 import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
 import { formatProblems } from '../modrule/problems';
@@ -168,7 +168,7 @@ export class NativeController implements InformerHandlers {
   }
 
   private wants(rule: JsonObject): boolean {
-    const meta = isJsonObject(rule.metadata) ? rule.metadata : {};
+    const meta = metadataOf(rule);
     const annotation = isJsonObject(meta.annotations) ? meta.annotations[SERVE_ANNOTATION] : undefined;
     return this.options.mode === 'all' ? annotation !== 'false' : annotation === 'true';
   }

@@ -3,6 +3,8 @@ import { Logger } from '../util/logger';
 import { INJECT_NODE_REF_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
 import { retry } from './backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from './kube';
+import { messageOf } from '../util/errors';
+import { metadataOf } from '../util/meta';
 
 /** What the /podbinding-webhook hands over for every pods/binding CREATE that is not a dry run. */
 export interface PodBinding {
@@ -24,7 +26,7 @@ export type PodBindingResult = 'annotated' | 'not-requested' | 'already-annotate
 
 /** The annotation patch a pod needs, or null when it did not ask for a node reference or already has this one. */
 export function nodeRefPatch(pod: JsonObject, nodeName: string): JsonObject | null {
-  const meta = isJsonObject(pod.metadata) ? pod.metadata : {};
+  const meta = metadataOf(pod);
   const annotations = isJsonObject(meta.annotations) ? meta.annotations : {};
   if (annotations[INJECT_NODE_REF_ANNOTATION] !== 'true') return null;
   if (annotations[NODE_REF_ANNOTATION] === nodeName) return null;
@@ -60,7 +62,7 @@ export function createPodBindingHandler(
       return 'annotated';
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) return 'pod-gone';
-      logger.error('failed to add node reference to pod', { ...log, error: (err as Error).message });
+      logger.error('failed to add node reference to pod', { ...log, error: messageOf(err) });
       return 'failed';
     }
   };

@@ -18,6 +18,8 @@ import {
   VALIDATING_WEBHOOK_CONFIGURATION,
   WEBHOOK_SERVICE_NAME,
 } from '../config/owned';
+import { messageOf } from '../util/errors';
+import { metadataOf } from '../util/meta';
 
 const ROTATED_AT_ANNOTATION = 'modrule.kubemod.io/ca-rotated-at';
 
@@ -61,7 +63,7 @@ export function bundleFromSecret(secret: JsonObject): CertBundle | null {
     cert: unb64(data['tls.crt']),
     key: unb64(data['tls.key']),
   };
-  const meta = isJsonObject(secret.metadata) ? secret.metadata : {};
+  const meta = metadataOf(secret);
   const annotations = isJsonObject(meta.annotations) ? meta.annotations : {};
   const rotated = annotations[ROTATED_AT_ANNOTATION];
   if (typeof rotated === 'string') bundle.caRotatedAt = rotated;
@@ -156,7 +158,7 @@ export class SelfSignedCertificates {
             },
           });
         } else {
-          const meta = isJsonObject(secret.metadata) ? secret.metadata : {};
+          const meta = metadataOf(secret);
           const oldAnnotations = isJsonObject(meta.annotations) ? { ...meta.annotations } : {};
           delete oldAnnotations[ROTATED_AT_ANNOTATION];
           // resourceVersion makes this a compare-and-swap: a replica that renewed first wins, we re-read.
@@ -298,7 +300,7 @@ export class SelfSignedCertificates {
           await this.syncCaBundle(bundle);
         } catch (err) {
           this.options.logger.warn('cannot restore webhook caBundle; will retry', {
-            error: (err as Error).message,
+            error: messageOf(err),
           });
           this.caSyncAgain = true;
           await sleep(backoff.next(), signal);
@@ -321,7 +323,7 @@ export class SelfSignedCertificates {
         this.use(bundle);
         await this.syncCaBundle(bundle);
       } catch (err) {
-        this.options.logger.error('certificate check failed; will retry', { error: (err as Error).message });
+        this.options.logger.error('certificate check failed; will retry', { error: messageOf(err) });
       } finally {
         this.checking = null;
       }
@@ -345,7 +347,7 @@ export class SelfSignedCertificates {
       this.adopt(await this.options.client.request('GET', path));
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) await this.check();
-      else this.options.logger.debug('cannot read the certificate Secret', { error: (err as Error).message });
+      else this.options.logger.debug('cannot read the certificate Secret', { error: messageOf(err) });
     } finally {
       this.polling = false;
     }
@@ -369,7 +371,7 @@ export class SelfSignedCertificates {
       this.tls?.set({ cert: bundle.cert, key: bundle.key });
     } catch (err) {
       this.options.logger.error('certificate in the Secret is unusable; keeping the current one', {
-        error: (err as Error).message,
+        error: messageOf(err),
       });
       return false;
     }

@@ -1,4 +1,4 @@
-import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
+import { jsonEqual, JsonObject, JsonValue } from '../util/json';
 import { Logger } from '../util/logger';
 import { formatProblems, ValidationProblem } from '../modrule/problems';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
@@ -8,6 +8,7 @@ import { Informer, InformerHandlers } from './informer';
 import { KubeClient } from './kube';
 import { StatusReporter } from './status';
 import { MODRULES_PATH } from '../config/owned';
+import { metadataOf } from '../util/meta';
 
 export const NAMESPACES_PATH = '/api/v1/namespaces';
 export const NODES_PATH = '/api/v1/nodes';
@@ -34,7 +35,7 @@ interface Seen {
 }
 
 function nameOf(obj: JsonObject): { namespace: string; name: string } {
-  const m = isJsonObject(obj.metadata) ? obj.metadata : {};
+  const m = metadataOf(obj);
   return {
     namespace: typeof m.namespace === 'string' ? m.namespace : '',
     name: typeof m.name === 'string' ? m.name : '',

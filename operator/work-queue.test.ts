@@ -1,4 +1,5 @@
 import { KeyedQueue } from './work-queue';
+import { messageOf } from '../util/errors';
 
 /** A queue whose work records each key it runs (and throws for keys in `failing`), on jest's fake clock. */
 function queue(options: { retryMs?: number; failing?: Set<string> } = {}) {
@@ -15,7 +16,7 @@ function queue(options: { retryMs?: number; failing?: Set<string> } = {}) {
     {
       ready,
       signal: controller.signal,
-      onError: (key, err) => errors.push(`${key}: ${(err as Error).message}`),
+      onError: (key, err) => errors.push(`${key}: ${messageOf(err)}`),
       retryMs: options.retryMs,
     },
   );

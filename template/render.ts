@@ -4,6 +4,7 @@ import { TemplateRuntimeError } from './errors';
 import { Budget, formatValue, GoValue, isMap, isTrue, sortedKeys, useMeter } from './values';
 import { DEFAULT_LIMITS, ExecState, nameText, RenderLimits, TemplateName } from './exec-state';
 import { evalPipeline } from './pipeline';
+import { messageOf } from '../util/errors';
 
 /*
  * Rendering a template, as Go's text/template Execute does. The parts: exec-state.ts (one render's state: limits, step
@@ -68,7 +69,7 @@ function walk(s: ExecState, dot: GoValue, nodes: readonly Node[]): number {
             // render's own step limit says where it was reached already.
             if (e instanceof BudgetExhaustedError) throw e;
             if (e instanceof TemplateRuntimeError && e.message.startsWith('template: ')) throw e;
-            s.fail(node.pos, node.text, (e as Error).message);
+            s.fail(node.pos, node.text, messageOf(e));
           }
           s.write(text);
         }

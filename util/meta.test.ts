@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { JsonObject } from './json';
 import {
   annotationsOf,
@@ -70,5 +71,11 @@ describe('util/errors messageOf', () => {
     expect(messageOf('plain')).toBe('plain');
     expect(messageOf(42)).toBe('42');
     expect(messageOf(Object.create(null))).toBe('unknown error');
+  });
+
+  it('reads the message of an Error made in another realm', () => {
+    const foreign: unknown = runInNewContext('new Error("from a vm context")');
+    expect(foreign instanceof Error).toBe(false);
+    expect(messageOf(foreign)).toBe('from a vm context');
   });
 });

@@ -1,4 +1,5 @@
 import RE2 from 're2';
+import { messageOf } from './errors';
 
 /** A compiled regular expression that runs in linear time (RE2: no backtracking, no lookaround). */
 export interface SafeRegex {
@@ -49,7 +50,7 @@ export function compileRegex(pattern: string): SafeRegex {
     re = new RE2(pattern, 'u');
     global = new RE2(pattern, 'gu');
   } catch (err) {
-    throw new RegexSyntaxError(pattern, String((err as Error).message));
+    throw new RegexSyntaxError(pattern, String(messageOf(err)));
   }
   return {
     source: pattern,

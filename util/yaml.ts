@@ -13,6 +13,7 @@ import {
 import { TextPosition } from './excerpt';
 import { DuplicateKey, duplicateKeys } from './yaml-duplicates';
 import { isJsonObject, JsonObject, JsonValue } from './json';
+import { messageOf } from './errors';
 
 /** Thrown for YAML that does not parse or has no JSON form; says which document and, for syntax errors, where. */
 export class ManifestSyntaxError extends Error {
@@ -112,7 +113,7 @@ export function documentJson(doc: Document, where: string): JsonValue {
   try {
     value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (err) {
-    const reason = firstLine((err as Error).message);
+    const reason = firstLine(messageOf(err));
     throw new ManifestSyntaxError(`${where}: ${reason}`, { reason });
   }
   // A JSON round trip gives every string its own storage: the parser's strings are slices of the whole file's
@@ -178,7 +179,7 @@ export function parseLocatedDocuments(text: string): LocatedDocument[] {
     try {
       return { ...located, value: toJsonValue(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), '') };
     } catch (err) {
-      return { ...located, error: firstLine((err as Error).message) };
+      return { ...located, error: firstLine(messageOf(err)) };
     }
   });
 }
@@ -226,7 +227,7 @@ export function parseYamlValue(text: string): JsonValue {
     return toJsonValue(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }), '');
   } catch (err) {
     if (err instanceof ManifestSyntaxError) throw err;
-    throw new ManifestSyntaxError(firstLine((err as Error).message));
+    throw new ManifestSyntaxError(firstLine(messageOf(err)));
   }
 }
 

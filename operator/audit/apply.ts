@@ -4,6 +4,7 @@ import { ObjectAudit, ListableResource } from '../../audit/types';
 import { JSON_PATCH, KubeApiError, KubeClient } from '../kube';
 import { objectPath } from './discovery';
 import { RateLimiter } from './rate';
+import { messageOf } from '../../util/errors';
 
 /** The field manager modrule's writes are recorded under (managedFields). */
 export const FIELD_MANAGER = 'modrule';
@@ -75,7 +76,7 @@ const statusOf = (err: unknown) => (err instanceof KubeApiError ? err.status : 0
 
 /** The message with the server's causes (a 422's field errors, a webhook's denial). */
 export function serverMessage(err: unknown): string {
-  const message = (err as Error).message;
+  const message = messageOf(err);
   if (!(err instanceof KubeApiError) || !err.body || !isJsonObject(err.body.details)) return message;
   const causes = Array.isArray(err.body.details.causes) ? err.body.details.causes : [];
   const parts = causes

@@ -1,6 +1,7 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { ListableResource } from '../../audit/types';
 import { KubeClient } from '../kube';
+import { messageOf } from '../../util/errors';
 
 function resourcesOf(list: JsonObject, group: string, version: string): ListableResource[] {
   const out: ListableResource[] = [];
@@ -54,7 +55,7 @@ export async function discoverResources(client: KubeClient, parallel = 8): Promi
             ...resourcesOf(await client.request('GET', `/apis/${group}/${version}`), group, version),
           );
         } catch (err) {
-          failedGroups.push({ groupVersion: `${group}/${version}`, error: (err as Error).message });
+          failedGroups.push({ groupVersion: `${group}/${version}`, error: messageOf(err) });
         }
       }
     }),

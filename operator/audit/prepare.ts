@@ -7,6 +7,8 @@ import { discoverResources } from './discovery';
 import { RateLimiter } from './rate';
 import { ScanProblem } from './scan';
 import { MUTATING_WEBHOOK_CONFIGURATION, MUTATING_WEBHOOK_CONFIGURATION_PATH } from '../../config/owned';
+import { messageOf } from '../../util/errors';
+import { metadataOf } from '../../util/meta';
 
 /** Every item of a collection, page by page; items get apiVersion and kind (list items have none). */
 export async function listAll(
@@ -22,7 +24,7 @@ export async function listAll(
     const page = await client.request('GET', path, {
       query: { limit: options.pageSize ?? 500, continue: token, labelSelector: options.labelSelector },
     });
-    const meta = isJsonObject(page.metadata) ? page.metadata : {};
+    const meta = metadataOf(page);
     token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
     for (const item of Array.isArray(page.items) ? page.items : [])
       if (isJsonObject(item)) out.push({ ...type, ...item });
@@ -44,7 +46,7 @@ export async function readInstalledNet(
     configuration = await client.request('GET', MUTATING_WEBHOOK_CONFIGURATION_PATH);
   } catch (err) {
     const status = err instanceof KubeApiError ? err.status : 0;
-    const why = status === 404 ? 'does not exist' : `cannot be read (${(err as Error).message})`;
+    const why = status === 404 ? 'does not exist' : `cannot be read (${messageOf(err)})`;
     return {
       scope: UNRESTRICTED,
       note:

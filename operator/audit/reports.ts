@@ -11,6 +11,8 @@ import {
 } from '../../audit/report';
 import { KubeApiError, KubeClient } from '../kube';
 import { RateLimiter } from './rate';
+import { messageOf } from '../../util/errors';
+import { metadataOf } from '../../util/meta';
 
 /** What one round of report writing did. */
 export interface WriteSummary {
@@ -81,7 +83,7 @@ export class ReportWriter {
                 `docs/audit.md) or run the operator without --reports`,
             );
           });
-        const meta = isJsonObject(page.metadata) ? page.metadata : {};
+        const meta = metadataOf(page);
         token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
         for (const r of Array.isArray(page.items) ? page.items : [])
           if (isJsonObject(r) && isJsonObject(r.metadata) && r.metadata.name === REPORT_NAME)
@@ -154,7 +156,7 @@ export class ReportWriter {
         summary.failed++;
         logger.warn('writing an audit report failed', {
           namespace: ns || null,
-          error: (err as Error).message,
+          error: messageOf(err),
         });
       }
     }
@@ -171,7 +173,7 @@ export class ReportWriter {
         summary.failed++;
         logger.warn('deleting an audit report failed', {
           namespace: ns || null,
-          error: (err as Error).message,
+          error: messageOf(err),
         });
       }
     }

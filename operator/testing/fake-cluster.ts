@@ -5,6 +5,7 @@ import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
 import { ListableResource } from '../../audit/types';
 import { JSON_PATCH, KubeApiError, KubeClient, RequestOptions, WatchHandle } from '../kube';
+import { messageOf } from '../../util/errors';
 
 /** A request the fake received. */
 export interface FakeRequest {
@@ -245,7 +246,7 @@ export class FakeCluster implements KubeClient {
       } catch (err) {
         // As the API server answers a failed patch: 422, the reason in a cause.
         throw status(422, 'Invalid', 'the server rejected our request due to an error in our request', [
-          { type: 'UnexpectedServerResponse', message: (err as Error).message },
+          { type: 'UnexpectedServerResponse', message: messageOf(err) },
         ]);
       }
       if (!isJsonObject(patched)) throw status(422, 'Invalid', 'not an object');

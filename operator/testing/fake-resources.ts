@@ -1,5 +1,6 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { HttpError } from './fake-http';
+import { metadataOf } from '../../util/meta';
 
 /** The resources the fake serves, as the real API server names them. */
 export const FAKE_RESOURCES = {
@@ -142,7 +143,7 @@ export function parseSelector(query: Record<string, string>): Selector {
 
 /** Whether an object belongs to a route's namespace and passes a request's selectors. */
 export function matches(obj: JsonObject, route: Route, selector: Selector): boolean {
-  const m = isJsonObject(obj.metadata) ? obj.metadata : {};
+  const m = metadataOf(obj);
   if (
     route.namespace !== null &&
     FAKE_RESOURCES[route.resource].namespaced &&

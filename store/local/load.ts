@@ -2,6 +2,7 @@ import { ManifestEntry, ManifestSyntaxError, parseManifestEntries } from '../../
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { JsonObject } from '../../util/json';
+import { messageOf } from '../../util/errors';
 
 /** Extensions read when walking a folder; a file named explicitly is read whatever its extension. */
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml']);
@@ -42,14 +43,14 @@ export async function listManifestFiles(paths: readonly string[]): Promise<strin
     try {
       s = await stat(p);
     } catch (err) {
-      throw new ManifestError(p, `cannot read: ${(err as Error).message}`);
+      throw new ManifestError(p, `cannot read: ${messageOf(err)}`);
     }
     if (s.isDirectory()) {
       try {
         await walk(p, 0);
       } catch (err) {
         if (err instanceof ManifestError) throw err;
-        throw new ManifestError(p, `cannot list: ${(err as Error).message}`);
+        throw new ManifestError(p, `cannot list: ${messageOf(err)}`);
       }
     } else out.add(p);
   }
@@ -82,13 +83,13 @@ export async function loadManifestEntries(file: string): Promise<ManifestEntry[]
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new ManifestError(file, `cannot read: ${(err as Error).message}`);
+    throw new ManifestError(file, `cannot read: ${messageOf(err)}`);
   }
   try {
     return parseManifestFile(text, file);
   } catch (err) {
     if (err instanceof ManifestError) throw err;
-    throw new ManifestError(file, (err as Error).message);
+    throw new ManifestError(file, messageOf(err));
   }
 }
 

@@ -13,6 +13,7 @@ import { ManifestEntry } from '../../util/yaml';
 import { DuplicateKey, duplicateKeyMessage, duplicateKeyProblem } from '../../util/yaml-duplicates';
 import { fingerprintFiles, listManifestFiles, loadManifestEntries, ManifestError } from './load';
 import type { ReferenceObjects } from '../references';
+import { messageOf } from '../../util/errors';
 
 export interface LocalSourceOptions {
   /** Files and folders of ModRules, Namespaces, Nodes and objects rules read (YAML, multi-document, recursive). */
@@ -62,7 +63,7 @@ function compile(store: RuleStore, rule: JsonObject): { compiled?: CompiledRule;
     const { rule: compiled, problems } = store.compileRule(rule);
     return compiled && problems.length === 0 ? { compiled } : { problems: formatProblems(problems) };
   } catch (err) {
-    return { problems: `validation failed: ${(err as Error).message}` };
+    return { problems: `validation failed: ${messageOf(err)}` };
   }
 }
 
@@ -167,7 +168,7 @@ export class LocalRuleSource {
       try {
         this.watchers.push(watch(dir, onEvent).on('error', () => undefined));
       } catch (err) {
-        this.options.logger.warn('cannot watch folder; polling only', { dir, error: (err as Error).message });
+        this.options.logger.warn('cannot watch folder; polling only', { dir, error: messageOf(err) });
       }
     }
   }
@@ -236,7 +237,7 @@ export class LocalRuleSource {
         try {
           docs = await loadManifestEntries(file);
         } catch (err) {
-          errors.push((err as Error).message);
+          errors.push(messageOf(err));
           keep(file);
           continue;
         }

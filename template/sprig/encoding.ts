@@ -4,6 +4,7 @@ import { BudgetExhaustedError } from '../../util/budget';
 import { FunctionError, TemplateRuntimeError } from '../errors';
 import { def, FuncContext, FuncDef } from '../registry';
 import { Budget, GoValue, isMap, newMap, sortedKeys } from '../values';
+import { messageOf } from '../../util/errors';
 
 const s = (v: GoValue): string => v as string;
 
@@ -202,7 +203,7 @@ export const ENCODING_FUNCTIONS: Record<string, FuncDef> = {
       plain = parseYaml(s(v), { maxAliasCount: 100 }) ?? newMap();
     } catch (e) {
       const m = newMap();
-      m.Error = (e as Error).message;
+      m.Error = messageOf(e);
       return m;
     }
     return rebuilt(plain, ctx, (e) => {

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { cloneJson, isJsonObject, JsonObject } from '../../util/json';
+import { cloneJson, JsonObject } from '../../util/json';
 import { KubeApiError, KubeClient } from '../../operator/kube';
 import { CompiledRule } from '../../modrule/compile';
 import { declineOf } from '../../native';
@@ -10,6 +10,7 @@ import { sendsRequest } from '../../scope/sends';
 import { ScopeOperation, ScopeRequest } from '../../scope/types';
 import { ruleReach } from '../../scope/reach';
 import { waitFor } from './cluster';
+import { metadataOf } from '../../util/meta';
 
 /*
  * Which requests reach the dragnet webhook when rules are served natively: the registration the operator would
@@ -47,7 +48,7 @@ export function requestOf(
 ): ScopeRequest {
   const [served] = catalog.resourcesOf(String(object.kind));
   if (!served) throw new Error(`no resource serves ${String(object.kind)}`);
-  const meta = isJsonObject(object.metadata) ? object.metadata : {};
+  const meta = metadataOf(object);
   const isNamespace = served.group === '' && served.resource === 'namespaces';
   const namespace = isNamespace ? String(meta.name) : served.namespaced ? String(meta.namespace ?? '') : '';
   const version = String(object.apiVersion).split('/').pop()!;
