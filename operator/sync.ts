@@ -8,7 +8,7 @@ import { Informer, InformerHandlers } from './informer';
 import { KubeClient } from './kube';
 import { StatusReporter } from './status';
 import { MODRULES_PATH } from '../config/owned';
-import { metadataOf } from '../util/meta';
+import { nameOf, namespaceOf, objectKey } from '../util/meta';
 
 export const NAMESPACES_PATH = '/api/v1/namespaces';
 export const NODES_PATH = '/api/v1/nodes';
@@ -32,14 +32,6 @@ interface Seen {
   uid: JsonValue;
   spec: JsonValue;
   problems: readonly ValidationProblem[];
-}
-
-function nameOf(obj: JsonObject): { namespace: string; name: string } {
-  const m = metadataOf(obj);
-  return {
-    namespace: typeof m.namespace === 'string' ? m.namespace : '',
-    name: typeof m.name === 'string' ? m.name : '',
-  };
 }
 
 /**
@@ -118,12 +110,12 @@ export class ClusterSync {
     return {
       replace: (items) => {
         const rejected = new Map(
-          store.replaceRules(items).map((r) => [`${r.namespace}/${r.name}`, r.problems]),
+          store.replaceRules(items).map((r) => [objectKey(r.namespace, r.name), r.problems]),
         );
         this.seen.clear();
         for (const item of items) {
-          const { namespace, name } = nameOf(item);
-          const key = `${namespace}/${name}`;
+          const [namespace, name] = [namespaceOf(item), nameOf(item)];
+          const key = objectKey(namespace, name);
           const problems = rejected.get(key) ?? [];
           if (problems.length > 0) logInvalid(namespace, name, problems);
           this.seen.set(key, {
@@ -137,8 +129,8 @@ export class ClusterSync {
         this.options.observer?.replace(items);
       },
       upsert: (obj) => {
-        const { namespace, name } = nameOf(obj);
-        const key = `${namespace}/${name}`;
+        const [namespace, name] = [namespaceOf(obj), nameOf(obj)];
+        const key = objectKey(namespace, name);
         const uid = (obj.metadata as JsonObject).uid ?? null;
         const previous = this.seen.get(key);
         let problems: readonly ValidationProblem[];
@@ -154,9 +146,9 @@ export class ClusterSync {
         this.options.observer?.upsert(obj);
       },
       remove: (obj) => {
-        const { namespace, name } = nameOf(obj);
+        const [namespace, name] = [namespaceOf(obj), nameOf(obj)];
         store.deleteRule(namespace, name);
-        this.seen.delete(`${namespace}/${name}`);
+        this.seen.delete(objectKey(namespace, name));
         status?.forget(namespace, name);
         logger.info('ModRule deleted', { namespace, name });
         this.options.observer?.remove(obj);
@@ -169,7 +161,7 @@ export class ClusterSync {
     return {
       replace: (items) => store.replaceNamespaces(items),
       upsert: (obj) => store.upsertNamespace(obj),
-      remove: (obj) => store.deleteNamespace(nameOf(obj).name),
+      remove: (obj) => store.deleteNamespace(nameOf(obj)),
     };
   }
 
@@ -178,7 +170,7 @@ export class ClusterSync {
     return {
       replace: (items) => store.replaceNodes(items),
       upsert: (obj) => store.upsertNode(obj),
-      remove: (obj) => store.deleteNode(nameOf(obj).name),
+      remove: (obj) => store.deleteNode(nameOf(obj)),
     };
   }
 }

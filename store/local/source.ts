@@ -14,6 +14,7 @@ import { DuplicateKey, duplicateKeyMessage, duplicateKeyProblem } from '../../ut
 import { fingerprintFiles, listManifestFiles, loadManifestEntries, ManifestError } from './load';
 import type { ReferenceObjects } from '../references';
 import { messageOf } from '../../util/errors';
+import { keyOf, objectKey } from '../../util/meta';
 
 export interface LocalSourceOptions {
   /** Files and folders of ModRules, Namespaces, Nodes and objects rules read (YAML, multi-document, recursive). */
@@ -73,11 +74,6 @@ function duplicateKeysText(duplicates: readonly DuplicateKey[]): string {
     .map(duplicateKeyProblem)
     .map((p) => `${p.field}: ${p.message}`)
     .join('; ');
-}
-
-function ruleKey(rule: JsonObject): string {
-  const meta = rule.metadata as JsonObject;
-  return `${meta.namespace as string}/${meta.name as string}`;
 }
 
 function kindOf(doc: JsonObject): string {
@@ -224,7 +220,8 @@ export class LocalRuleSource {
     const keep = (file: string) => {
       const previous = this.lastFiles.get(file);
       if (!previous) return;
-      for (const rule of previous.rules) define(`${rule.namespace}/${rule.name}`, { compiled: rule, file });
+      for (const rule of previous.rules)
+        define(objectKey(rule.namespace, rule.name), { compiled: rule, file });
       take(file, previous.others);
     };
     // One copy of each string across every file of this load (selects, kinds, apiVersions repeat in every rule).
@@ -248,7 +245,7 @@ export class LocalRuleSource {
             const rule = shareStrings(this.prepareRule(doc), strings);
             // A key given twice makes a ModRule invalid here as in `modrule validate` (cli/duplicates.ts).
             const entry = twice.length > 0 ? { problems: duplicateKeysText(twice) } : compile(store, rule);
-            define(ruleKey(rule), { ...entry, file });
+            define(keyOf(rule), { ...entry, file });
           } else if (
             nameOf(doc) &&
             ((kind === 'Namespace' || kind === 'Node') && (doc.apiVersion ?? 'v1') === 'v1'
@@ -288,7 +285,7 @@ export class LocalRuleSource {
     for (const [key, entry] of rules) {
       let rule = entry.compiled;
       if (!rule) {
-        inForce ??= new Map(store.allRules().map((r) => [`${r.namespace}/${r.name}`, r]));
+        inForce ??= new Map(store.allRules().map((r) => [objectKey(r.namespace, r.name), r]));
         rule = inForce.get(key);
         errors.push(
           `${entry.file}: ModRule ${key} is invalid (${rule ? 'previous version stays in force' : 'not loaded'}): ${entry.problems}`,
