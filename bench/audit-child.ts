@@ -4,7 +4,7 @@ import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
 import { startWebhookServer, WEBHOOK_PATHS } from '../webhook/server';
 import { MemoryTlsSource } from '../webhook/tls';
-import { createKubeClient } from '../operator/kube';
+import { createKubeClient } from '../kube/kube';
 import { BackgroundAudit } from '../operator/audit/background';
 import { realisticRules, workloadNamespaces } from './workloads';
 

@@ -1,7 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { JsonObject } from '../util/json';
-import type { ClusterAccess } from '../operator/access';
+import type { ClusterAccess } from '../kube/access';
 import { deploymentChain } from '../fixtures/owners';
 import { APP_NAMESPACE, CLUSTER_NAMESPACE, realisticDeployment } from './workloads';
 

@@ -7,7 +7,7 @@ import { metadataOnly, readySource, ReferenceObjects, referencesFrom } from '../
 import { referencesPending } from '../webhook/references';
 import { handleDragnet } from '../webhook/dragnet';
 import { encodeReview, parseAdmissionReview } from '../webhook/review';
-import { createKubeClient } from '../operator/kube';
+import { createKubeClient } from '../kube/kube';
 import { ReferenceCaches } from '../operator/references/caches';
 import { micros } from './dragnet.bench';
 import {

@@ -66,8 +66,8 @@ async function serve(mode: string, arg: string): Promise<string> {
   if (mode === 'operator') {
     // Loaded only here, not serve --local's to carry. The production path: the pod's credentials (no kubeconfig, so
     // @kubernetes/client-node is never loaded), chosen by the operator's own loadClusterAccess.
-    const { loadClusterAccess } = await import('../operator/credentials');
-    const { createKubeClient } = await import('../operator/kube');
+    const { loadClusterAccess } = await import('../kube/credentials');
+    const { createKubeClient } = await import('../kube/kube');
     const { ClusterSync } = await import('../operator/sync');
     const podEnv = {
       KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,

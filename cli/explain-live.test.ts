@@ -1,7 +1,7 @@
 import { parseAllDocuments } from 'yaml';
 import { JsonObject } from '../util/json';
 import { FakeCluster } from '../operator/testing/fake-cluster';
-import { KubeApiError } from '../operator/kube';
+import { KubeApiError } from '../kube/kube';
 import { EXIT } from './exit';
 import { UsageError } from './io';
 import { ExplainHooks, runExplain } from './explain-live';

@@ -14,9 +14,9 @@ import {
 } from '../modrule/types';
 import { RuleStore } from '../store/rules';
 import { apiVersionOf, ListableResource } from '../audit/types';
-import { ClusterAccess } from '../operator/access';
-import { loadClusterAccess } from '../operator/credentials';
-import { createKubeClient, KubeApiError, KubeClient } from '../operator/kube';
+import { ClusterAccess } from '../kube/access';
+import { loadClusterAccess } from '../kube/credentials';
+import { createKubeClient, KubeApiError, KubeClient } from '../kube/kube';
 import { discoverResources, objectPath } from '../operator/audit/discovery';
 import { listAll } from '../operator/audit/prepare';
 import { resolveResource } from '../operator/resource-names';

@@ -2,7 +2,7 @@ import { moderateRules } from '../fixtures/hostile';
 import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
-import { createKubeClient } from '../operator/kube';
+import { createKubeClient } from '../kube/kube';
 import { RunningOperator } from '../operator/start';
 import { eventually } from '../operator/testing/eventually';
 import { FakeApiServer } from '../operator/testing/fake-apiserver';

@@ -2,9 +2,9 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { ResourceCatalog, resourcesOfList } from '../scope/catalog';
 import { ServedResource } from '../scope/types';
-import { Backoff, sleep } from './backoff';
-import { Informer } from './informer';
-import { KubeClient } from './kube';
+import { Backoff, sleep } from '../kube/backoff';
+import { Informer } from '../kube/informer';
+import { KubeClient } from '../kube/kube';
 import { messageOf } from '../util/errors';
 
 export const CRDS_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';

@@ -6,7 +6,7 @@ import { CONFIGURED_ANNOTATION, readLive, SCOPE_ANNOTATION } from '../scope/owne
 import { dragnetOf, registrationOf, withRegistration } from '../scope/registration';
 import { RuleStore } from '../store/rules';
 import { DragnetScope } from './dragnet-scope';
-import { createKubeClient, KubeClient } from './kube';
+import { createKubeClient, KubeClient } from '../kube/kube';
 import { ReadyGate } from './ready-gate';
 import { StatusSink } from './sync';
 import { eventually } from './testing/eventually';

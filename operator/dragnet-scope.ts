@@ -8,11 +8,11 @@ import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } fro
 import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } from '../scope/ownership';
 import { dragnetOf, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
-import { Backoff } from './backoff';
+import { Backoff } from '../kube/backoff';
 import { DragnetScopeMetrics, dragnetScopeMetrics } from './dragnet-scope-metrics';
-import { Informer } from './informer';
+import { Informer } from '../kube/informer';
 import { LiveRegistration } from './live-registration';
-import { KubeApiError, KubeClient } from './kube';
+import { KubeApiError, KubeClient } from '../kube/kube';
 import { NativeNets } from './native-net';
 import {
   DRAGNET_WEBHOOK,

@@ -16,7 +16,7 @@ import {
 import { compileLabelSelector } from '../modrule/labelselector';
 import { RuleStore } from '../store/rules';
 import { namespaceLabels } from '../store/target';
-import { isTransient, KubeApiError, KubeClient } from './kube';
+import { isTransient, KubeApiError, KubeClient } from '../kube/kube';
 import { DRAGNET_WEBHOOK, MUTATING_WEBHOOK_CONFIGURATIONS_PATH } from '../config/owned';
 import { metadataOf } from '../util/meta';
 

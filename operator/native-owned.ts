@@ -2,9 +2,9 @@ import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { nameOf } from '../util/meta';
 import { policyCollection } from '../native';
-import { BackoffOptions } from './backoff';
-import { Informer } from './informer';
-import { KubeClient } from './kube';
+import { BackoffOptions } from '../kube/backoff';
+import { Informer } from '../kube/informer';
+import { KubeClient } from '../kube/kube';
 import { isOwned, MANAGED_BY, OPERATOR, POLICY_KINDS } from './native-api';
 import { compareVersions } from '../scope/ownership';
 

@@ -14,7 +14,7 @@ import {
   SERVE_ANNOTATION,
 } from '../native';
 
-import { InformerHandlers } from './informer';
+import { InformerHandlers } from '../kube/informer';
 import {
   applyOwned,
   deleteOwned,

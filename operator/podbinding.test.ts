@@ -1,7 +1,7 @@
 import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
-import { createKubeClient } from './kube';
+import { createKubeClient } from '../kube/kube';
 import { createPodBindingHandler, nodeRefPatch } from './podbinding';
 import { FakeApiServer } from './testing/fake-apiserver';
 

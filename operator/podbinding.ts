@@ -1,8 +1,8 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { INJECT_NODE_REF_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
-import { retry } from './backoff';
-import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from './kube';
+import { retry } from '../kube/backoff';
+import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from '../kube/kube';
 import { messageOf } from '../util/errors';
 import { metadataOf } from '../util/meta';
 

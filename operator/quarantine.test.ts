@@ -7,7 +7,7 @@ import { admit } from '../engine/admit';
 import { HEAVY_SPECS, modRule, neighbourRule } from '../fixtures/heavy';
 import { smallConfigMap } from '../fixtures/hostile';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
-import { createKubeClient } from './kube';
+import { createKubeClient } from '../kube/kube';
 import { DEGRADED_REASON, QUARANTINED_EVENT_REASON, QuarantineStatus } from './quarantine';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';

@@ -4,7 +4,7 @@ import { RuleStore } from '../store/rules';
 import { ResourceCatalog } from '../scope/catalog';
 import { Discovery } from './discovery';
 import { DragnetScope } from './dragnet-scope';
-import { KubeClient } from './kube';
+import { KubeClient } from '../kube/kube';
 import type { NativeController } from './native';
 import { ReadyGate } from './ready-gate';
 import type { ScopeMode } from '../scope/ownership';

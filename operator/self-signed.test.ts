@@ -1,7 +1,7 @@
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
 import { CertTiming, splitPem } from './certificates';
-import { createKubeClient } from './kube';
+import { createKubeClient } from '../kube/kube';
 import { bundleFromSecret, SelfSignedCertificates } from './self-signed';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';

@@ -9,9 +9,9 @@ import {
   planCertificates,
   serviceHosts,
 } from './certificates';
-import { Backoff, sleep } from './backoff';
-import { Informer } from './informer';
-import { JSON_PATCH, KubeApiError, KubeClient } from './kube';
+import { Backoff, sleep } from '../kube/backoff';
+import { Informer } from '../kube/informer';
+import { JSON_PATCH, KubeApiError, KubeClient } from '../kube/kube';
 import {
   CERT_SECRET_NAME,
   MUTATING_WEBHOOK_CONFIGURATION,

@@ -2,7 +2,7 @@ import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
-import { createKubeClient } from './kube';
+import { createKubeClient } from '../kube/kube';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 import { eventually } from './testing/eventually';

@@ -9,7 +9,7 @@ import { dirname, join, normalize, relative } from 'node:path';
 /** Source folders from the bottom up; folders on one row are siblings and do not import each other. */
 const LAYERS: readonly (readonly string[])[] = [
   ['util'],
-  ['jsonpath', 'template', 'patch', 'config', 'fixtures'],
+  ['jsonpath', 'template', 'patch', 'config', 'fixtures', 'kube'],
   ['modrule'],
   ['store', 'native'],
   ['engine', 'scope'],

@@ -3,7 +3,7 @@ import { storeFromYaml } from '../../engine/testing';
 import { auditObject } from '../../audit/evaluate';
 import { ObjectAudit, ListableResource } from '../../audit/types';
 import { CORE_RESOURCES, FakeCluster } from '../testing/fake-cluster';
-import { KubeApiError } from '../kube';
+import { KubeApiError } from '../../kube/kube';
 import { bringInLine, Pool } from './apply';
 
 const RULES = [

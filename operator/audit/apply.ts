@@ -1,7 +1,7 @@
 import { isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { JsonPatchOperation } from '../../patch/operation';
 import { ObjectAudit, ListableResource } from '../../audit/types';
-import { JSON_PATCH, KubeApiError, KubeClient } from '../kube';
+import { JSON_PATCH, KubeApiError, KubeClient } from '../../kube/kube';
 import { objectPath } from './discovery';
 import { RateLimiter } from './rate';
 import { messageOf } from '../../util/errors';

@@ -1,6 +1,6 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { ListableResource } from '../../audit/types';
-import { KubeClient } from '../kube';
+import { KubeClient } from '../../kube/kube';
 import { messageOf } from '../../util/errors';
 
 function resourcesOf(list: JsonObject, group: string, version: string): ListableResource[] {

@@ -4,7 +4,7 @@ import { silentLogger } from '../../util/logger';
 import { storeFromYaml } from '../../engine/testing';
 import { FakeCluster } from '../testing/fake-cluster';
 import { eventually } from '../testing/eventually';
-import { KubeApiError } from '../kube';
+import { KubeApiError } from '../../kube/kube';
 import { BackgroundAudit } from './background';
 import { AuditMetrics } from './metrics';
 

@@ -2,7 +2,7 @@ import { isJsonObject, JsonObject } from '../../util/json';
 import { RuleSnapshot } from '../../store/rules';
 import { InstalledNet, installedNetOf, UNRESTRICTED } from '../../audit/dragnet';
 import { planScan, ScanPlan } from '../../audit/plan';
-import { KubeApiError, KubeClient } from '../kube';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { discoverResources } from './discovery';
 import { RateLimiter } from './rate';
 import { ScanProblem } from './scan';

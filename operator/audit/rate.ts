@@ -1,4 +1,4 @@
-import { sleep } from '../backoff';
+import { sleep } from '../../kube/backoff';
 
 /**
  * A token bucket: at most `qps` calls of take() per second on average, `burst` at once. Shared by everything one

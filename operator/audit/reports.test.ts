@@ -4,7 +4,7 @@ import { storeFromYaml } from '../../engine/testing';
 import { PARTIAL_ANNOTATION, ReportBuilder } from '../../audit/report';
 import { CORE_RESOURCES, FakeCluster } from '../testing/fake-cluster';
 import { eventually } from '../testing/eventually';
-import { KubeApiError } from '../kube';
+import { KubeApiError } from '../../kube/kube';
 import { BackgroundAudit, ScanRound } from './background';
 import { RateLimiter } from './rate';
 import { ReportWriter } from './reports';

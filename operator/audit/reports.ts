@@ -9,7 +9,7 @@ import {
   ReportFormat,
   sameReport,
 } from '../../audit/report';
-import { KubeApiError, KubeClient } from '../kube';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { RateLimiter } from './rate';
 import { messageOf } from '../../util/errors';
 import { metadataOf } from '../../util/meta';

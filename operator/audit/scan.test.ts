@@ -4,7 +4,7 @@ import { UNRESTRICTED } from '../../audit/dragnet';
 import { planScan } from '../../audit/plan';
 import { ObjectAudit } from '../../audit/types';
 import { FakeCluster } from '../testing/fake-cluster';
-import { KubeApiError } from '../kube';
+import { KubeApiError } from '../../kube/kube';
 import { discoverResources } from './discovery';
 import { prepareScan } from './prepare';
 import { RateLimiter } from './rate';

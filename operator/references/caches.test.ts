@@ -5,7 +5,7 @@ import { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
 import { eventually } from '../testing/eventually';
 import { FakeApiServer } from '../testing/fake-apiserver';
-import { createKubeClient } from '../kube';
+import { createKubeClient } from '../../kube/kube';
 import { ReferenceCaches } from './caches';
 
 const rule = (namespace: string, name: string, spec: JsonObject): JsonObject => ({

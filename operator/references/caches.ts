@@ -4,7 +4,7 @@ import type { CompiledRule } from '../../modrule/compile';
 import { ReferenceObjects, ReferenceSource } from '../../store/references';
 import { referencePlan } from '../../store/reference-plan';
 import { RuleStore } from '../../store/rules';
-import { KubeClient } from '../kube';
+import { KubeClient } from '../../kube/kube';
 import { NamedWatches } from './named';
 import { OwnerCaches, OwnerProblem } from './owners';
 import { ResourceResolver } from './resources';

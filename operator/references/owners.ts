@@ -3,7 +3,7 @@ import { metaString } from '../../util/meta';
 import { controllerOf } from '../../engine/references';
 import { groupKind, metadataOnly, ReferenceObjects, ReferencePartition } from '../../store/references';
 import type { OwnerNeeds } from '../../store/reference-plan';
-import { KubeApiError } from '../kube';
+import { KubeApiError } from '../../kube/kube';
 import { collectionUrl } from './resources';
 import { ReferenceWatch, WatchDeps } from './watch';
 

@@ -1,6 +1,6 @@
 import { messageOf } from '../../util/errors';
 import { resourcesOfList } from '../../scope/catalog';
-import { KubeApiError, KubeClient } from '../kube';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 
 /*
  * Which resource serves a kind the rules reference or an ownerReference names: one discovery read of its group

@@ -3,7 +3,7 @@ import { silentLogger } from '../../util/logger';
 import { useClusterSync } from '../testing/cluster-sync';
 import { eventually } from '../testing/eventually';
 import { modRule } from '../testing/objects';
-import { createKubeClient } from '../kube';
+import { createKubeClient } from '../../kube/kube';
 import { ReferenceCaches } from './caches';
 import { referenceFacet } from './status';
 import { ReferenceStatus } from './status-feed';

@@ -2,8 +2,8 @@ import { JsonObject } from '../../util/json';
 import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
 import { ReferencePartition } from '../../store/references';
-import { Informer } from '../informer';
-import { KubeApiError, KubeClient } from '../kube';
+import { Informer } from '../../kube/informer';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { collectionUrl, ResourceResolver } from './resources';
 
 /*

@@ -1,6 +1,6 @@
 import { silentLogger } from '../../util/logger';
 import { RuleStore } from '../../store/rules';
-import { createKubeClient } from '../kube';
+import { createKubeClient } from '../../kube/kube';
 import { StatusReporter } from '../status';
 import { ClusterSync } from '../sync';
 import { FakeApiServer } from './fake-apiserver';

@@ -4,7 +4,7 @@ import { AddressInfo, Socket } from 'node:net';
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
-import { ClusterAccess, setHeader } from '../access';
+import { ClusterAccess, setHeader } from '../../kube/access';
 import { FakeAdmission } from './fake-admission';
 import { HttpError, mergePatch, sendError, sendJson } from './fake-http';
 import { discoveryOf, FAKE_RESOURCES, FakeResource, Route, routeOf } from './fake-resources';

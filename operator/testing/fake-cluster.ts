@@ -4,7 +4,7 @@ import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../../util/json'
 import { JsonPatchOperation } from '../../patch/operation';
 import { applyPatch } from '../../patch/rfc6902';
 import { ListableResource } from '../../audit/types';
-import { JSON_PATCH, KubeApiError, KubeClient, RequestOptions, WatchHandle } from '../kube';
+import { JSON_PATCH, KubeApiError, KubeClient, RequestOptions, WatchHandle } from '../../kube/kube';
 import { messageOf } from '../../util/errors';
 
 /** A request the fake received. */

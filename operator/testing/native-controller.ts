@@ -3,7 +3,7 @@ import winston from 'winston';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { policyName, SERVE_ANNOTATION } from '../../native';
 import { RuleStore } from '../../store/rules';
-import { createKubeClient } from '../kube';
+import { createKubeClient } from '../../kube/kube';
 import { NativeController, NativeControllerOptions } from '../native';
 import { StatusReporter } from '../status';
 import { ClusterSync } from '../sync';

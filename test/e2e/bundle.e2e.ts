@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { JsonObject } from '../../util/json';
-import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
-import { kubeConfigAccess } from '../../operator/kubeconfig';
+import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
+import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { bundleObjects, pathOf } from './cluster';
 import { LocalControlPlane } from './controlplane';
 

@@ -1,5 +1,5 @@
 import { JsonObject } from '../../util/json';
-import { createKubeClient } from '../../operator/kube';
+import { createKubeClient } from '../../kube/kube';
 import { FakeApiServer } from '../../operator/testing/fake-apiserver';
 import {
   bundleObjects,

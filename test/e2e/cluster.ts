@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isJsonObject, JsonObject } from '../../util/json';
-import { KubeApiError, KubeClient } from '../../operator/kube';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 
 /** Where the API server can reach the operator that the e2e suite runs on this machine. */
 export interface E2eSettings {

@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ClusterAccess } from '../../operator/access';
-import { InClusterAccess } from '../../operator/incluster';
-import { createKubeClient, KubeClient } from '../../operator/kube';
-import { kubeConfigAccess } from '../../operator/kubeconfig';
+import { ClusterAccess } from '../../kube/access';
+import { InClusterAccess } from '../../kube/incluster';
+import { createKubeClient, KubeClient } from '../../kube/kube';
+import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { serviceAccountToken } from './install';
 
 /** A client with the operator ServiceAccount's own credentials, and how it got them. */

@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonObject } from '../../util/json';
-import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
-import { kubeConfigAccess } from '../../operator/kubeconfig';
+import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
+import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { unpackOciArchive, UnpackedImage } from '../../image/oci';
 import { send as get } from '../../webhook/testing';
 import { apply, ClusterLedger, waitFor, webhookManifests } from './cluster';

@@ -1,5 +1,5 @@
 import { JsonObject } from '../../util/json';
-import { KubeClient } from '../../operator/kube';
+import { KubeClient } from '../../kube/kube';
 import { bundleObjects, ClusterLedger, waitFor } from './cluster';
 
 const CRD = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/modrules.api.kubemod.io';

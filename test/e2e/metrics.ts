@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { KubeClient } from '../../operator/kube';
+import { KubeClient } from '../../kube/kube';
 import { LocalControlPlane } from './controlplane';
 
 /** kube-apiserver's /metrics (Prometheus text). */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isJsonObject, JsonObject } from '../../util/json';
-import { KubeClient } from '../../operator/kube';
+import { KubeClient } from '../../kube/kube';
 import { MODRULES_PATH } from '../../config/owned';
 
 // Objects and a client for test/e2e/monitoring.e2e.ts.

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 
 import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
-import { KubeClient } from '../../operator/kube';
+import { KubeClient } from '../../kube/kube';
 import { RunningOperator } from '../../operator/start';
 import { SERVE_ANNOTATION } from '../../native';
 

@@ -1,6 +1,6 @@
 import { JsonObject } from '../../util/json';
 import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
-import { KubeApiError, KubeClient } from '../../operator/kube';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { RunningOperator } from '../../operator/start';
 import { policyCollection, policyName } from '../../native';
 import { decodePatch, makeReview, postReview } from '../../webhook/testing';

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { cloneJson, JsonObject } from '../../util/json';
-import { KubeApiError, KubeClient } from '../../operator/kube';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { CompiledRule } from '../../modrule/compile';
 import { declineOf } from '../../native';
 import { ResourceCatalog } from '../../scope/catalog';

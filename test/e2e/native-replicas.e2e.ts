@@ -1,6 +1,6 @@
 import { JsonObject } from '../../util/json';
 import { annotationsOf, labelsOf, metadataOf, nameOf } from '../../util/meta';
-import { WatchHandle } from '../../operator/kube';
+import { WatchHandle } from '../../kube/kube';
 import { SCOPE_ANNOTATION } from '../../scope/ownership';
 import { policyCollection } from '../../native';
 import { apply, remove, waitFor } from './cluster';

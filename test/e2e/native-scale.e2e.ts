@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { JsonObject } from '../../util/json';
 import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
-import { createKubeClient, KubeClient } from '../../operator/kube';
-import { kubeConfigAccess } from '../../operator/kubeconfig';
+import { createKubeClient, KubeClient } from '../../kube/kube';
+import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { compileNative, defaultDragnetMatch, residualRule } from '../../native';
 import { RuleStore } from '../../store/rules';
 import { ResourceCatalog } from '../../scope/catalog';

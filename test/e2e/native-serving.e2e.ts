@@ -1,7 +1,7 @@
 import { JsonObject } from '../../util/json';
 import { labelsOf } from '../../util/meta';
 import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
-import { KubeApiError } from '../../operator/kube';
+import { KubeApiError } from '../../kube/kube';
 import { policyCollection } from '../../native';
 import { apply, remove, waitFor } from './cluster';
 import { webhookCalls } from './metrics';

@@ -3,8 +3,8 @@ import { rmSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { createLogger, silentLogger } from '../../util/logger';
-import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
-import { kubeConfigAccess, loadKubeConfig } from '../../operator/kubeconfig';
+import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
+import { kubeConfigAccess, loadKubeConfig } from '../../kube/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { decodePatch, makeReview, postReview } from '../../webhook/testing';
 import {

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newBundle } from './certificates';
+import { newBundle } from '../operator/certificates';
 import { loadClusterAccess } from './credentials';
 import { InClusterAccess } from './incluster';
 import { loadKubeConfig } from './kubeconfig';
@@ -138,8 +138,8 @@ describe("the operator's module graph", () => {
     const out = await node(
       `${RECORD}
       for (const m of ${JSON.stringify(entries)}) require(m);
-      const { loadClusterAccess } = require('./operator/credentials.ts');
-      const { createKubeClient } = require('./operator/kube.ts');
+      const { loadClusterAccess } = require('../operator/operator/credentials.ts');
+      const { createKubeClient } = require('../operator/operator/kube.ts');
       (async () => {
         const pod = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443', HOME: '/nonexistent' };
         createKubeClient(await loadClusterAccess(pod, { dir: ${JSON.stringify(sa)} }));

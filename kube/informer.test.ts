@@ -2,8 +2,8 @@ import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
 import { Informer, InformerOptions } from './informer';
 import { createKubeClient, KubeApiError } from './kube';
-import { eventually } from './testing/eventually';
-import { FakeApiServer } from './testing/fake-apiserver';
+import { eventually } from '../operator/testing/eventually';
+import { FakeApiServer } from '../operator/testing/fake-apiserver';
 
 /** A handler that mirrors what it is told into a map, the way the store does. */
 function mirror() {

@@ -2,10 +2,10 @@ import type https from 'node:https';
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newBundle } from './certificates';
+import { newBundle } from '../operator/certificates';
 import { InClusterAccess, inClusterServer } from './incluster';
 import { createKubeClient, isTransient, KubeApiError } from './kube';
-import { FakeApiServer } from './testing/fake-apiserver';
+import { FakeApiServer } from '../operator/testing/fake-apiserver';
 
 /** A folder laid out as a pod's service-account mount. */
 function serviceAccountDir(files: { token?: string; ca?: string }): string {
