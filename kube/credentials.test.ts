@@ -127,10 +127,11 @@ describe("the operator's module graph", () => {
       './cli/main.ts',
       ...modules('cli'),
       ...modules('operator'),
+      ...modules('kube'),
       ...modules('webhook'),
       ...modules('util'),
     ];
-    expect(entries).toEqual(expect.arrayContaining(['./cli/operator.ts', './operator/credentials.ts']));
+    expect(entries).toEqual(expect.arrayContaining(['./cli/operator.ts', './kube/credentials.ts']));
     const sa = temp('modrule-sa-');
     writeFileSync(join(sa, 'token'), 'pod-token');
     writeFileSync(join(sa, 'ca.crt'), newBundle(['127.0.0.1'], new Date()).caCert);
@@ -138,8 +139,8 @@ describe("the operator's module graph", () => {
     const out = await node(
       `${RECORD}
       for (const m of ${JSON.stringify(entries)}) require(m);
-      const { loadClusterAccess } = require('../operator/operator/credentials.ts');
-      const { createKubeClient } = require('../operator/operator/kube.ts');
+      const { loadClusterAccess } = require('./kube/credentials.ts');
+      const { createKubeClient } = require('./kube/kube.ts');
       (async () => {
         const pod = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443', HOME: '/nonexistent' };
         createKubeClient(await loadClusterAccess(pod, { dir: ${JSON.stringify(sa)} }));
