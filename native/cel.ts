@@ -91,3 +91,8 @@ const SIMPLE = /^[!]?[A-Za-z_][\w.]*(?:\([^()]*\))?$|^"(?:[^"\\]|\\.)*"$|^[\d.]+
 export function paren(e: string): string {
   return SIMPLE.test(e) ? e : `(${e})`;
 }
+
+/** CEL regex literal (RE2 in both: KubeMod's Go regexp, CEL's matches()). */
+export function celRegex(pattern: string): string {
+  return JSON.stringify(pattern);
+}

@@ -18,7 +18,7 @@ import {
 } from './policy';
 import { withProbe } from './probe';
 import { scopeCondition } from './scope';
-import { Read, SelectContext } from './select';
+import { Read, SelectContext } from './select-context';
 import { compileTemplateBody } from './template';
 import { NoCelForm } from './values';
 

@@ -2,7 +2,7 @@ import { JsonValue } from '../util/json';
 import type { CompiledMatchItem, CompiledRule } from '../modrule/compile';
 import { Token } from './path';
 import type { OperationEffect, Pattern } from './patch';
-import type { Read } from './select';
+import type { Read } from './select-context';
 import { goTextEquals } from './values';
 
 /*

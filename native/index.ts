@@ -16,7 +16,7 @@ export type { OtherRule, RuleEffects } from './interference';
 export { originalOf, residualGuards, residualRule } from './residual';
 export { overlaps, writeAffects } from './effects';
 export type { Guards } from './guard';
-export type { Read } from './select';
+export type { Read } from './select-context';
 export type { OperationEffect, Pattern } from './patch';
 export { PROBE_ANNOTATION, PROBED_ANNOTATION, probeAnswered, probeEvent, tokenOf, withProbe } from './probe';
 export { declineOf, declineOfGuards, MATCH_CONDITIONS_BUDGET, MAX_DECLINE_COST } from './decline';

@@ -5,7 +5,7 @@ import { compileSharedTemplate } from '../template';
 import { NativeFit } from './compile';
 import { overlaps, writeAffects } from './effects';
 import type { Pattern } from './patch';
-import type { Read } from './select';
+import type { Read } from './select-context';
 
 /*
  * A rule served natively runs before every rule the webhook serves, whatever the tiers, and again after them when the

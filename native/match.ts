@@ -1,6 +1,6 @@
 import { JsonValue } from '../util/json';
 import type { CompiledMatchItem } from '../modrule/compile';
-import { and, not, or } from './cel';
+import { and, celRegex, not, or } from './cel';
 import {
   celPrint,
   celPrintable,
@@ -11,7 +11,8 @@ import {
   valueGuard,
 } from './guard';
 import { ABSENT, celListAt, celOptional, celValueOrNull, walk } from './path';
-import { celRegex, compileSelection, ELEMENT, SelectContext, Selection } from './select';
+import { compileSelection, Selection } from './select';
+import { ELEMENT, SelectContext } from './select-context';
 import { celGoTextEquals } from './values';
 
 /*

@@ -14,7 +14,7 @@ import {
 } from './guard';
 import { ABSENT, celOptional, celValueOrNull, FieldPath, Found, rootValue, walk } from './path';
 import { NoCelForm } from './values';
-import { SelectContext, syntheticRefsMisfit } from './select';
+import { SelectContext, syntheticRefsMisfit } from './select-context';
 
 /*
  * The Go templates of patch values and reject messages that have a CEL twin: text, field chains on .Target and

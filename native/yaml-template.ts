@@ -3,7 +3,7 @@ import type { Node } from '../template/ast';
 import { parseModRuleValue } from '../modrule/value';
 import { celString, celValue } from './cel';
 import { Guard } from './guard';
-import { SelectContext } from './select';
+import { SelectContext } from './select-context';
 import { boundedInputs, compileTemplateBody, RenderedTemplate } from './template';
 import { NoCelForm } from './values';
 import { KEYWORD, PLAIN } from './yaml';

@@ -2,7 +2,7 @@ import type { Node } from '../template/ast';
 import { celString } from './cel';
 import { Guard } from './guard';
 import { ABSENT, celListAt, FieldPath, rootValue, walk } from './path';
-import { ELEMENT, SelectContext } from './select';
+import { ELEMENT, SelectContext } from './select-context';
 import { boundedInputs, RenderedTemplate } from './template';
 import { NoCelForm } from './values';
 

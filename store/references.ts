@@ -3,7 +3,7 @@ import { labelsOf, metadataOf, nameOf, namespaceOf, objectKey } from '../util/me
 import { deeperThan } from '../util/depth';
 import type { ReferenceDecl } from '../modrule/references';
 import type { CompiledRule } from '../modrule/compile';
-import { asReference } from './rules';
+import { asReference } from './manifests';
 
 /*
  * The objects rules read besides their object (named references and owners), held as syntheticRefs injects them

@@ -2,196 +2,20 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule, CompiledRule, CompileOptions } from '../modrule/compile';
 import { ValidationProblem } from '../modrule/problems';
 import type { ReferencePolicy } from '../modrule/references';
-import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
-import { namespaceLabels, targetsClusterScoped, targetsNamespace } from './target';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
+import { ManifestCache, nameOf } from './manifests';
+import { compareRules, RuleSnapshot, Snapshot } from './snapshot';
+import { namespaceLabels, sameLabels } from './target';
 
-/** A consistent, never-mutated view of the rules and cluster data one admission request works with. */
-export interface RuleSnapshot {
-  readonly clusterNamespace: string;
-  /**
-   * Rules that apply to objects in `namespace`, sorted by tier then namespace/name: the namespace's own rules plus
-   * cluster-namespace rules whose targetNamespaceRegex / targetNamespaceSelector match. null or '' = cluster-scoped.
-   */
-  rulesFor(namespace: string | null): readonly CompiledRule[];
-  /** Namespace manifest (syntheticRefs.namespace, ignore label). */
-  namespace(name: string): JsonObject | undefined;
-  /** Node manifest (syntheticRefs.node). */
-  node(name: string): JsonObject | undefined;
-  readonly ruleCount: number;
-  readonly namespaceCount: number;
-  readonly nodeCount: number;
-}
-
-type RuleMap = ReadonlyMap<string, readonly CompiledRule[]>;
-
-// Memoized merges per snapshot; a snapshot serves requests for at most as many namespaces as the cluster has,
-// but cap it anyway so a stream of made-up namespace names cannot grow it without bound.
-const MAX_MEMOIZED_NAMESPACES = 10_000;
-
-/** Orders rules for evaluation: tier, then namespace/name so equal tiers run in a fixed order. */
-export function compareRules(a: CompiledRule, b: CompiledRule): number {
-  if (a.tier !== b.tier) return a.tier - b.tier;
-  if (a.namespace !== b.namespace) return a.namespace < b.namespace ? -1 : 1;
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
-
-/** Rule lists a new snapshot may take over from the previous one (same rules, some Namespaces unchanged). */
-interface Memo {
-  readonly merged: Map<string, readonly CompiledRule[]>;
-  readonly clusterScoped: readonly CompiledRule[] | undefined;
-}
-
-class Snapshot implements RuleSnapshot {
-  private readonly merged: Map<string, readonly CompiledRule[]>;
-  private clusterScoped: readonly CompiledRule[] | undefined;
-
-  constructor(
-    readonly clusterNamespace: string,
-    private readonly byNamespace: RuleMap,
-    private readonly namespaces: ReadonlyMap<string, JsonObject>,
-    private readonly nodes: ReadonlyMap<string, JsonObject>,
-    readonly ruleCount: number,
-    memo?: Memo,
-  ) {
-    this.merged = memo?.merged ?? new Map();
-    this.clusterScoped = memo?.clusterScoped;
-  }
-
-  /**
-   * The lists computed so far, for a next snapshot with the same rules. With no stale namespace the inputs are
-   * identical, so both snapshots share (and fill) one memo; otherwise the next one gets a copy without them.
-   */
-  memoExcept(stale: ReadonlySet<string>): Memo {
-    if (stale.size === 0) return { merged: this.merged, clusterScoped: this.clusterScoped };
-    const merged = new Map(this.merged);
-    for (const ns of stale) merged.delete(ns);
-    return { merged, clusterScoped: this.clusterScoped };
-  }
-
-  rulesFor(namespace: string | null): readonly CompiledRule[] {
-    if (namespace === null || namespace === '') {
-      // KubeMod: cluster-namespace rules without a regex, plus those whose regex matches "" (e.g. ".*").
-      this.clusterScoped ??= (this.byNamespace.get(this.clusterNamespace) ?? []).filter(targetsClusterScoped);
-      return this.clusterScoped;
-    }
-    const hit = this.merged.get(namespace);
-    if (hit) return hit;
-    const own = this.byNamespace.get(namespace) ?? [];
-    const wide =
-      namespace === this.clusterNamespace
-        ? [] // the cluster namespace's own list already holds every cluster-wide rule
-        : this.wideRulesFor(namespace);
-    const rules = wide.length === 0 ? own : mergeSorted(own, wide);
-    if (this.merged.size >= MAX_MEMOIZED_NAMESPACES) this.merged.clear();
-    this.merged.set(namespace, rules);
-    return rules;
-  }
-
-  private wideRulesFor(namespace: string): readonly CompiledRule[] {
-    const wide = this.byNamespace.get(this.clusterNamespace);
-    if (!wide) return [];
-    const labels = namespaceLabels(this.namespaces.get(namespace));
-    return wide.filter((r) => targetsNamespace(r, namespace, labels));
-  }
-
-  namespace(name: string): JsonObject | undefined {
-    return this.namespaces.get(name);
-  }
-
-  node(name: string): JsonObject | undefined {
-    return this.nodes.get(name);
-  }
-
-  get namespaceCount(): number {
-    return this.namespaces.size;
-  }
-
-  get nodeCount(): number {
-    return this.nodes.size;
-  }
-}
-
-function mergeSorted(a: readonly CompiledRule[], b: readonly CompiledRule[]): CompiledRule[] {
-  const out: CompiledRule[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) out.push(compareRules(a[i], b[j]) <= 0 ? a[i++] : b[j++]);
-  while (i < a.length) out.push(a[i++]);
-  while (j < b.length) out.push(b[j++]);
-  return out;
-}
+// The snapshot type and the rule order are part of the store's surface.
+export { compareRules } from './snapshot';
+export type { RuleSnapshot } from './snapshot';
 
 function ruleIdentity(rule: unknown): { namespace: string; name: string } | undefined {
   if (!isJsonObject(rule) || !isJsonObject(rule.metadata)) return undefined;
   const { name, namespace } = rule.metadata;
   if (typeof name !== 'string' || name === '') return undefined;
   return { name, namespace: typeof namespace === 'string' ? namespace : '' };
-}
-
-function nameOf(obj: JsonObject): string | undefined {
-  const meta = obj.metadata;
-  return isJsonObject(meta) && typeof meta.name === 'string' && meta.name !== '' ? meta.name : undefined;
-}
-
-function sameLabels(
-  a: Readonly<Record<string, string>> | undefined,
-  b: Readonly<Record<string, string>> | undefined,
-): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k] && k in b);
-}
-
-/** Manifests by name, copy-on-write: a map handed to a snapshot is never changed afterwards. */
-class ManifestCache {
-  private map = new Map<string, JsonObject>();
-  private shared = false;
-
-  /** The current map, for a snapshot; the next write copies it first. */
-  share(): ReadonlyMap<string, JsonObject> {
-    this.shared = true;
-    return this.map;
-  }
-
-  /** The current map, to read right away (unlike share(), the next write does not copy it). */
-  view(): ReadonlyMap<string, JsonObject> {
-    return this.map;
-  }
-
-  /** One manifest by name. */
-  get(name: string): JsonObject | undefined {
-    return this.map.get(name);
-  }
-
-  /** Adds or replaces one manifest; false when it has no name. */
-  set(obj: JsonObject): boolean {
-    const name = nameOf(obj);
-    if (name === undefined) return false;
-    this.writable().set(name, asReference(obj));
-    return true;
-  }
-
-  /** Removes one manifest; false when it was not there. */
-  delete(name: string): boolean {
-    if (!this.map.has(name)) return false;
-    this.writable().delete(name);
-    return true;
-  }
-
-  /** Replaces everything (a full relist). */
-  replace(list: readonly JsonObject[]): void {
-    this.map = new Map();
-    this.shared = false;
-    for (const o of list) this.set(o);
-  }
-
-  private writable(): Map<string, JsonObject> {
-    if (this.shared) {
-      this.map = new Map(this.map);
-      this.shared = false;
-    }
-    return this.map;
-  }
 }
 
 /**
@@ -477,20 +301,4 @@ export class RuleStore {
       }
     }
   }
-}
-
-/**
- * The manifest as KubeMod injects it into syntheticRefs: without managedFields and without the
- * last-applied-configuration annotation (noise that only duplicates the manifest). Stored frozen-by-convention.
- */
-export function asReference(obj: JsonObject): JsonObject {
-  const meta = obj.metadata;
-  if (!isJsonObject(meta)) return obj;
-  const { managedFields: _managed, ...restMeta } = meta;
-  const annotations = restMeta.annotations;
-  if (isJsonObject(annotations) && LAST_APPLIED_ANNOTATION in annotations) {
-    const { [LAST_APPLIED_ANNOTATION]: _last, ...restAnnotations } = annotations;
-    restMeta.annotations = restAnnotations;
-  }
-  return { ...obj, metadata: restMeta };
 }

@@ -35,3 +35,13 @@ export function targetsClusterScoped(rule: CompiledRule): boolean {
   if (rule.targetNamespaceSelector) return false;
   return !rule.targetNamespaceRegex || rule.targetNamespaceRegex.test('');
 }
+
+/** Whether two label sets are equal (undefined only equals undefined). */
+export function sameLabels(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k] && k in b);
+}

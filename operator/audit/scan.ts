@@ -187,30 +187,7 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
           // Parsing the page held the event loop already: let waiting work run before evaluating it.
           await yieldToEventLoop();
           sliceStart = performance.now();
-          for (const item of items) {
-            if (!isJsonObject(item)) continue;
-            checkBudget();
-            result.listed++;
-            if (!wanted(item, list.resource, list.keep)) continue;
-            if (options.references) await referencesFor(options.references, snapshot, item, list.resource);
-            const audit = auditObject(item, list.resource, {
-              snapshot,
-              maxBodyBytes: options.maxBodyBytes,
-              quarantined: options.quarantined?.(),
-              references: options.references?.reader,
-            });
-            if (audit) {
-              result.evaluated++;
-              result.verdicts[audit.verdict]++;
-              await onObject(audit, list.resource);
-            }
-            const spent = performance.now() - sliceStart;
-            if (spent > sliceMs) {
-              if (share < 1) await sleep((spent * (1 - share)) / share, signal);
-              else await yieldToEventLoop();
-              sliceStart = performance.now();
-            }
-          }
+          await evaluatePage(items, list);
           progress();
         } while (token);
       } catch (err) {
@@ -222,6 +199,34 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
   } catch (err) {
     if (!(err instanceof Stop)) throw err;
     result.stopped = err.message;
+  }
+
+  // Evaluates one page's objects, yielding the event loop after every slice of sliceMs (slept for when share < 1).
+  async function evaluatePage(items: readonly unknown[], list: (typeof lists)[number]): Promise<void> {
+    for (const item of items) {
+      if (!isJsonObject(item)) continue;
+      checkBudget();
+      result.listed++;
+      if (!wanted(item, list.resource, list.keep)) continue;
+      if (options.references) await referencesFor(options.references, snapshot, item, list.resource);
+      const audit = auditObject(item, list.resource, {
+        snapshot,
+        maxBodyBytes: options.maxBodyBytes,
+        quarantined: options.quarantined?.(),
+        references: options.references?.reader,
+      });
+      if (audit) {
+        result.evaluated++;
+        result.verdicts[audit.verdict]++;
+        await onObject(audit, list.resource);
+      }
+      const spent = performance.now() - sliceStart;
+      if (spent > sliceMs) {
+        if (share < 1) await sleep((spent * (1 - share)) / share, signal);
+        else await yieldToEventLoop();
+        sliceStart = performance.now();
+      }
+    }
   }
 
   function wanted(item: JsonObject, resource: ListableResource, keep: ReadonlySet<string> | null): boolean {
