@@ -35,7 +35,7 @@ const NOT_YET = {
     'jsonpath/steps.ts', // compileSegments 148
     'modrule/compile.ts', // analyzeModRule 164
     'operator/audit/scan.ts', // scanCluster 111
-    'operator/kube.ts', // createKubeClient 160
+    'kube/kube.ts', // createKubeClient 160
     'operator/start.ts', // startOperator 180
     'store/local/source.ts', // load 122
     'template/lexer.ts', // lex 192, lexInsideAction 102

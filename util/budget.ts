@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { BudgetClocks, processCpuMs } from './budget-clock';
 import {
   BUDGET_CHECK_STEPS,
   BudgetExhaustedError,
@@ -15,35 +15,12 @@ import {
 // The limits, shares and errors live in budget-limits.ts; importers take them from here with the budget. Named, not
 // `export *`: compiled to CommonJS, `export *` reads every name through one shared getter (a megamorphic lookup on
 // the request path, at each evaluator's start); a named re-export is a getter of its own, inlined.
-export {
-  BUDGET_CHECK_STEPS,
-  BudgetExhaustedError,
-  DEFAULT_BUDGET,
-  EAGER_CPU_MS,
-  FIRST_CPU_LOOK,
-  MIN_GIVEN_BACK_MS,
-  REJECT_RESERVE,
-  RULE_SHARE,
-  RULE_SHARE_CAP,
-  RULE_TIMED_AFTER_STEPS,
-  RuleBudgetExhaustedError,
-  UNTIMED_BUDGET,
-  ruleShareOf,
-} from './budget-limits';
+export { BUDGET_CHECK_STEPS, BudgetExhaustedError, DEFAULT_BUDGET, EAGER_CPU_MS } from './budget-limits';
+export { FIRST_CPU_LOOK, MIN_GIVEN_BACK_MS, REJECT_RESERVE, RULE_SHARE } from './budget-limits';
+export { RULE_SHARE_CAP, RULE_TIMED_AFTER_STEPS, RuleBudgetExhaustedError } from './budget-limits';
+export { UNTIMED_BUDGET, ruleShareOf } from './budget-limits';
 export type { BudgetLimits } from './budget-limits';
-
-/** Clocks a RequestBudget reads (tests pass their own). */
-export interface BudgetClocks {
-  /** Wall clock in ms: tells when the CPU clock is worth reading. */
-  now?: () => number;
-  /** CPU time of the process in ms: what the request's time and a rule's share count. */
-  cpu?: () => number;
-}
-
-function processCpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-}
+export type { BudgetClocks } from './budget-clock';
 
 const ms = (n: number) => +n.toFixed(2);
 
