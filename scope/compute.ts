@@ -13,6 +13,7 @@ import {
 } from './coupling';
 import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
+import { indexOf, patternKey, ScopeIndex } from './cover';
 import { MatchCondition, Registration } from './types';
 
 /**
@@ -99,12 +100,15 @@ export interface ScopeResult {
   precision: Precision;
   /** Our conditions as data (ANDed; the expressions are their CEL text): what `sendsRequest` evaluates. */
   clauses: Condition[];
+  /** The rules' shapes and namespaces: tells cheaply whether one more rule would change the registration. */
+  index: ScopeIndex;
   stats: { conditions: number; characters: number; regexes: number; selectorNames: number };
 }
 
 const reaches = new WeakMap<CompiledRule, { clusterNamespace: string; reach: RuleReach }>();
 
-function reachOf(rule: CompiledRule, clusterNamespace: string): RuleReach {
+/** The rule's reach (scope/reach.ts), computed once per compiled rule. */
+export function reachOf(rule: CompiledRule, clusterNamespace: string): RuleReach {
   const hit = reaches.get(rule);
   if (hit && hit.clusterNamespace === clusterNamespace) return hit.reach;
   const reach = ruleReach(rule, clusterNamespace);
@@ -148,7 +152,11 @@ interface ShapeGroup {
   cluster: boolean;
 }
 
-function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
+function groupByShape(input: ScopeInput): {
+  groups: ShapeGroup[];
+  reports: RuleScopeReport[];
+  index: ScopeIndex;
+} {
   const byShape = new Map<string, ShapeGroup>();
   const reports: RuleScopeReport[] = [];
   for (const rule of input.rules) {
@@ -170,11 +178,11 @@ function groupByShape(input: ScopeInput): { groups: ShapeGroup[]; reports: RuleS
     const ns = reach.namespaces;
     g.any ||= ns.any;
     for (const n of ns.names) g.names.add(n);
-    for (const p of ns.patterns) g.patterns.set(p.map((r) => r.source).join('\u0000'), p);
+    for (const p of ns.patterns) g.patterns.set(patternKey(p), p);
     g.cluster ||= reach.cluster;
     reports.push(report(reach, g.resources, g.notes));
   }
-  return { groups: [...byShape.values()], reports };
+  return { groups: [...byShape.values()], reports, index: indexOf(byShape) };
 }
 
 /** Clauses for a key group, sharded by namespace name ranges when one would not fit in an expression. */
@@ -310,7 +318,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
   const limits = input.limits ?? DEFAULT_LIMITS;
   const precision = input.precision ?? 'full';
   const { configured } = input;
-  const { groups, reports } = groupByShape(input);
+  const { groups, reports, index } = groupByShape(input);
   const shares: Share[] = groups
     .filter((g) => g.products.length > 0)
     .map((g) => ({
@@ -373,6 +381,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
     coarsened,
     precision,
     clauses: coupled.clauses,
+    index,
     stats: {
       conditions: conditions.length,
       characters: coupled.expressions.reduce((s, e) => s + e.length, 0),
