@@ -1,20 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { isJsonObject, JsonObject } from '../util/json';
+import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, Precision, PRECISIONS, ScopeResult } from '../scope/compute';
-import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } from '../scope/ownership';
-import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
+import { decide, LiveScope, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
+import { dragnetOf, DRAGNET_WEBHOOK, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { Backoff } from './backoff';
 import { Informer } from './informer';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
+import { CONFIGURATIONS, RegistrationWriter } from './registration-writer';
 import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
-
-const CONFIGURATIONS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
 
 /** Rules whose notes mention `text`, for the log: how many, and the first ten by name. */
 function noted(result: ScopeResult | null, text: string, field: string): Record<string, unknown> {
@@ -71,7 +70,9 @@ export interface DragnetScopeOptions {
 export class DragnetScope {
   private readonly informer: Informer;
   private readonly live: LiveRegistration;
-  private readonly writer = `${Date.now()}-${randomBytes(4).toString('hex')}`;
+  /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */
+  private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
+  private readonly writer: RegistrationWriter;
   private readonly unsubscribe: Array<() => void> = [];
   private timer: NodeJS.Timeout | null = null;
   private firstPending = 0;
@@ -91,6 +92,7 @@ export class DragnetScope {
   constructor(private readonly options: DragnetScopeOptions) {
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
     this.live = new LiveRegistration(options);
+    this.writer = new RegistrationWriter({ ...options, live: this.live });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
     };
@@ -218,7 +220,7 @@ export class DragnetScope {
     const rulesVersion = this.options.rulesVersion();
     // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
     if (rulesVersion === null || (this.options.mode === 'rules' && !this.options.discovery.catalog())) return;
-    await this.refetch(rulesVersion);
+    await this.writer.refetch(rulesVersion);
     const config = this.live.configuration;
     const webhook = this.live.dragnet();
     if (!config || !webhook) return;
@@ -229,7 +231,7 @@ export class DragnetScope {
     this.live.notify();
     const decision = decide(live, registration, {
       rulesVersion,
-      writer: this.writer,
+      writer: this.id,
       mode: this.options.mode,
     });
     this.metrics?.conditions.set(registration.matchConditions.length);
@@ -238,11 +240,10 @@ export class DragnetScope {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
       return;
     }
-    const stamp: ScopeStamp = { hash, rulesVersion, writer: this.writer, mode: this.options.mode };
+    const stamp: ScopeStamp = { hash, rulesVersion, writer: this.id, mode: this.options.mode };
     try {
-      const stored = await this.write(config, webhook, registration, stamp, live.configured);
+      const stored = await this.writer.write(config, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
-      this.live.accept(stored);
       const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
       if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
         // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
@@ -301,49 +302,13 @@ export class DragnetScope {
     }
   }
 
-  /** Compare-and-swap update of the whole configuration: its resourceVersion guards every other field. */
-  private async write(
-    config: JsonObject,
-    webhook: JsonObject,
-    registration: Registration,
-    stamp: ScopeStamp | null,
-    configured: Registration,
-  ): Promise<JsonObject> {
-    const meta = isJsonObject(config.metadata) ? { ...config.metadata } : {};
-    delete meta.managedFields;
-    const annotations = isJsonObject(meta.annotations) ? { ...meta.annotations } : {};
-    if (stamp) Object.assign(annotations, stampAnnotations(stamp, configured));
-    meta.annotations = annotations;
-    const hooks = (Array.isArray(config.webhooks) ? config.webhooks : []).map((h) =>
-      h === webhook ? withRegistration(webhook, registration) : h,
-    );
-    const name = String(meta.name);
-    return this.options.client.request('PUT', `${CONFIGURATIONS}/${encodeURIComponent(name)}`, {
-      body: { ...config, metadata: meta, webhooks: hooks },
-    });
-  }
-
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
   private async giveUp(stored: JsonObject, configured: Registration): Promise<void> {
     this.disabled = true;
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );
-    const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
-    if (back) this.live.accept(await this.write(stored, back.webhook, configured, null, configured));
-  }
-
-  /** Reads the configuration from the API server (a consistent read), noting the rules version it is fresh for. */
-  private async refetch(rulesVersion: string): Promise<void> {
-    const name = this.options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
-    let got: JsonObject | null;
-    try {
-      got = await this.options.client.request('GET', `${CONFIGURATIONS}/${encodeURIComponent(name)}`);
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 404)) throw err;
-      got = null;
-    }
-    this.live.acceptRead(got, rulesVersion);
+    if (this.writer.dragnetOf(stored)) await this.writer.write(stored, configured, null, configured);
   }
 
   private createMetrics(registry: Registry) {
