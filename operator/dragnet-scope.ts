@@ -1,18 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
+import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, Precision, PRECISIONS, ScopeResult } from '../scope/compute';
-import { decide, LiveScope, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
+import { decide, LiveScope, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
+import { registrationIncludes } from '../scope/union';
+import { AdmittedRules } from './admitted-rules';
 import { Backoff } from './backoff';
 import { Informer } from './informer';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
+import { RegistrationProbe } from './registration-probe';
 import { CONFIGURATIONS, RegistrationWriter } from './registration-writer';
+import { createScopeMetrics, ScopeMetrics } from './scope-metrics';
+import { ScopeWidener, WidenOutcome } from './scope-widener';
 import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
 
 /** Rules whose notes mention `text`, for the log: how many, and the first ten by name. */
@@ -56,6 +62,12 @@ export interface DragnetScopeOptions {
    * applies a new configuration from its own watch, which no API tells; default 1 s.
    */
   settleMs?: number;
+  /** Rules this replica admitted that the store has not seen yet (they count in force); none when absent. */
+  admitted?: Pick<AdmittedRules, 'knows' | 'versions' | 'onChange'>;
+  /** The operator's own namespace: where the registration probes are created (dry run). */
+  probeNamespace?: string;
+  /** How long the configured net is held after a fallback (no replica narrows meanwhile); default 60 s. */
+  holdMs?: number;
   /** Clock; injectable for tests. */
   now?: () => number;
 }
@@ -87,7 +99,10 @@ export class DragnetScope {
   private refused = new Map<string, Precision>();
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
-  private readonly metrics: { writes: Counter<'result'>; conditions: Gauge; webhookRules: Gauge } | null;
+  /** Why the last computation could not write the registration (null: it could). */
+  private failing: string | null = null;
+  private readonly widener: ScopeWidener;
+  private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: DragnetScopeOptions) {
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
@@ -109,7 +124,45 @@ export class DragnetScope {
         remove: () => update(null),
       },
     });
-    this.metrics = options.registry ? this.createMetrics(options.registry) : null;
+    this.metrics = options.registry
+      ? createScopeMetrics(options.registry, () => this.heldWide() !== null)
+      : null;
+    this.widener = new ScopeWidener({
+      ...options,
+      live: this.live,
+      writer: this.writer,
+      probe: new RegistrationProbe({
+        ...options,
+        live: this.live,
+        namespace: options.probeNamespace ?? options.clusterNamespace,
+      }),
+      id: this.id,
+      narrowing: () => options.mode === 'rules' && !this.disabled,
+      rulesVersion: () => options.rulesVersion(),
+      desired: (live) => {
+        const { registration, result } = this.desired(live);
+        return { registration, index: result?.index ?? null };
+      },
+      pending: () => options.admitted?.versions() ?? [],
+      onWrite: (result) => this.metrics?.writes.inc({ result }),
+      onFallback: () => this.schedule(),
+      now: () => this.now(),
+    });
+  }
+
+  /** Makes the registration send an admitted rule's objects (ScopeWidener.ensure). */
+  ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
+    return this.widener.ensure(rule, widenBy, until);
+  }
+
+  /** Why the registration is held at the configured net, or null (metric, status). */
+  heldWide(): string | null {
+    if (this.disabled) return 'the API server stored another dragnet registration than the one written';
+    const live = this.live.scope();
+    const wide = !live?.ours || registrationHash(live.current) === registrationHash(live.configured);
+    if (this.failing && live && wide && this.options.mode === 'rules')
+      return `a narrower registration cannot be written: ${this.failing}`;
+    return this.widener.heldWide();
   }
 
   start(): void {
@@ -124,6 +177,7 @@ export class DragnetScope {
       }),
     );
     this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
+    if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
     this.informer.start();
   }
 
@@ -179,9 +233,11 @@ export class DragnetScope {
         try {
           await this.reconcile();
           this.backoff.reset();
+          this.failing = null;
         } catch (err) {
+          this.failing = messageOf(err);
           this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
-            error: (err as Error).message,
+            error: this.failing,
           });
           this.metrics?.writes.inc({ result: 'failed' });
           if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -217,6 +273,8 @@ export class DragnetScope {
 
   private async reconcile(): Promise<void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
+    const held = this.widener.heldUntil();
+    if (held > this.now()) return this.later(held);
     const rulesVersion = this.options.rulesVersion();
     // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
     if (rulesVersion === null || (this.options.mode === 'rules' && !this.options.discovery.catalog())) return;
@@ -228,19 +286,37 @@ export class DragnetScope {
     const { registration, result, full } = this.desired(live);
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
+    if (result) this.widener.remember(hash, result.index);
     this.live.notify();
-    const decision = decide(live, registration, {
-      rulesVersion,
-      writer: this.id,
-      mode: this.options.mode,
-    });
+    const ctx = {
+      now: this.now(),
+      landed: (uid: string, generation: number) => this.landed(uid, generation),
+    };
+    const decision = decide(
+      live,
+      registration,
+      { rulesVersion, writer: this.id, mode: this.options.mode },
+      ctx,
+    );
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
+      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
+      if (blocked) this.later(blocked.until);
       return;
     }
-    const stamp: ScopeStamp = { hash, rulesVersion, writer: this.id, mode: this.options.mode };
+    // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
+    const pending = (live.stamp?.pending ?? []).filter(
+      (p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation),
+    );
+    const stamp: ScopeStamp = {
+      hash,
+      rulesVersion,
+      writer: this.id,
+      mode: this.options.mode,
+      ...(pending.length > 0 ? { pending } : {}),
+    };
     try {
       const stored = await this.writer.write(config, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
@@ -298,8 +374,26 @@ export class DragnetScope {
         this.again = true;
         return;
       }
+      // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
+      if (!registrationIncludes(live.current, registration))
+        await this.widener.fallback(
+          `cannot write the dragnet registration: ${messageOf(err)}`,
+          this.now() + 10_000,
+        );
       throw err;
     }
+  }
+
+  /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
+  private landed(uid: string, generation: number): boolean {
+    return this.options.admitted?.knows(uid, generation) ?? false;
+  }
+
+  /** Computes again at `at` (a hold or a pending rule's time is up). */
+  private later(at: number): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.schedule(), Math.max(0, at - this.now()) + 10);
+    this.retryTimer.unref();
   }
 
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
@@ -309,26 +403,5 @@ export class DragnetScope {
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );
     if (this.writer.dragnetOf(stored)) await this.writer.write(stored, configured, null, configured);
-  }
-
-  private createMetrics(registry: Registry) {
-    return {
-      writes: new Counter({
-        name: 'modrule_dragnet_scope_writes_total',
-        help: 'Writes of the dragnet registration, by result (ok|conflict|invalid|failed).',
-        labelNames: ['result'],
-        registers: [registry],
-      }),
-      conditions: new Gauge({
-        name: 'modrule_dragnet_scope_conditions',
-        help: 'matchConditions of the dragnet registration this replica computed last.',
-        registers: [registry],
-      }),
-      webhookRules: new Gauge({
-        name: 'modrule_dragnet_scope_webhook_rules',
-        help: 'rules entries of the dragnet registration this replica computed last.',
-        registers: [registry],
-      }),
-    };
   }
 }

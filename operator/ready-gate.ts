@@ -1,4 +1,5 @@
 import { isJsonObject, JsonObject } from '../util/json';
+import { generationOf, metaString } from '../util/meta';
 import { ValidationProblem } from '../modrule/problems';
 import { StatusSink } from './sync';
 
@@ -26,6 +27,31 @@ function keyOf(rule: JsonObject): string {
   return `${String(meta.namespace ?? '')}/${String(meta.name ?? '')}`;
 }
 
+/** Rule versions (uid, generation) whose objects the API server was confirmed to send when they were admitted. */
+export class ConfirmedRules {
+  private readonly entries = new Map<string, number>();
+
+  constructor(
+    private readonly ttlMs = 60_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  add(uid: string, generation: number): void {
+    if (this.entries.size >= 10_000) this.prune();
+    this.entries.set(`${uid}/${generation}`, this.now() + this.ttlMs);
+  }
+
+  has(uid: string, generation: number): boolean {
+    return (this.entries.get(`${uid}/${generation}`) ?? 0) > this.now();
+  }
+
+  private prune(): void {
+    const now = this.now();
+    for (const [k, until] of this.entries) if (until <= now) this.entries.delete(k);
+    if (this.entries.size >= 10_000) this.entries.clear();
+  }
+}
+
 /**
  * Holds back the Ready report of a valid rule until the dragnet registration sends its objects (a new or widened rule
  * is in force only from then on). Invalid rules are reported at once: they are not Ready either way.
@@ -37,6 +63,8 @@ export class ReadyGate implements StatusSink {
   constructor(
     private readonly inner: StatusSink,
     private readonly coverage: Coverage,
+    /** Rules confirmed in force when admitted (operator/rule-admission.ts): Ready at once, no settle time. */
+    private readonly confirmed?: ConfirmedRules,
   ) {
     this.unsubscribe = coverage.onChange(() => this.release());
   }
@@ -44,12 +72,18 @@ export class ReadyGate implements StatusSink {
   report(rule: JsonObject, problems: readonly ValidationProblem[]): void {
     const key = keyOf(rule);
     const version = versionOf(rule);
-    if (problems.length > 0 || this.coverage.covers(version)) {
+    if (problems.length > 0 || this.coverage.covers(version) || this.confirmedAtAdmission(rule)) {
       this.held.delete(key);
       this.inner.report(rule, problems);
       return;
     }
     this.held.set(key, { rule, problems, version });
+  }
+
+  private confirmedAtAdmission(rule: JsonObject): boolean {
+    const uid = metaString(rule, 'uid');
+    const generation = generationOf(rule);
+    return !!this.confirmed && !!uid && generation !== undefined && this.confirmed.has(uid, generation);
   }
 
   forget(namespace: string, name: string): void {

@@ -1,6 +1,7 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { ScopeStamp, stampAnnotations } from '../scope/ownership';
-import { dragnetOf, DRAGNET_WEBHOOK, withRegistration } from '../scope/registration';
+import { withProbeToken } from '../scope/probe';
+import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
@@ -48,8 +49,12 @@ export class RegistrationWriter {
     const annotations = isJsonObject(meta.annotations) ? { ...meta.annotations } : {};
     if (stamp) Object.assign(annotations, stampAnnotations(stamp, configured));
     meta.annotations = annotations;
-    const hooks = (Array.isArray(config.webhooks) ? config.webhooks : []).map((h) =>
-      webhook && h === webhook ? withRegistration(webhook, registration) : h,
+    // The probe entry asks for this registration's token: written together, so a probe answered proves it in force.
+    const hooks = withProbeToken(
+      (Array.isArray(config.webhooks) ? config.webhooks : []).map((h) =>
+        webhook && h === webhook ? withRegistration(webhook, registration) : h,
+      ),
+      registrationHash(registration),
     );
     const stored = await this.options.client.request(
       'PUT',

@@ -4,7 +4,8 @@ import { RuleStore } from '../store/rules';
 import { Discovery } from './discovery';
 import { DragnetScope } from './dragnet-scope';
 import { KubeClient } from './kube';
-import { ReadyGate } from './ready-gate';
+import { AdmittedRules } from './admitted-rules';
+import { ConfirmedRules, ReadyGate } from './ready-gate';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
 import { ClusterSync, StatusSink } from './sync';
@@ -14,6 +15,8 @@ export interface RunningScope {
   /** Where ClusterSync reports rule verdicts: Ready waits for the registration. */
   readonly status: StatusSink | null;
   readonly scope: DragnetScope;
+  /** Rules confirmed in force at admission (Ready as soon as stored). */
+  readonly confirmed: ConfirmedRules;
   stop(): Promise<void>;
 }
 
@@ -28,29 +31,37 @@ export function startDragnetScope(deps: {
   logger: Logger;
   registry: Registry;
   store: RuleStore;
+  /** Rules admitted and not stored yet: the scope counts them in force. */
+  admitted: AdmittedRules;
+  /** The operator's own namespace (registration probes). */
+  podNamespace: string;
   status: StatusReporter | null;
   sync: () => ClusterSync;
 }): RunningScope {
-  const { client, logger, registry, store } = deps;
+  const { client, logger, registry, store, admitted } = deps;
   const discovery = new Discovery({ client, logger });
   const scope = new DragnetScope({
     client,
     logger,
     mode: deps.mode,
     clusterNamespace: deps.clusterNamespace,
-    rules: () => store.allRules(),
+    rules: () => [...store.allRules(), ...admitted.rules()],
     rulesVersion: () => deps.sync().rulesVersion(),
     rulesReady: () => deps.sync().isReady(),
     onRulesChange: (listener) => store.onChange(listener),
     discovery,
     registry,
+    admitted,
+    probeNamespace: deps.podNamespace,
   });
-  const gate = deps.status ? new ReadyGate(deps.status, scope) : null;
+  const confirmed = new ConfirmedRules();
+  const gate = deps.status ? new ReadyGate(deps.status, scope, confirmed) : null;
   discovery.start();
   scope.start();
   return {
     status: gate,
     scope,
+    confirmed,
     stop: async () => {
       gate?.stop();
       await Promise.all([scope.stop(), discovery.stop()]);

@@ -8,8 +8,10 @@ import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
+import { AdmittedRules } from './admitted-rules';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
+import { combineHandlers } from './informer';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
 import { createPodBindingHandler } from './podbinding';
@@ -17,6 +19,7 @@ import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
 import { NativeController, NativeMode } from './native';
 import { QuarantineStatus } from './quarantine';
+import { createRuleAdmission } from './rule-admission';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 
@@ -124,11 +127,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         ready: (rule, problems, want) => degraded.ready(rule, problems, want),
       })
     : null;
+  // Rules admitted by this replica that the store has not seen yet: the dragnet waits for them, the scope counts them.
+  const admitted = new AdmittedRules({ client, logger, registry, clusterNamespace: config.clusterNamespace });
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
     clusterNamespace: config.clusterNamespace,
-    ...{ client, logger, registry, store, status, sync: () => rules },
+    podNamespace: config.podNamespace,
+    ...{ client, logger, registry, store, admitted, status, sync: () => rules },
   });
   const mode = config.nativePolicies ?? 'opt-in';
   const native =
@@ -151,13 +157,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     store,
     logger,
     status: scope.status,
-    observer: native ?? undefined,
+    observer: combineHandlers(native, admitted.handlers()),
   });
   if (status) degraded?.attach(status);
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
+    admitted.stop();
     await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), native?.stop()]);
   };
   let draining = false;
@@ -214,6 +221,16 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       isReady: () => !draining && rules.isReady(),
       rulesLoaded: rules.synced,
       onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
+      // A valid ModRule is admitted once the registration sends its objects; the dragnet waits for the store to have it.
+      ruleAdmission: createRuleAdmission({
+        store,
+        admitted,
+        scope: scope.scope,
+        confirmed: scope.confirmed,
+        logger,
+        registry,
+      }),
+      storeFreshness: admitted,
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
