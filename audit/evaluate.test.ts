@@ -8,6 +8,7 @@ import { storeFromYaml } from '../engine/testing';
 import { CLUSTER_SCOPED_KINDS, run as applyCommand } from '../cli/apply';
 import { runCommand } from '../cli/testing';
 import { auditObject } from './evaluate';
+import { ReportBuilder } from './report';
 import { ListableResource } from './types';
 
 const DEPLOYMENTS: ListableResource = {
@@ -259,5 +260,56 @@ describe('auditObject', () => {
     );
     const audit = auditObject(deployment('web'), DEPLOYMENTS, { snapshot: store.snapshot() })!;
     expect(audit.patch).toEqual([{ op: 'add', path: '/metadata/labels/env', value: 'prod' }]);
+  });
+
+  it('reports a rule that fails at run time on the object as error, not pass, beside another rule that patches', () => {
+    const DIVIDES = rule(
+      'divides',
+      `  type: Patch
+  match: [{select: '$.kind', matchValue: Deployment}]
+  patch: [{op: add, path: /metadata/labels/ratio, value: '{{ div 1 0 }}'}]`,
+    );
+    const alone = auditObject(deployment('web'), DEPLOYMENTS, {
+      snapshot: storeFromYaml([DIVIDES]).snapshot(),
+    })!;
+    expect(alone.verdict).toBe('error');
+    expect(alone.rules).toEqual([
+      expect.objectContaining({ verdict: 'error', message: expect.stringMatching(/divide by zero/) }),
+    ]);
+    const both = auditObject(deployment('web'), DEPLOYMENTS, {
+      snapshot: storeFromYaml([DIVIDES, LABEL_TEAM]).snapshot(),
+    })!;
+    expect(both.verdict).toBe('patch');
+    expect(both.rules.map((r) => [r.rule.name, r.verdict])).toEqual([
+      ['divides', 'error'],
+      ['team', 'patch'],
+    ]);
+    // And the report says error for it.
+    const builder = new ReportBuilder();
+    builder.add(both);
+    const report = builder.report('openreports', 'shop', new Date(0))!;
+    expect((report.results as JsonObject[]).map((r) => [r.rule, r.result])).toEqual([
+      ['team', 'fail'],
+      ['divides', 'error'],
+    ]);
+    expect(report.summary).toMatchObject({ error: 1, fail: 1, pass: 0 });
+  });
+
+  it('reports a rule the webhook skips (quarantined) as error, as the webhook would not apply it', () => {
+    const store = storeFromYaml([LABEL_TEAM]);
+    const quarantined = (r: { name: string }) =>
+      r.name === 'team'
+        ? 'quarantined until 2026-11-23T10:00:00Z on this replica: ran out of its share'
+        : null;
+    const audit = auditObject(deployment('web'), DEPLOYMENTS, { snapshot: store.snapshot(), quarantined })!;
+    expect(audit.verdict).toBe('error');
+    expect(audit.patch).toEqual([]);
+    expect(audit.rules).toEqual([
+      expect.objectContaining({
+        verdict: 'error',
+        message:
+          'the webhook skipped: quarantined until 2026-11-23T10:00:00Z on this replica: ran out of its share',
+      }),
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { isJsonObject, jsonEqual, JsonObject } from '../util/json';
-import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from '../engine/admit';
+import { admit, AdmissionInput, AdmissionOutcome, QuarantineCheck, RuleRef } from '../engine/admit';
 import { isIgnored, prepare, scopeOf } from '../engine/subject';
 import { applyOperationsShared, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from '../engine/patch';
 import { CompiledRule } from '../modrule/compile';
@@ -14,6 +14,8 @@ export interface AuditContext {
   snapshot: RuleSnapshot;
   /** The webhook's body limit (an UPDATE review carries the object twice); default 8 MiB. */
   maxBodyBytes?: number;
+  /** The rules the webhook sets aside now (its quarantine): they are skipped there, so `error` here, not `pass`. */
+  quarantined?: QuarantineCheck;
 }
 
 // An AdmissionReview's envelope around object and oldObject: uid, kind, resource, userInfo, options...
@@ -72,15 +74,21 @@ export function auditObject(
     };
   }
 
-  const outcome = admit(request, snapshot);
+  const quarantined = context.quarantined;
+  const outcome = admit(request, snapshot, undefined, quarantined ? { quarantined } : undefined);
   if (outcome.ignored) return undefined;
   const changing = changingRules(request, snapshot, outcome);
   const rejected = outcome.rejections.length
     ? new Map(outcome.rejections.map((r) => [key(r.rule), r.message]))
     : null;
-  const failed = outcome.failures.length
-    ? new Map(outcome.failures.map((f) => [key(f.rule), f.message]))
-    : null;
+  // Failed at run time, or skipped by the webhook (quarantined): the rule does not do its work on this object.
+  const failed =
+    outcome.failures.length || outcome.quarantined.length
+      ? new Map([
+          ...outcome.quarantined.map((q): [string, string] => [key(q.rule), `the webhook ${q.message}`]),
+          ...outcome.failures.map((f): [string, string] => [key(f.rule), f.message]),
+        ])
+      : null;
   const results = rules.map((rule): RuleResult => {
     const k = rule.key;
     if (rejected?.has(k)) return resultOf(rule, 'reject', rejected.get(k));
@@ -98,7 +106,7 @@ export function auditObject(
     };
   if (outcome.patch.length > 0)
     return { ref, verdict: 'patch', patch: outcome.patch, message: '', rules: results };
-  const verdict = outcome.failures.length > 0 ? 'error' : 'pass';
+  const verdict = failed ? 'error' : 'pass';
   return { ref, verdict, patch: [], message: '', rules: results };
 }
 

@@ -168,7 +168,8 @@ export function startListWatchServer(rules: readonly JsonObject[]): Promise<List
   );
 }
 
-function storeWith(rules: readonly JsonObject[]): RuleStore {
+/** A store with these rules and the workloads' Namespaces. */
+export function storeWith(rules: readonly JsonObject[]): RuleStore {
   const store = new RuleStore();
   const rejected = store.replaceRules(rules);
   if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected[0])}`);
@@ -177,7 +178,7 @@ function storeWith(rules: readonly JsonObject[]): RuleStore {
 }
 
 /** CPU and wall microseconds per call of fn (CPU time: steadier than wall time on a shared machine). */
-function micros(fn: () => void): { cpu: number; wall: number } {
+export function micros(fn: () => void): { cpu: number; wall: number } {
   const perSec = measure(fn, 300); // warms up and sizes the run
   const n = Math.max(200, Math.round(perSec * 0.7));
   const cpu0 = process.cpuUsage();

@@ -240,3 +240,15 @@ export function workloadNamespaces(): JsonObject[] {
     metadata: { name, labels: { 'kubernetes.io/metadata.name': name } },
   }));
 }
+
+/** Rules of the app namespace that match the realistic Deployment and fail at run time (a division by zero). */
+export function failingRules(count: number): JsonObject[] {
+  return Array.from({ length: count }, (_, n) => {
+    const rule = workloadRule(APP_NAMESPACE, 90_000 + n, true);
+    const spec = rule.spec as JsonObject;
+    return {
+      ...rule,
+      spec: { ...spec, patch: [{ op: 'add', path: `/metadata/labels/ratio-${n}`, value: '{{ div 1 0 }}' }] },
+    };
+  });
+}

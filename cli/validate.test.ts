@@ -273,6 +273,41 @@ describe('modrule validate', () => {
       ]);
       expect((await validate([dir, '--strict'])).code).toBe(EXIT.finding);
     });
+
+    test('a kind neither built in nor declared by a CRD under the paths, with the kind it is likely meant to be', async () => {
+      const kinds = (kind: string) =>
+        `  type: Patch\n  match:\n    - select: $.metadata.name\n      matchValue: web\n    - select: $.kind\n` +
+        `      matchValue: ${kind}\n  patch:\n    - op: add\n      path: /metadata/labels/x\n      value: '"y"'\n`;
+      const typo = write('kinds/typo.yaml', rule('typo', kinds('Deploymnet')));
+      write('kinds/gadget.yaml', rule('gadget', kinds('Gadget')));
+      const r = await validate([join(tmp, 'kinds'), '--output', 'json']);
+      expect(r.code).toBe(EXIT.ok);
+      const findings = JSON.parse(r.stdout) as Finding[];
+      expect(findings.map((f) => [f.rule, f.field, f.line])).toEqual([
+        ['gadget', 'spec.match[1].matchValue', 11],
+        ['typo', 'spec.match[1].matchValue', 11],
+      ]);
+      expect(findings[1]).toMatchObject({
+        severity: 'warning',
+        file: typo,
+        message: expect.stringMatching(
+          /^kind Deploymnet is not built into Kubernetes 1\.37 nor declared by a CustomResourceDefinition under the given paths \(did you mean Deployment\?\): in a cluster that does not serve it/,
+        ),
+      });
+      // The CRD given as another path (or in the same folder) declares Gadget: only the typo is left.
+      const crds = write(
+        'crds/gadget.yaml',
+        'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\n' +
+          'spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    kind: Gadget\n    plural: gadgets\n',
+      );
+      const withCrd = await validate([join(tmp, 'kinds'), crds]);
+      expect(withCrd.stdout).toMatch(
+        /^warning: .*typo\.yaml:11: document 1: ModRule typo: spec\.match\[1\]\.matchValue: kind Deploymnet/,
+      );
+      expect(withCrd.stdout).not.toContain('Gadget');
+      expect(withCrd.stderr).toBe('2 ModRules in 3 files: 0 problems, 1 warning\n');
+      expect((await validate([join(tmp, 'kinds'), crds, '--strict'])).code).toBe(EXIT.finding);
+    });
   });
 
   test.each([

@@ -3,8 +3,10 @@ import { excerpt } from '../util/excerpt';
 import { LocatedDocument, parseLocatedDocuments } from '../util/yaml';
 import { analyzeModRule, CompiledRule } from '../modrule/compile';
 import { findShadowedRules, lintModRule } from '../modrule/lint';
-import { MODRULE_KIND } from '../modrule/types';
+import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
 import { validateModRule } from '../modrule/validate';
+import { ResourceCatalog } from '../scope/catalog';
+import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { expandPath } from './apply';
 import { parsePathArgs } from './args';
 import { EXIT, exitHelp } from './exit';
@@ -18,7 +20,9 @@ standard input); documents of other kinds are skipped. Suitable for pre-commit h
 
 Also warns (without failing) about rules that are valid but probably wrong: #N placeholders never used, a
 select that can never match its matchValue, matchFor: All with negate over a select that drops missing values,
-a Patch rule repeating the patch of an earlier tier, the same ModRule name in two places.
+a Patch rule repeating the patch of an earlier tier, the same ModRule name in two places, a kind that is neither
+built into Kubernetes 1.37 nor declared by a CustomResourceDefinition found under PATH (as \`modrule scope\` maps
+kinds; give the folder of your CRDs as another PATH), with the kind it is likely a misspelling of.
 
   -o, --output text|json  text (default): one line per finding; json: one array of findings
   --strict                warnings fail too
@@ -92,6 +96,7 @@ export async function validatePaths(
   let ruleCount = 0;
   let unreadable = 0;
   const valid: Array<{ rule: CompiledRule; file: string; doc: LocatedDocument }> = [];
+  const crds: JsonObject[] = [];
   const names = new Names();
   for (const path of paths) {
     let files: string[];
@@ -116,12 +121,14 @@ export async function validatePaths(
       }
       fileCount++;
       let count = 0;
+      const crdsBefore = crds.length;
       for (const doc of parseLocatedDocuments(text)) {
         if (doc.error) {
           findings.push(yamlFinding(file, text, doc, doc.error));
           continue;
         }
         const value = doc.value;
+        if (isJsonObject(value) && value.kind === 'CustomResourceDefinition') crds.push(value);
         if (!isJsonObject(value) || !isModRuleLike(value)) continue;
         count++;
         ruleCount++;
@@ -154,7 +161,8 @@ export async function validatePaths(
             finding('warning', file, doc.index, doc.lineOf(fieldPath(w.field)), rule, w.field, w.message),
           );
       }
-      if (count === 0 && files.length === 1 && files[0] === path)
+      // A file of CRDs given on its own declares kinds for the check below.
+      if (count === 0 && crds.length === crdsBefore && files.length === 1 && files[0] === path)
         findings.push(finding('warning', file, 0, 0, null, '', 'no ModRule in this file'));
     }
   }
@@ -174,7 +182,25 @@ export async function validatePaths(
       ),
     );
   }
+  findings.push(...kindFindings(valid, ResourceCatalog.builtin(crds)));
   return { findings, files: fileCount, rules: ruleCount, unreadable };
+}
+
+/** Warnings for kinds neither built in nor declared by a CRD under the paths (what `modrule scope` maps). */
+function kindFindings(
+  valid: ReadonlyArray<{ rule: CompiledRule; file: string; doc: LocatedDocument }>,
+  catalog: ResourceCatalog,
+): Finding[] {
+  return valid.flatMap(({ rule, file, doc }) =>
+    unservedKindsOf(rule, catalog, DEFAULT_CLUSTER_NAMESPACE).map((u) => {
+      const field = kindField(rule, u.kind);
+      const message =
+        `${describeUnserved(u, 'built into Kubernetes 1.37 nor declared by a CustomResourceDefinition under the given paths')}: ` +
+        `in a cluster that does not serve it the rule matches none of its objects, and the dragnet's scope fails wide for it`;
+      const name = ruleName((rule.source ?? {}) as unknown as JsonObject);
+      return finding('warning', file, doc.index, doc.lineOf(fieldPath(field)), name, field, message);
+    }),
+  );
 }
 
 function finding(

@@ -80,6 +80,13 @@ describe('ModRule CRD: identity KubeMod users already have', () => {
         description: 'Native when the API server runs the rule as an admission policy; empty or Webhook otherwise.',
         jsonPath: '.status.servedBy',
       },
+      {
+        name: 'Status',
+        type: 'string',
+        description:
+          "The Ready condition's message; for a rule in effect, its most important current problem first.",
+        jsonPath: '.status.conditions[?(@.type=="Ready")].message',
+      },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ]);
   });

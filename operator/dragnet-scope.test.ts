@@ -290,4 +290,32 @@ describe('DragnetScope against the fake API server', () => {
     expect(await quiet()).toBeLessThanOrEqual(settled + 1);
     expect(resources().sort()).toEqual(['deployments', 'secrets']);
   });
+
+  test('tells onScope the per-rule reports of each computation: kinds not served, narrowed or on the configured net', async () => {
+    const rules = new Rules();
+    rules.upsert(labelRule('team-a', 'deployments'), '5');
+    const typo = modRule('team-a', 'typo', {
+      type: 'Patch',
+      match: [{ select: '$.kind', matchValue: 'Deploymnet' }],
+      patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
+    });
+    rules.upsert(typo, '6');
+    for (const mode of ['rules', 'wide'] as const) {
+      const seen: Array<{ unserved: string[]; narrowed: boolean }> = [];
+      scope(rules, {
+        mode,
+        onScope: (reports, narrowed) =>
+          seen.push({
+            unserved: reports.flatMap((r) => r.unserved.map((u) => `${r.rule}:${u.kind}~${u.suggestion}`)),
+            narrowed,
+          }),
+      });
+      await eventually(() => expect(seen.length).toBeGreaterThan(0));
+      expect(seen[0]).toEqual({
+        unserved: ['team-a/typo:Deploymnet~Deployment'],
+        narrowed: mode === 'rules',
+      });
+      await Promise.all(running.splice(0).map((s) => s.stop()));
+    }
+  });
 });

@@ -5,7 +5,7 @@ import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
-import { computeScope, Precision, PRECISIONS, ScopeResult } from '../scope/compute';
+import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } from '../scope/compute';
 import { decide, LiveScope, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
@@ -70,6 +70,11 @@ export interface DragnetScopeOptions {
   holdMs?: number;
   /** Clock; injectable for tests. */
   now?: () => number;
+  /**
+   * Told each computation's per-rule reports (operator/unknown-kinds.ts); `narrowed` false when the registration is
+   * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
+   */
+  onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
 }
 
 /**
@@ -271,6 +276,22 @@ export class DragnetScope {
     return { registration: result.registration, result, full };
   }
 
+  /** The per-rule reports to onScope: the computation's, or on the configured net one made for them alone. */
+  private report(result: ScopeResult | null, live: LiveScope): void {
+    const { onScope } = this.options;
+    if (!onScope) return;
+    const reports =
+      result?.rules ??
+      computeScope({
+        rules: this.options.rules(),
+        clusterNamespace: this.options.clusterNamespace,
+        configured: live.configured,
+        catalog: this.options.discovery.catalog(),
+        precision: 'resources',
+      }).rules;
+    onScope(reports, result !== null);
+  }
+
   private async reconcile(): Promise<void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
     const held = this.widener.heldUntil();
@@ -284,6 +305,7 @@ export class DragnetScope {
     if (!config || !webhook) return;
     const live = readLive(config, webhook);
     const { registration, result, full } = this.desired(live);
+    this.report(result, live);
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
     if (result) this.widener.remember(hash, result.index);

@@ -35,13 +35,8 @@ async function start(options: QuarantineOptions = {}): Promise<Harness> {
   const client = createKubeClient(api.access());
   const logger = silentLogger();
   const quarantine = new RuleQuarantine(options, store);
-  const degraded = new QuarantineStatus({ client, logger, store, quarantine });
-  const status = new StatusReporter({
-    client,
-    logger,
-    backoffMs: 10,
-    ready: (rule, problems, want) => degraded.ready(rule, problems, want),
-  });
+  const degraded = new QuarantineStatus({ quarantine, store });
+  const status = new StatusReporter({ client, logger, backoffMs: 10 });
   degraded.attach(status);
   const sync = new ClusterSync({ client, store, logger, status, backoff: { initialMs: 10, maxMs: 50 } });
   sync.start();

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
+import { ResourceCatalog } from '../scope/catalog';
 import { Discovery } from './discovery';
 import { DragnetScope } from './dragnet-scope';
 import { KubeClient } from './kube';
@@ -9,6 +10,7 @@ import { ConfirmedRules, ReadyGate } from './ready-gate';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
 import { ClusterSync, StatusSink } from './sync';
+import { UnknownKinds } from './unknown-kinds';
 
 /** The dragnet scope as the operator runs it: discovery, the registration writer, the Ready gate. */
 export interface RunningScope {
@@ -17,6 +19,8 @@ export interface RunningScope {
   readonly scope: DragnetScope;
   /** Rules confirmed in force at admission (Ready as soon as stored). */
   readonly confirmed: ConfirmedRules;
+  /** What discovery serves now (null until loaded): the ModRule admission's warnings for kinds not served. */
+  catalog(): ResourceCatalog | null;
   stop(): Promise<void>;
 }
 
@@ -40,6 +44,8 @@ export function startDragnetScope(deps: {
 }): RunningScope {
   const { client, logger, registry, store, admitted } = deps;
   const discovery = new Discovery({ client, logger });
+  // Rules naming kinds not served say so on their status (UnknownKind), from the scope's own per-rule reports.
+  const unknownKinds = new UnknownKinds(deps.status, registry);
   const scope = new DragnetScope({
     client,
     logger,
@@ -53,6 +59,7 @@ export function startDragnetScope(deps: {
     registry,
     admitted,
     probeNamespace: deps.podNamespace,
+    onScope: (reports, narrowed) => unknownKinds.update(reports, narrowed),
   });
   const confirmed = new ConfirmedRules();
   const gate = deps.status ? new ReadyGate(deps.status, scope, confirmed) : null;
@@ -62,6 +69,7 @@ export function startDragnetScope(deps: {
     status: gate,
     scope,
     confirmed,
+    catalog: () => discovery.catalog(),
     stop: async () => {
       gate?.stop();
       await Promise.all([scope.stop(), discovery.stop()]);

@@ -6,11 +6,13 @@ import { RuleStore } from '../store/rules';
 import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
+import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig } from './audit/background';
 import { AdmittedRules } from './admitted-rules';
 import { Backoff, sleep } from './backoff';
 import { expiryOf } from './certificates';
+import { FailingStatus } from './failing';
 import { combineHandlers } from './informer';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
@@ -57,6 +59,8 @@ export interface OperatorConfig {
   shutdownDelayMs?: number;
   /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
   quarantine?: QuarantineOptions;
+  /** The window run-time failures are counted over on a rule's status (tests shorten it). */
+  failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
 }
@@ -117,16 +121,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   });
   // Rules that keep running out of their share are quarantined (per replica) and shown Degraded on the ModRule.
   const quarantine = new RuleQuarantine(config.quarantine, store);
-  const degraded =
-    config.writeStatus === false ? null : new QuarantineStatus({ client, logger, store, quarantine });
-  const status = degraded
-    ? new StatusReporter({
-        client,
-        logger,
-        onWrite: (result) => metrics.statusWrites.inc({ result }),
-        ready: (rule, problems, want) => degraded.ready(rule, problems, want),
-      })
-    : null;
+  const status =
+    config.writeStatus === false
+      ? null
+      : new StatusReporter({ client, logger, onWrite: (result) => metrics.statusWrites.inc({ result }) });
+  const degraded = status ? new QuarantineStatus({ quarantine, store }) : null;
+  // Rules that fail at run time show it on the ModRule (Failing), per replica.
+  const failures = new RuleFailures(config.failures, store);
+  const failing = new FailingStatus({ failures, status, registry });
   // Rules admitted by this replica that the store has not seen yet: the dragnet waits for them, the scope counts them.
   const admitted = new AdmittedRules({ client, logger, registry, clusterNamespace: config.clusterNamespace });
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
@@ -160,11 +162,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     observer: combineHandlers(native, admitted.handlers()),
   });
   if (status) degraded?.attach(status);
+  failing.start();
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
     admitted.stop();
+    failing.stop();
+    failures.close();
     await Promise.all([rules.stop(), status?.stop(), certs?.stop(), scope.stop(), native?.stop()]);
   };
   let draining = false;
@@ -234,6 +239,9 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
+      failures,
+      // ModRules naming kinds the cluster does not serve are admitted with a warning.
+      servedKinds: scope.catalog,
     });
   } catch (err) {
     await stopWatchers();
@@ -242,7 +250,10 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   }
   // Opt-in: audits existing objects and writes reports, on the webhook's event loop but in small slices.
   const audit = config.reports
-    ? new BackgroundAudit(config.reports, { client, store, logger, rulesLoaded: rules.synced })
+    ? new BackgroundAudit(config.reports, {
+        ...{ client, store, logger, rulesLoaded: rules.synced },
+        quarantined: () => quarantine.gate(),
+      })
     : null;
   audit?.start();
   logger.info('webhook listening', {

@@ -15,6 +15,7 @@ import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
 import { indexOf, patternKey, ScopeIndex } from './cover';
 import { MatchCondition, Registration } from './types';
+import { UnservedKind } from './unserved';
 
 /**
  * How much the scope may say: `full` (resources, operations and namespaces), `no-regex` (namespace regexes become
@@ -89,6 +90,8 @@ export interface RuleScopeReport {
   namespaces: string;
   cluster: boolean;
   notes: string[];
+  /** Kinds it names that discovery does not serve (the scope fails wide for them); [] before discovery. */
+  unserved: UnservedKind[];
 }
 
 /** The computed registration and how it came about. */
@@ -123,7 +126,8 @@ function describeNamespaces(reach: RuleReach): string {
   return parts.length === 0 ? '-' : parts.join(',');
 }
 
-function report(reach: RuleReach, resources: string[], notes: readonly string[]): RuleScopeReport {
+function report(reach: RuleReach, group: ShapeGroup): RuleScopeReport {
+  const { resources, notes, unserved } = group;
   return {
     rule: reach.rule,
     operations: [...reach.operations],
@@ -131,6 +135,7 @@ function report(reach: RuleReach, resources: string[], notes: readonly string[])
     namespaces: describeNamespaces(reach),
     cluster: reach.cluster,
     notes: notes.length === 0 ? (reach.notes as string[]) : [...reach.notes, ...notes],
+    unserved,
   };
 }
 
@@ -145,6 +150,7 @@ function resourcesOf(products: readonly Product[]): string[] {
 interface ShapeGroup {
   products: Product[];
   notes: string[];
+  unserved: UnservedKind[];
   resources: string[];
   any: boolean;
   names: Set<string>;
@@ -163,10 +169,11 @@ function groupByShape(input: ScopeInput): {
     const reach = reachOf(rule, input.clusterNamespace);
     let g = byShape.get(reach.shape);
     if (!g) {
-      const { products, notes } = productsOf(reach, input.configured.rules, input.catalog);
+      const { products, notes, unserved } = productsOf(reach, input.configured.rules, input.catalog);
       g = {
         products,
         notes,
+        unserved,
         resources: resourcesOf(products),
         any: false,
         names: new Set(),
@@ -180,7 +187,7 @@ function groupByShape(input: ScopeInput): {
     for (const n of ns.names) g.names.add(n);
     for (const p of ns.patterns) g.patterns.set(patternKey(p), p);
     g.cluster ||= reach.cluster;
-    reports.push(report(reach, g.resources, g.notes));
+    reports.push(report(reach, g));
   }
   return { groups: [...byShape.values()], reports, index: indexOf(byShape) };
 }

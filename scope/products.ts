@@ -1,6 +1,7 @@
 import { ResourceCatalog } from './catalog';
 import { RuleReach, isEmptyNamespaceSet } from './reach';
 import { RuleScope, ScopeOperation, SCOPE_OPERATIONS, WebhookRule } from './types';
+import { servedResources, UnservedKind, unservedKind } from './unserved';
 
 /**
  * A slice of the webhook's `rules`: groups x versions x resources x operations in a scope. One rule's share of the
@@ -65,28 +66,31 @@ export function intersectRule(
   return { groups, versions: [...configured.apiVersions].sort(), resources, operations: ops, scope };
 }
 
-/** A rule's share of the net: its wants meet every rule of the configured net; notes say where it fails wide. */
+/**
+ * A rule's share of the net: its wants meet every rule of the configured net; notes say where it fails wide, and
+ * `unserved` which of its kinds discovery does not serve.
+ */
 export function productsOf(
   reach: RuleReach,
   configured: readonly WebhookRule[],
   catalog: ResourceCatalog | null,
-): { products: Product[]; notes: string[] } {
+): { products: Product[]; notes: string[]; unserved: UnservedKind[] } {
   const notes: string[] = [];
+  const unserved: UnservedKind[] = [];
   const namespaced = !isEmptyNamespaceSet(reach.namespaces);
   const reachScope: RuleScope | null =
     namespaced && reach.cluster ? '*' : namespaced ? 'Namespaced' : reach.cluster ? 'Cluster' : null;
   if (!reachScope || reach.operations.size === 0 || reach.kinds?.size === 0 || reach.groups?.size === 0)
-    return { products: [], notes };
+    return { products: [], notes, unserved };
   const wants: Want[] = [];
   const groups = reach.groups ? [...reach.groups].sort() : ['*'];
   if (reach.kinds) {
     for (const kind of [...reach.kinds].sort()) {
-      const served = catalog
-        ? catalog.resourcesOf(kind).filter((r) => !reach.groups || reach.groups.has(r.group))
-        : [];
+      const served = catalog ? servedResources(kind, reach.groups, catalog) : [];
       if (served.length === 0) {
         // Unknown to discovery (not installed yet, or discovery not loaded): fail wide for this rule's kind.
         notes.push(`kind ${kind} is not served${catalog ? '' : ' (no discovery yet)'}: every resource`);
+        if (catalog) unserved.push(unservedKind(kind, reach.groups, catalog));
         for (const group of groups) wants.push({ group, resource: '*', scope: reachScope });
         continue;
       }
@@ -109,7 +113,7 @@ export function productsOf(
     }
   if (reach.kinds && products.length === 0 && wants.length > 0)
     notes.push('outside the configured net: the API server never sends its objects');
-  return { products, notes };
+  return { products, notes, unserved };
 }
 
 /** The webhook `rules` for a set of products: merged by groups, versions, operations and scope; sorted. */

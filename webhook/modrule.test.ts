@@ -1,5 +1,6 @@
 import { AdmissionRequest } from './admission';
 import { handleValidateModRule } from './modrule';
+import { ResourceCatalog } from '../scope/catalog';
 
 function review(object: AdmissionRequest['object']): AdmissionRequest {
   return {
@@ -78,5 +79,48 @@ describe('handleValidateModRule targeting warnings', () => {
     expect(handleValidateModRule(rule('team-a', {}), 'kubemod-system').response.warnings).toBeUndefined();
     // A configured cluster namespace is honoured.
     expect(handleValidateModRule(rule('platform', selector), 'platform').response.warnings).toBeUndefined();
+  });
+});
+
+describe('handleValidateModRule warnings for kinds the cluster does not serve', () => {
+  const catalog = ResourceCatalog.builtin();
+  const rule = (kind: string, extra: Record<string, unknown> = {}) =>
+    review({
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'r', namespace: 'team-a' },
+      spec: {
+        type: 'Patch',
+        match: [{ select: '$.kind', matchValue: kind }],
+        patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
+        ...extra,
+      },
+    });
+
+  it('admits the rule with a warning naming the field and the likely kind', () => {
+    const { response, result } = handleValidateModRule(rule('Deploymnet'), 'kubemod-system', () => catalog);
+    expect(result).toBe('allowed');
+    expect(response.allowed).toBe(true);
+    expect(response.warnings).toEqual([
+      "spec.match[0].matchValue: kind Deploymnet is not served by this cluster (did you mean Deployment?): the rule matches no object of it until it is, and the dragnet webhook is sent every resource of the rule's namespaces meanwhile",
+    ]);
+    // kubectl prints warnings of up to 256 characters whole.
+    for (const w of response.warnings ?? []) expect(w.length).toBeLessThanOrEqual(256);
+  });
+
+  it('says nothing for a served kind, before discovery, or for an invalid rule (its problems say enough)', () => {
+    expect(
+      handleValidateModRule(rule('Deployment'), 'kubemod-system', () => catalog).response.warnings,
+    ).toBeUndefined();
+    expect(
+      handleValidateModRule(rule('Deploymnet'), 'kubemod-system', () => null).response.warnings,
+    ).toBeUndefined();
+    const invalid = handleValidateModRule(
+      rule('Deploymnet', { rejectMessage: 'x' }),
+      'kubemod-system',
+      () => catalog,
+    );
+    expect(invalid.result).toBe('rejected');
+    expect(invalid.response.warnings).toBeUndefined();
   });
 });

@@ -4,6 +4,9 @@ import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { formatProblems, ValidationProblem } from '../modrule/problems';
 import { validateModRule } from '../modrule/validate';
 import { createPatch } from '../patch/diff';
+import { analyzeModRule } from '../modrule/compile';
+import { ResourceCatalog } from '../scope/catalog';
+import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { AdmissionResult } from './dragnet';
 import { allowResponse, BadRequestError, denyResponse, patchResponse } from './review';
 
@@ -68,13 +71,36 @@ export function targetingWarnings(request: AdmissionRequest, clusterNamespace: s
   );
 }
 
+/** What the cluster serves now (operator/discovery.ts), null while unknown: the endpoint does not import it. */
+export type ServedKinds = () => ResourceCatalog | null;
+
+/**
+ * Warnings for kinds a valid rule names that the cluster does not serve (with the served kind each is likely a
+ * misspelling of): the rule then matches nothing, and the dragnet's scope fails wide for it.
+ */
+export function kindWarnings(
+  request: AdmissionRequest,
+  catalog: ResourceCatalog,
+  clusterNamespace: string,
+): string[] {
+  const rule = request.object ? analyzeModRule(request.object).rule : null;
+  if (!rule) return [];
+  return unservedKindsOf(rule, catalog, clusterNamespace).map(
+    (u) =>
+      `${kindField(rule, u.kind)}: ${describeUnserved(u, 'served by this cluster')}: the rule matches no object ` +
+      `of it until it is, and the dragnet webhook is sent every resource of the rule's namespaces meanwhile`,
+  );
+}
+
 /**
  * /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all;
- * valid rules with targeting fields outside `clusterNamespace` are admitted with a warning.
+ * valid rules with targeting fields outside `clusterNamespace`, or naming kinds `servedKinds` does not serve, are
+ * admitted with a warning.
  */
 export function handleValidateModRule(
   request: AdmissionRequest,
   clusterNamespace: string = DEFAULT_CLUSTER_NAMESPACE,
+  servedKinds?: ServedKinds,
 ): EndpointDecision {
   if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
     return { response: allowResponse(request.uid), result: 'allowed' };
@@ -82,7 +108,11 @@ export function handleValidateModRule(
   const problems = validateModRule(objectFor(request));
   if (problems.length === 0) {
     const response = allowResponse(request.uid);
-    const warnings = targetingWarnings(request, clusterNamespace);
+    const catalog = servedKinds?.();
+    const warnings = [
+      ...targetingWarnings(request, clusterNamespace),
+      ...(catalog ? kindWarnings(request, catalog, clusterNamespace) : []),
+    ];
     if (warnings.length > 0) response.warnings = warnings;
     return { response, result: 'allowed' };
   }

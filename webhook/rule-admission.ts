@@ -2,7 +2,7 @@ import { AdmissionRequest } from './admission';
 import { Logger } from '../util/logger';
 import { nameOf } from '../util/meta';
 import { holdBudgetMs } from './hold';
-import { EndpointDecision, handleValidateModRule } from './modrule';
+import { EndpointDecision, handleValidateModRule, ServedKinds } from './modrule';
 import { denyResponse } from './review';
 
 /*
@@ -41,9 +41,9 @@ export interface StoreFreshness {
 export async function answerValidateModRule(
   request: AdmissionRequest,
   url: string | undefined,
-  options: { clusterNamespace: string; hook?: RuleAdmissionHook; logger: Logger },
+  options: { clusterNamespace: string; servedKinds?: ServedKinds; hook?: RuleAdmissionHook; logger: Logger },
 ): Promise<EndpointDecision> {
-  const decision = handleValidateModRule(request, options.clusterNamespace);
+  const decision = handleValidateModRule(request, options.clusterNamespace, options.servedKinds);
   if (decision.result === 'rejected') {
     options.logger.info('invalid ModRule rejected', {
       object: {

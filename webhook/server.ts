@@ -20,12 +20,13 @@ import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
-import { EndpointDecision, handleMutateModRule } from './modrule';
+import { EndpointDecision, handleMutateModRule, ServedKinds } from './modrule';
 import { handleDragnetProbe } from './probe';
 import { answerValidateModRule, RuleAdmissionHook, StoreFreshness } from './rule-admission';
 import { holdBudgetMs, within } from './hold';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
+import { RuleFailures } from './rule-failures';
 import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
 import { TLS_MIN_VERSION, TlsSource } from './tls';
 
@@ -97,6 +98,10 @@ export interface WebhookServerOptions {
    * options, or one the caller keeps (the operator reports quarantines on the ModRules).
    */
   quarantine?: QuarantineOptions | RuleQuarantine;
+  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
+  failures?: RuleFailures;
+  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
+  servedKinds?: ServedKinds;
   /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
   headersTimeoutMs?: number;
   /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
@@ -142,6 +147,12 @@ function objectRef(request: AdmissionRequest): ObjectRef {
     namespace: request.namespace ?? str(meta.namespace),
     name: request.name || str(meta.name) || str(meta.generateName),
   };
+}
+
+/** "ConfigMap team/web (CREATE)": the object a rule failed on, as the rule's status names it. */
+function objectLabel(request: AdmissionRequest): string {
+  const { kind, namespace, name } = objectRef(request);
+  return `${kind} ${namespace ? `${namespace}/` : ''}${name || '(unnamed)'} (${request.operation})`;
 }
 
 function urlHost(host: string | undefined): string {
@@ -195,6 +206,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       ? options.quarantine
       : new RuleQuarantine(options.quarantine, store);
   const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
+  const failures = options.failures ?? new RuleFailures({}, store);
   let closing = false;
   let loaded = !options.rulesLoaded;
   void options.rulesLoaded?.then(() => (loaded = true));
@@ -307,6 +319,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         ...base,
         failures: outcome.failures.map((f) => ({ rule: ruleName(f.rule), error: f.message })),
       });
+      failures.record(outcome.failures, () => objectLabel(request));
     }
     metrics.countRules(
       'error',
@@ -392,6 +405,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
           : endpoint === 'validate-modrule'
             ? await answerValidateModRule(request, req.url, {
                 clusterNamespace: store.snapshot().clusterNamespace,
+                servedKinds: options.servedKinds,
                 hook: options.ruleAdmission,
                 logger,
               })
@@ -492,6 +506,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
             metrics.close();
             unwatchQuarantine();
             if (ownQuarantine) quarantine.close();
+            if (!options.failures) failures.close();
           },
         );
       }

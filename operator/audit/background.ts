@@ -1,6 +1,7 @@
 import { Logger } from '../../util/logger';
 import { CompiledRule } from '../../modrule/compile';
 import { RuleStore } from '../../store/rules';
+import { QuarantineCheck } from '../../engine/admit';
 import { ReportBuilder, ReportFormat } from '../../audit/report';
 import { sleep } from '../backoff';
 import { KubeClient } from '../kube';
@@ -43,6 +44,8 @@ export interface BackgroundAuditDeps {
   logger: Logger;
   /** Resolves once the store holds the cluster's rules (the first full sync). */
   rulesLoaded: Promise<void>;
+  /** The webhook's quarantine check now (rules it skips are reported `error`). */
+  quarantined?: () => QuarantineCheck | undefined;
   onRound?: (round: ScanRound) => void;
 }
 
@@ -171,6 +174,7 @@ export class BackgroundAudit {
           signal,
           sliceMs: this.config.sliceMs ?? 1,
           share: this.config.share ?? DEFAULT_SHARE,
+          quarantined: this.deps.quarantined,
         },
         (audit) => builder.add(audit),
       );

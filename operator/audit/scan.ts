@@ -3,6 +3,7 @@ import { isJsonObject, JsonObject } from '../../util/json';
 import { RuleSnapshot } from '../../store/rules';
 import { DragnetScope } from '../../audit/dragnet';
 import { auditObject } from '../../audit/evaluate';
+import { QuarantineCheck } from '../../engine/admit';
 import { objectLabels, ScanPlan, ScanTarget } from '../../audit/plan';
 import { ObjectAudit, ObjectVerdict, resourceName, ListableResource } from '../../audit/types';
 import { retry, sleep } from '../backoff';
@@ -37,6 +38,8 @@ export interface ScanOptions {
    */
   share?: number;
   maxBodyBytes?: number;
+  /** The webhook's quarantine check now, if any: rules it skips are `error` in the reports. */
+  quarantined?: () => QuarantineCheck | undefined;
   onProgress?: (progress: ScanProgress) => void;
   /** How often onProgress is called; default 2 s. */
   progressEveryMs?: number;
@@ -185,7 +188,11 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
             checkBudget();
             result.listed++;
             if (!wanted(item, list.resource, list.keep)) continue;
-            const audit = auditObject(item, list.resource, { snapshot, maxBodyBytes: options.maxBodyBytes });
+            const audit = auditObject(item, list.resource, {
+              snapshot,
+              maxBodyBytes: options.maxBodyBytes,
+              quarantined: options.quarantined?.(),
+            });
             if (audit) {
               result.evaluated++;
               result.verdicts[audit.verdict]++;

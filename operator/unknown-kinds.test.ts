@@ -1,0 +1,108 @@
+import { Registry } from 'prom-client';
+import { JsonObject } from '../util/json';
+import { silentLogger } from '../util/logger';
+import { analyzeModRule } from '../modrule/compile';
+import { ResourceCatalog } from '../scope/catalog';
+import { computeScope } from '../scope/compute';
+import { defaultConfigured } from '../scope/defaults';
+import { createKubeClient } from './kube';
+import { StatusReporter } from './status';
+import { eventually } from './testing/eventually';
+import { FakeApiServer } from './testing/fake-apiserver';
+import { modRule } from './testing/objects';
+import { unknownKindFacet, UnknownKinds } from './unknown-kinds';
+
+const kindRule = (name: string, kind: string) =>
+  modRule('team', name, {
+    type: 'Patch',
+    match: [{ select: '$.kind', matchValue: kind }],
+    patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
+  });
+
+/** The scope's per-rule reports for these rules, as DragnetScope hands them to UnknownKinds. */
+function reportsOf(rules: JsonObject[], catalog = ResourceCatalog.builtin()) {
+  return computeScope({
+    rules: rules.map((r) => analyzeModRule(r).rule!),
+    clusterNamespace: 'kubemod-system',
+    configured: defaultConfigured('kubemod-system'),
+    catalog,
+  }).rules;
+}
+
+describe('unknownKindFacet', () => {
+  it('says which kind is not served, what it is likely meant to be, and what that does to the net', () => {
+    const [report] = reportsOf([kindRule('typo', 'Deploymnet')]);
+    expect(unknownKindFacet(report, true)).toEqual({
+      condition: {
+        type: 'UnknownKind',
+        reason: 'KindNotServed',
+        message:
+          'kind Deploymnet is not served (did you mean Deployment?). Until it is, the rule matches no object of ' +
+          "it, and the dragnet's registration sends the webhook every resource of namespace team for it, so that a " +
+          'CustomResourceDefinition installed later is covered at once.',
+      },
+    });
+    expect(unknownKindFacet(report, false)?.condition?.message).toMatch(
+      /matches no object of it, and the dragnet's registration is the configured net either way\.$/,
+    );
+    expect(unknownKindFacet(reportsOf([kindRule('ok', 'Deployment')])[0], true)).toBeUndefined();
+  });
+});
+
+describe('UnknownKinds on the (fake) API server', () => {
+  let api: FakeApiServer;
+  let status: StatusReporter;
+  beforeEach(async () => {
+    api = await FakeApiServer.start();
+    status = new StatusReporter({
+      client: createKubeClient(api.access()),
+      logger: silentLogger(),
+      backoffMs: 10,
+    });
+  });
+  afterEach(async () => {
+    await status.stop();
+    await api.close();
+  });
+
+  const conditions = (name: string) =>
+    ((api.get('modrules', 'team', name)?.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
+
+  it('shows UnknownKind and names it first in Ready, counts it, and clears it once the kind is served', async () => {
+    const registry = new Registry();
+    const unknown = new UnknownKinds(status, registry);
+    const rules = [kindRule('typo', 'Gadget'), kindRule('ok', 'Deployment')].map((r) =>
+      api.put('modrules', r),
+    );
+    for (const r of rules) status.report(r, []);
+    unknown.update(reportsOf(rules), true);
+    await eventually(() => conditions('typo').length === 2);
+    expect(conditions('typo')).toEqual([
+      expect.objectContaining({
+        type: 'Ready',
+        status: 'True',
+        message: 'in effect, but kind Gadget is not served',
+      }),
+      expect.objectContaining({ type: 'UnknownKind', status: 'True', reason: 'KindNotServed' }),
+    ]);
+    await eventually(() => conditions('ok').length === 1);
+    expect((await registry.getSingleMetric('modrule_rules_unknown_kind')!.get()).values[0].value).toBe(1);
+    // A CRD declares the kind: the next computation clears it (kept, False).
+    const gadgets = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'gadgets.example.com' },
+      spec: { group: 'example.com', names: { plural: 'gadgets', kind: 'Gadget' }, scope: 'Namespaced' },
+    };
+    status.report(api.get('modrules', 'team', 'typo')!, []);
+    unknown.update(reportsOf(rules, ResourceCatalog.builtin([gadgets])), true);
+    await eventually(() => conditions('typo')[1]?.status === 'False');
+    expect(conditions('typo')[0]).toMatchObject({
+      status: 'True',
+      message: 'ModRule is valid and in effect',
+    });
+    expect(conditions('typo')[1]).toMatchObject({ reason: 'KindsServed' });
+    expect(unknown.size).toBe(0);
+    expect((await registry.getSingleMetric('modrule_rules_unknown_kind')!.get()).values[0].value).toBe(0);
+  });
+});
