@@ -5,8 +5,8 @@ import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
-import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } from '../scope/compute';
-import { decide, LiveScope, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
+import { PRECISIONS, RuleScopeReport } from '../scope/compute';
+import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { registrationIncludes } from '../scope/union';
@@ -17,17 +17,10 @@ import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
 import { RegistrationProbe } from './registration-probe';
 import { CONFIGURATIONS, RegistrationWriter } from './registration-writer';
+import { DesiredScope, writtenFields } from './scope-desired';
 import { createScopeMetrics, ScopeMetrics } from './scope-metrics';
 import { ScopeWidener, WidenOutcome } from './scope-widener';
 import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
-
-/** Rules whose notes mention `text`, for the log: how many, and the first ten by name. */
-function noted(result: ScopeResult | null, text: string, field: string): Record<string, unknown> {
-  const rules = result
-    ? result.rules.filter((r) => r.notes.some((n) => n.includes(text))).map((r) => r.rule)
-    : [];
-  return rules.length === 0 ? {} : { [field]: rules.length, [`${field}Rules`]: rules.slice(0, 10) };
-}
 
 /** Discovery as the scope reads it: the current catalog (null until loaded) and its changes. */
 export interface CatalogSource {
@@ -100,8 +93,7 @@ export class DragnetScope {
   private retryTimer: NodeJS.Timeout | null = null;
   /** What this replica computed last: its registration's hash and the rules version it was computed at. */
   private computed: { hash: string; rulesVersion: string } | null = null;
-  /** The precision to use instead of `full`, per full-precision registration the API server refused. */
-  private refused = new Map<string, Precision>();
+  private readonly desired: DesiredScope;
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
   /** Why the last computation could not write the registration (null: it could). */
@@ -110,6 +102,7 @@ export class DragnetScope {
   private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: DragnetScopeOptions) {
+    this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
     this.live = new LiveRegistration(options);
     this.writer = new RegistrationWriter({ ...options, live: this.live });
@@ -142,10 +135,10 @@ export class DragnetScope {
         namespace: options.probeNamespace ?? options.clusterNamespace,
       }),
       id: this.id,
-      narrowing: () => options.mode === 'rules' && !this.disabled,
+      narrowing: () => this.narrowing(),
       rulesVersion: () => options.rulesVersion(),
       desired: (live) => {
-        const { registration, result } = this.desired(live);
+        const { registration, result } = this.desired.compute(live, this.narrowing());
         return { registration, index: result?.index ?? null };
       },
       pending: () => options.admitted?.versions() ?? [],
@@ -158,6 +151,14 @@ export class DragnetScope {
   /** Makes the registration send an admitted rule's objects (ScopeWidener.ensure). */
   ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
     return this.widener.ensure(rule, widenBy, until);
+  }
+
+  /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */
+  whyNotSent(): string {
+    return (
+      this.heldWide() ??
+      (this.failing ? `it cannot be written: ${this.failing}` : 'the API server has not applied it yet')
+    );
   }
 
   /** Why the registration is held at the configured net, or null (metric, status). */
@@ -254,44 +255,6 @@ export class DragnetScope {
     })();
   }
 
-  /**
-   * The registration to write for the live one: the configured net (wide mode), else the scope at full precision,
-   * or at the coarser precision the API server was left with when it refused that one.
-   */
-  private desired(live: LiveScope): { registration: Registration; result: ScopeResult | null; full: string } {
-    if (this.options.mode === 'wide' || this.disabled)
-      return { registration: live.configured, result: null, full: registrationHash(live.configured) };
-    const compute = (precision: Precision) =>
-      computeScope({
-        rules: this.options.rules(),
-        clusterNamespace: this.options.clusterNamespace,
-        configured: live.configured,
-        catalog: this.options.discovery.catalog(),
-        precision,
-      });
-    let result = compute('full');
-    const full = registrationHash(result.registration);
-    const fallback = this.refused.get(full);
-    if (fallback) result = compute(fallback);
-    return { registration: result.registration, result, full };
-  }
-
-  /** The per-rule reports to onScope: the computation's, or on the configured net one made for them alone. */
-  private report(result: ScopeResult | null, live: LiveScope): void {
-    const { onScope } = this.options;
-    if (!onScope) return;
-    const reports =
-      result?.rules ??
-      computeScope({
-        rules: this.options.rules(),
-        clusterNamespace: this.options.clusterNamespace,
-        configured: live.configured,
-        catalog: this.options.discovery.catalog(),
-        precision: 'resources',
-      }).rules;
-    onScope(reports, result !== null);
-  }
-
   private async reconcile(): Promise<void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
     const held = this.widener.heldUntil();
@@ -304,8 +267,8 @@ export class DragnetScope {
     const webhook = this.live.dragnet();
     if (!config || !webhook) return;
     const live = readLive(config, webhook);
-    const { registration, result, full } = this.desired(live);
-    this.report(result, live);
+    const { registration, result, full } = this.desired.compute(live, this.narrowing());
+    this.desired.report(result, live);
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
     if (result) this.widener.remember(hash, result.index);
@@ -354,7 +317,7 @@ export class DragnetScope {
               next: PRECISIONS[at + 1],
             },
           );
-          this.refused.set(full, PRECISIONS[at + 1]);
+          this.desired.refuse(full, PRECISIONS[at + 1]);
           this.again = true;
         } else await this.giveUp(stored, live.configured);
         return;
@@ -363,14 +326,7 @@ export class DragnetScope {
         reason: decision.reason,
         mode: this.options.mode,
         rulesVersion,
-        webhookRules: registration.rules.length,
-        resources: [...new Set(registration.rules.flatMap((r) => r.resources))].length,
-        conditions: registration.matchConditions.length,
-        selectorNames: result?.stats.selectorNames ?? 0,
-        precision: result?.precision ?? 'configured',
-        coarsened: result?.coarsened ?? [],
-        ...noted(result, 'not served', 'unknownKinds'),
-        ...noted(result, 'outside the configured net', 'outsideNet'),
+        ...writtenFields(registration, result),
       });
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) {
@@ -386,8 +342,7 @@ export class DragnetScope {
       ) {
         // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
         this.metrics?.writes.inc({ result: 'invalid' });
-        if (this.refused.size >= 100) this.refused.clear();
-        this.refused.set(full, PRECISIONS[at + 1]);
+        this.desired.refuse(full, PRECISIONS[at + 1]);
         this.options.logger.error('the API server refused the dragnet scope; trying a coarser one', {
           precision: PRECISIONS[at],
           next: PRECISIONS[at + 1],
@@ -407,6 +362,11 @@ export class DragnetScope {
   }
 
   /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
+  /** Whether the registration follows the rules (else it is the configured net: wide mode, or narrowing given up). */
+  private narrowing(): boolean {
+    return this.options.mode === 'rules' && !this.disabled;
+  }
+
   private landed(uid: string, generation: number): boolean {
     return this.options.admitted?.knows(uid, generation) ?? false;
   }
