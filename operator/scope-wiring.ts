@@ -7,6 +7,7 @@ import { DragnetScope } from './dragnet-scope';
 import { KubeClient } from './kube';
 import { AdmittedRules } from './admitted-rules';
 import { ConfirmedRules, ReadyGate } from './ready-gate';
+import { RegistrationStatus } from './registration-status';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
 import { ClusterSync, StatusSink } from './sync';
@@ -59,10 +60,17 @@ export function startDragnetScope(deps: {
     registry,
     admitted,
     probeNamespace: deps.podNamespace,
-    onScope: (reports, narrowed) => unknownKinds.update(reports, narrowed),
+    onScope: (reports, narrowed) => {
+      unknownKinds.update(reports, narrowed);
+      registration.setRules(reports.map((r) => r.rule));
+    },
   });
+  // The registration's own word on the rules: held at the configured net (WideFallback), or not in force yet.
+  const registration = new RegistrationStatus(deps.status, scope);
   const confirmed = new ConfirmedRules();
-  const gate = deps.status ? new ReadyGate(deps.status, scope, confirmed) : null;
+  const gate = deps.status
+    ? new ReadyGate(deps.status, scope, confirmed, { status: registration, why: () => scope.whyNotSent() })
+    : null;
   discovery.start();
   scope.start();
   return {
@@ -72,6 +80,7 @@ export function startDragnetScope(deps: {
     catalog: () => discovery.catalog(),
     stop: async () => {
       gate?.stop();
+      registration.stop();
       await Promise.all([scope.stop(), discovery.stop()]);
     },
   };
