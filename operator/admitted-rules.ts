@@ -94,9 +94,10 @@ export class AdmittedRules implements StoreFreshness {
     if (p && p.uid === uid && generation >= p.generation) this.settle(key, p);
   }
 
-  /** A rule left the store. */
+  /** A rule left the store: every version of it counts as seen (a stamp may still name one). */
   removed(uid: string): void {
-    this.storedGenerations.delete(uid);
+    if (this.storedGenerations.size >= 100_000) this.storedGenerations.clear();
+    if (uid) this.storedGenerations.set(uid, Number.MAX_SAFE_INTEGER);
   }
 
   /** What the store took, as ClusterSync's observer sees it (after the store). */

@@ -89,6 +89,9 @@ export function unionRegistrations(
   want: Registration,
   level: UnionLevel = 'full',
 ): Registration {
+  // A registration with no rules sends nothing: the union is the other one, as precise as it is.
+  if (want.rules.length === 0) return live;
+  if (live.rules.length === 0 && level === 'full') return want;
   const added = want.rules.filter((r) => !rulesCover(live.rules, r));
   return {
     rules: added.length === 0 ? live.rules : [...live.rules, ...added],

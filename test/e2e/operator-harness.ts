@@ -38,7 +38,10 @@ export interface OperatorHarness {
   /** Creates a namespace the object webhooks see (deleted at the end). */
   namespace(name: string, labels?: Record<string, string>): Promise<void>;
   /** kubectl apply -f of these objects as one file (YAML documents); resolves with kubectl's result. */
-  applyFile(objects: JsonObject[], args?: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  applyFile(
+    objects: JsonObject[],
+    args?: string[],
+  ): Promise<{ code: number; stdout: string; stderr: string }>;
   tearDown(): Promise<void>;
 }
 
@@ -110,7 +113,8 @@ export async function operatorHarness(
       // The webhook configurations go first: a Fail-policy webhook pointing at a stopped process blocks ModRules.
       const problems = await ledger.restore();
       await cluster.stop();
-      if (problems.length > 0) throw new Error(`e2e: the cluster is not as it was found:\n${problems.join('\n')}`);
+      if (problems.length > 0)
+        throw new Error(`e2e: the cluster is not as it was found:\n${problems.join('\n')}`);
     },
   };
   return harness;

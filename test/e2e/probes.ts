@@ -1,6 +1,6 @@
 // Stand-ins for webhooks in the e2e suite: one that never answers, one that counts what the API server sends it.
 import { createServer as createHttpsServer, Server } from 'node:https';
-import { createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
+import { connect, createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
 import { issueServingCert, newCa } from '../../webhook/certs';
 import { freePort } from './controlplane';
 
@@ -71,4 +71,37 @@ export async function probeWebhook(): Promise<{
     calls: () => [...seen.values()].reduce((a, b) => a + b, 0),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/** A TCP proxy on `port` that hands each connection to the next of `backends` (a Service in front of replicas). */
+export function roundRobin(
+  port: number,
+  host: string,
+  backends: readonly number[],
+): Promise<{ close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let next = 0;
+  const server: TcpServer = createTcpServer((client) => {
+    const upstream = connect(backends[next++ % backends.length], '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () =>
+      resolve({
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of sockets) s.destroy();
+            server.close(() => done());
+          }),
+      }),
+    );
+  });
 }
