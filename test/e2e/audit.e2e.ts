@@ -16,17 +16,16 @@ import { runCommand } from '../../cli/testing';
 import { runProcess } from '../cli';
 import { auditRules, blockerRule, configMap, COUNT, deployment } from './audit-fixtures';
 import { bundleObjects, ClusterLedger, e2eSettings, remove, waitFor, webhookManifests } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
+import { freePort } from './controlplane';
+import { describeCluster, E2eCluster, startCluster } from './target';
 
 /*
- * `modrule audit` and the operator's background reports against a real API server (envtest's etcd and
- * kube-apiserver, KUBEBUILDER_ASSETS): a namespace with 200 Deployments and 200 ConfigMaps that exist before any
+ * `modrule audit` and the operator's background reports against a real API server (target.ts: its own control
+ * plane, or an existing cluster): a namespace with 200 Deployments and 200 ConfigMaps that exist before any
  * rule, then rules added. The operator runs in this process with the bundle's ServiceAccount (plus
  * config/reports/openreports), its webhooks called by URL, so every write of `audit --apply` passes through it.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const settings = e2eSettings();
 const run = randomBytes(3).toString('hex');
 const NS = `audit-e2e-${run}`;
@@ -97,8 +96,8 @@ function racingClient(client: KubeClient, path: string, meanwhile: () => Promise
   };
 }
 
-describeLocal(`modrule audit and background reports against a real API server (namespace ${NS})`, () => {
-  let cp: LocalControlPlane;
+describeCluster(`modrule audit and background reports against a real API server (namespace ${NS})`, () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let operatorClient: KubeClient;
   let ledger: ClusterLedger;
@@ -109,7 +108,7 @@ describeLocal(`modrule audit and background reports against a real API server (n
 
   beforeAll(async () => {
     const started = Date.now();
-    cp = await LocalControlPlane.start(ASSETS);
+    cp = await startCluster();
     admin = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
     ledger = new ClusterLedger(admin);
     dir = mkdtempSync(join(tmpdir(), 'modrule-audit-e2e-'));
@@ -144,7 +143,7 @@ describeLocal(`modrule audit and background reports against a real API server (n
       kind: 'Namespace',
       metadata: { name: NS, labels: { [SCOPE_LABEL]: 'true', owner: 'shop-team' } },
     });
-    const webhookUrl = `https://127.0.0.1:${await freePort()}`;
+    const webhookUrl = `https://${cp.webhookHost}:${await freePort()}`;
     const { mutating, validating } = webhookManifests(webhookUrl, SCOPE_LABEL);
     await ledger.apply(mutating);
     await ledger.apply(validating);
@@ -162,7 +161,7 @@ describeLocal(`modrule audit and background reports against a real API server (n
       },
     );
     writeFileSync(join(dir, 'token'), String((token.status as JsonObject).token), { mode: 0o600 });
-    writeFileSync(join(dir, 'ca.crt'), readFileSync(join(cp.kubeConfigPath, '..', 'ca.crt')));
+    writeFileSync(join(dir, 'ca.crt'), cp.caCert() ?? '');
     operatorClient = createKubeClient(new InClusterAccess(cp.server, { dir }));
     operator = await startOperator(
       {
@@ -170,10 +169,10 @@ describeLocal(`modrule audit and background reports against a real API server (n
         podNamespace: CLUSTER_NS,
         webhookPort: Number(new URL(webhookUrl).port),
         healthPort: 0,
-        host: '127.0.0.1',
+        host: cp.listenHost,
         certMode: 'self',
         certDir: '',
-        extraHosts: ['127.0.0.1'],
+        extraHosts: [cp.webhookHost],
         writeStatus: false,
         reports: { format: 'openreports', intervalSeconds: 4, debounceMs: 300, pageSize: 50, qps: 100 },
       },
@@ -324,12 +323,19 @@ describeLocal(`modrule audit and background reports against a real API server (n
       },
     });
     const kubeconfig = join(dir, 'auditor.kubeconfig');
+    // The cluster and its CA as the admin's kubeconfig has them, the auditor's token as the user.
+    const ca = Buffer.from(cp.caCert() ?? '').toString('base64');
     writeFileSync(
       kubeconfig,
-      readFileSync(cp.kubeConfigPath, 'utf8').replace(
-        /token: '?[^'\n}]+'?/,
-        `token: '${String((token.status as JsonObject).token)}'`,
-      ),
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        `clusters: [{name: e2e, cluster: {server: '${cp.server}', certificate-authority-data: '${ca}'}}]`,
+        `users: [{name: auditor, user: {token: '${String((token.status as JsonObject).token)}'}}]`,
+        'contexts: [{name: e2e, context: {cluster: e2e, user: auditor}}]',
+        'current-context: e2e',
+        '',
+      ].join('\n'),
     );
     const out = await runProcess('modrule', ['audit', '--rules', rulesFile, '-n', NS, '-o', 'json'], {
       env: { KUBECONFIG: kubeconfig },

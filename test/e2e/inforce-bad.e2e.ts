@@ -155,10 +155,7 @@ describeCluster(`bad input for rules in force at admission (run ${run})`, () => 
     const portProxy = await h.cluster.webhookPort();
     const b = await h.start({}, portB);
     await waitFor('replica B to be ready', async () => b.isReady());
-    const proxy = await roundRobin(portProxy, h.cluster.own ? '127.0.0.1' : '0.0.0.0', [
-      Number(new URL(h.url).port),
-      portB,
-    ]);
+    const proxy = await roundRobin(portProxy, h.cluster.listenHost, [Number(new URL(h.url).port), portB]);
     const repoint = async (port: number) => {
       for (const path of [MUTATING, VALIDATING]) {
         await waitFor(`webhooks of ${path} to call port ${port}`, async () => {

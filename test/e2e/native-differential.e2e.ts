@@ -1,5 +1,6 @@
 import { JsonObject } from '../../util/json';
 import { corpus, exampleRules } from './native-corpus';
+import { describeCluster } from './target';
 import { DifferentialHarness, jsonDiff, normalize } from './native-harness';
 
 /*
@@ -9,16 +10,14 @@ import { DifferentialHarness, jsonDiff, normalize } from './native-harness';
  * same, field by field. A fitting rule that changes none of the corpus fails the test too: it would prove nothing.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const ONLY = process.env.NATIVE_DIFF_ONLY;
 
-describeLocal('native policies vs the webhook, every fitting rule of examples/', () => {
+describeCluster('native policies vs the webhook, every fitting rule of examples/', () => {
   let harness: DifferentialHarness;
   const report: string[] = [];
 
   beforeAll(async () => {
-    harness = await DifferentialHarness.start(ASSETS);
+    harness = await DifferentialHarness.start();
   }, 120_000);
 
   afterAll(async () => {

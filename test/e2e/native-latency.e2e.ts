@@ -4,7 +4,7 @@ import { KubeClient } from '../../operator/kube';
 import { RunningOperator } from '../../operator/start';
 import { SERVE_ANNOTATION } from '../../native';
 import { apply, waitFor } from './cluster';
-import { LocalControlPlane } from './controlplane';
+import { describeCluster, E2eCluster, startCluster } from './target';
 import { labelRule, labelsOf, MODRULES, modRule, NS, SCOPE, servedNatively, setUp } from './native-setup';
 
 /*
@@ -14,8 +14,6 @@ import { labelRule, labelsOf, MODRULES, modRule, NS, SCOPE, servedNatively, setU
  * Every write must come back patched (or not, without a rule): the numbers are of the paths doing their work.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const WRITES = Number(process.env.NATIVE_LATENCY_WRITES || 1000);
 
 // Patch: a label rule. Reject: a rule that rejects none of these writes. Served natively, both keep a residual rule
@@ -67,8 +65,8 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-describeLocal(`${WRITES} writes: native policy vs webhook vs no rule`, () => {
-  let cp: LocalControlPlane;
+describeCluster(`${WRITES} writes: native policy vs webhook vs no rule`, () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let operator: RunningOperator;
   const totals = Object.fromEntries(
@@ -79,7 +77,7 @@ describeLocal(`${WRITES} writes: native policy vs webhook vs no rule`, () => {
   ) as Record<Scenario, Totals>;
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS);
+    cp = await startCluster();
     ({ admin, operator } = await setUp(cp, 'opt-in'));
     for (const ns of SCENARIOS.filter((s) => s !== 'native').map((s) => NAMESPACES[s]))
       await admin.request('POST', '/api/v1/namespaces', {

@@ -78,7 +78,7 @@ export async function operatorHarness(
           podNamespace: CLUSTER_NS,
           webhookPort: p,
           healthPort: 0,
-          host: cluster.own ? '127.0.0.1' : '0.0.0.0',
+          host: cluster.listenHost,
           certMode: 'self',
           certDir: '',
           extraHosts: [cluster.webhookHost],

@@ -5,7 +5,7 @@ import { issueServingCert, newCa } from '../../webhook/certs';
 import { freePort } from './controlplane';
 
 /** A TCP listener that accepts connections and never answers: a hung webhook pod. */
-export function blackHole(port: number): Promise<{ close(): Promise<void> }> {
+export function blackHole(port: number, host = '127.0.0.1'): Promise<{ close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server: TcpServer = createTcpServer((s) => {
     sockets.add(s);
@@ -13,7 +13,7 @@ export function blackHole(port: number): Promise<{ close(): Promise<void> }> {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () =>
+    server.listen(port, host, () =>
       resolve({
         close: () =>
           new Promise<void>((done) => {
@@ -26,7 +26,8 @@ export function blackHole(port: number): Promise<{ close(): Promise<void> }> {
 }
 
 /** An HTTPS webhook that allows everything and records which namespace/resource it was called for. */
-export async function probeWebhook(): Promise<{
+/** `host`: where the API server reaches it (it listens there, or on every interface when it is not loopback). */
+export async function probeWebhook(host = '127.0.0.1'): Promise<{
   url: string;
   ca: string;
   expect(key: string, sent: boolean): void;
@@ -36,7 +37,7 @@ export async function probeWebhook(): Promise<{
 }> {
   const now = new Date();
   const ca = newCa(now, 1, 'modrule-e2e-probe-ca');
-  const cert = issueServingCert(ca, ['127.0.0.1'], now, 1);
+  const cert = issueServingCert(ca, [host], now, 1);
   const seen = new Map<string, number>();
   const server: Server = createHttpsServer({ cert: cert.cert, key: cert.key }, (req, res) => {
     let body = '';
@@ -58,10 +59,10 @@ export async function probeWebhook(): Promise<{
     });
   });
   const port = await freePort();
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => server.listen(port, host === '127.0.0.1' ? host : '0.0.0.0', () => r()));
   const expected = new Map<string, boolean>();
   return {
-    url: `https://127.0.0.1:${port}/probe`,
+    url: `https://${host}:${port}/probe`,
     ca: ca.cert,
     expect: (key, sent) => void expected.set(key, sent),
     mismatches: () =>

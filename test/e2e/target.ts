@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { createKubeClient, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess, loadKubeConfig } from '../../operator/kubeconfig';
 import { ControlPlaneOptions, freePort, LocalControlPlane } from './controlplane';
+import { ClusterSnapshot } from './snapshot';
 
 /*
  * The cluster a suite runs against:
@@ -41,6 +42,8 @@ export interface E2eCluster {
   readonly kubectl: string | null;
   /** Where the cluster's API server reaches this process's webhooks. */
   readonly webhookHost: string;
+  /** The interface this process's webhook servers listen on (loopback when the API server is on this machine). */
+  readonly listenHost: string;
   kubeConfig(): KubeConfig;
   /** An admin client (the kubeconfig's user). */
   admin(): KubeClient;
@@ -50,6 +53,10 @@ export interface E2eCluster {
   get(path: string): Promise<{ status: number; body: string }>;
   /** A port for a webhook server of this process: E2E_WEBHOOK_PORT first on an existing cluster, else a free one. */
   webhookPort(): Promise<number>;
+  /**
+   * Own control plane: stops it and removes its state. Existing cluster: deletes what the suite left of the
+   * cluster-scoped objects it may create (snapshot.ts) and throws when something could not be.
+   */
   stop(): Promise<void>;
 }
 
@@ -92,12 +99,14 @@ export async function startCluster(options: ControlPlaneOptions = {}): Promise<E
     : process.env.E2E_WEBHOOK_HOST || (LOOPBACK.has(host) ? '127.0.0.1' : '172.18.0.1');
   let fixedPortTaken = false;
   const admin = createKubeClient(kubeConfigAccess(kc));
+  const snapshot = cp ? null : await ClusterSnapshot.take(admin);
   return {
     own: cp,
     server: cluster.server,
     kubeConfigPath: cp ? cp.kubeConfigPath : (process.env.KUBECONFIG ?? '').split(':')[0],
     kubectl: kubectlPath(),
     webhookHost,
+    listenHost: webhookHost === '127.0.0.1' ? '127.0.0.1' : '0.0.0.0',
     kubeConfig: () => kc,
     admin: () => admin,
     caCert: () =>
@@ -116,6 +125,9 @@ export async function startCluster(options: ControlPlaneOptions = {}): Promise<E
     },
     stop: async () => {
       await cp?.stop();
+      const problems = (await snapshot?.restore()) ?? [];
+      if (problems.length > 0)
+        throw new Error(`e2e: the cluster is not as it was found:\n${problems.join('\n')}`);
     },
   };
 }
