@@ -289,6 +289,9 @@ export class DragnetScope {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
       const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
       if (blocked) this.later(blocked.until);
+      // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
+      if (this.options.admitted?.versions().length && !registrationIncludes(live.current, registration))
+        this.widener.repair();
       return;
     }
     // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).

@@ -4,8 +4,8 @@ import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
-import { readLive } from '../scope/ownership';
-import { dragnetOf, registrationOf } from '../scope/registration';
+import { readLive, stampAnnotations } from '../scope/ownership';
+import { dragnetOf, registrationHash, registrationOf, withRegistration } from '../scope/registration';
 import { sendsRequest } from '../scope/sends';
 import { request } from '../scope/testing';
 import { RuleStore } from '../store/rules';
@@ -195,6 +195,38 @@ describe('a ModRule is in force when its admission returns (DragnetScope.ensure 
           .rules.flatMap((x) => x.resources)
           .sort(),
       ).toEqual(['configmaps', 'deployments', 'pods']),
+    );
+  });
+
+  test('a registration written elsewhere without a rule admitted here (not stored yet) is widened again', async () => {
+    const r = await narrowed();
+    const narrow = registration();
+    const { outcome } = await r.admit(kindRule('prod', 'configmaps', 'ConfigMap'));
+    expect(outcome.kind).toBe('widened');
+    // A replica that started later, at the same rules, whose store has not seen it, writes its own computation.
+    const current = config();
+    const stamp = {
+      hash: registrationHash(narrow),
+      rulesVersion: String(r.version),
+      writer: '9999999999999-z',
+      mode: 'rules' as const,
+    };
+    const configured = readLive(current, dragnetOf(current)!.webhook).configured;
+    const meta = current.metadata as JsonObject;
+    fake.put('mutatingwebhookconfigurations', {
+      ...current,
+      metadata: {
+        ...meta,
+        annotations: { ...(meta.annotations as JsonObject), ...stampAnnotations(stamp, configured) },
+      },
+      webhooks: (current.webhooks as JsonObject[]).map((w) =>
+        w.name === 'dragnet.kubemod.io' ? withRegistration(w, narrow) : w,
+      ),
+    });
+    expect(registration().rules.flatMap((x) => x.resources)).toEqual(['deployments']);
+    await eventually(
+      () => expect(registration().rules.flatMap((x) => x.resources)).toContain('configmaps'),
+      2000,
     );
   });
 

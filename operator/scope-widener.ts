@@ -101,6 +101,14 @@ export class ScopeWidener {
     return this.held && this.held.until > now ? this.held.reason : null;
   }
 
+  /** Widens for the admitted rules once more (the live registration left one out), unless a widening is under way. */
+  repair(): void {
+    if (this.running || this.queue.length > 0) return;
+    const now = this.ctx.now();
+    this.queue.push({ widenBy: now + 5000, until: now + 8000, resolve: () => undefined });
+    void this.drain();
+  }
+
   /** Resolves when the registration sends `rule`'s objects, or with why not, by `until` at the latest. */
   async ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
     const live = this.ctx.live.scope();
