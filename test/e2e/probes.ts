@@ -25,7 +25,7 @@ export function blackHole(port: number, host = '127.0.0.1'): Promise<{ close(): 
   });
 }
 
-/** An HTTPS webhook that allows everything and records which namespace/resource it was called for. */
+/** An HTTPS webhook that allows everything and records which namespace/resource/name it was called for. */
 /** `host`: where the API server reaches it (it listens there, or on every interface when it is not loopback). */
 export async function probeWebhook(host = '127.0.0.1'): Promise<{
   url: string;
@@ -44,9 +44,10 @@ export async function probeWebhook(host = '127.0.0.1'): Promise<{
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       const review = JSON.parse(body) as {
-        request: { uid: string; namespace: string; resource: { resource: string } };
+        request: { uid: string; namespace: string; name?: string; resource: { resource: string } };
       };
-      const key = `${review.request.namespace}/${review.request.resource.resource}`;
+      const { namespace, resource, name } = review.request;
+      const key = `${namespace}/${resource.resource}/${name ?? ''}`;
       seen.set(key, (seen.get(key) ?? 0) + 1);
       res.setHeader('Content-Type', 'application/json');
       res.end(
