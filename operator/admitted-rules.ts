@@ -17,7 +17,8 @@ export interface RuleVersion {
 }
 
 interface Pending extends RuleVersion {
-  rule: CompiledRule;
+  /** Null for a rule a peer replica admitted: held for, not counted in this replica's scope. */
+  rule: CompiledRule | null;
   at: number;
   waiters: Set<() => void>;
   timer: NodeJS.Timeout | null;
@@ -66,12 +67,21 @@ export class AdmittedRules implements StoreFreshness {
     return (this.options.now ?? Date.now)();
   }
 
-  /** Records a rule this replica admits (valid, not a dry run), unless the store already has that version. */
-  admit(version: RuleVersion, rule: CompiledRule): void {
+  /**
+   * Records a rule admitted (valid, not a dry run) by this replica (`rule` compiled) or a peer (`rule` null), unless
+   * the store already has that version.
+   */
+  admit(version: RuleVersion, rule: CompiledRule | null): void {
     if (this.stopped || this.landed(version.uid, version.generation)) return;
     const key = objectKey(version.namespace, version.name);
     const before = this.pending.get(key);
-    if (before && before.uid === version.uid && before.generation >= version.generation) return;
+    if (
+      before &&
+      before.uid === version.uid &&
+      before.generation >= version.generation &&
+      (before.rule || !rule)
+    )
+      return;
     if (before) this.settle(key, before);
     const entry: Pending = { ...version, rule, at: this.now(), waiters: new Set(), timer: null };
     entry.timer = setTimeout(() => void this.check(key, entry), this.options.checkAfterMs ?? 1000);
@@ -125,23 +135,21 @@ export class AdmittedRules implements StoreFreshness {
    */
   knows(uid: string, generation: number): boolean {
     if (this.landed(uid, generation)) return true;
-    for (const p of this.pending.values()) if (p.uid === uid && p.generation >= generation) return true;
+    for (const p of this.pending.values())
+      if (p.rule && p.uid === uid && p.generation >= generation) return true;
     return false;
   }
 
   /** The pending rules, compiled: the scope counts them in force. */
   rules(): CompiledRule[] {
-    return [...this.pending.values()].map((p) => p.rule);
+    return [...this.pending.values()].flatMap((p) => (p.rule ? [p.rule] : []));
   }
 
   /** The pending rules' versions (the stamp of a registration widened for them). */
   versions(): RuleVersion[] {
-    return [...this.pending.values()].map(({ namespace, name, uid, generation }) => ({
-      namespace,
-      name,
-      uid,
-      generation,
-    }));
+    return [...this.pending.values()].flatMap(({ namespace, name, uid, generation, rule }) =>
+      rule ? [{ namespace, name, uid, generation }] : [],
+    );
   }
 
   /** Calls `listener` when a rule leaves the pending set (stored, or given up: the scope may narrow again). */

@@ -6,6 +6,7 @@ import { AdmissionRequest } from '../webhook/admission';
 import { RuleAdmissionHook, RuleAdmissionOutcome } from '../webhook/rule-admission';
 import { AdmittedRules, RuleVersion } from './admitted-rules';
 import { DragnetScope } from './dragnet-scope';
+import { PeerNotifier } from './peers';
 import { ConfirmedRules } from './ready-gate';
 
 export interface RuleAdmissionDeps {
@@ -14,6 +15,8 @@ export interface RuleAdmissionDeps {
   scope: DragnetScope;
   /** Rules whose registration was confirmed in force at admission: Ready as soon as the store has them. */
   confirmed: ConfirmedRules;
+  /** Tells the other replicas, so that they hold their dragnet requests for it too. */
+  peers?: Pick<PeerNotifier, 'notify'>;
   logger: Logger;
   registry?: Registry;
   /** Share of the admission's time for widening; the rest is for putting the configured net back. Default 0.6. */
@@ -30,8 +33,8 @@ function versionOf(request: AdmissionRequest): RuleVersion | null {
 }
 
 /**
- * The operator's part of a valid ModRule's admission (not a dry run): the rule counts as admitted (the dragnet waits
- * for the store to have it), and the answer waits until the dragnet registration sends its objects, widening it
+ * The operator's part of a valid ModRule's admission (not a dry run): the rule counts as admitted (the dragnet of
+ * this replica, and of the peers it tells, waits for the store to have it), and the answer waits until the dragnet registration sends its objects, widening it
  * first when it must (DragnetScope.ensure). When the widening does not make it in time the configured net is put
  * back and the writer is told (a warning); when nothing can be written, the write is refused.
  */
@@ -52,11 +55,10 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
     if (!rule || !version) return {};
     deps.admitted.admit(version, rule);
     const start = now();
-    const outcome = await deps.scope.ensure(
-      rule,
-      start + budgetMs * (deps.widenShare ?? 0.6),
-      start + budgetMs,
-    );
+    const [outcome] = await Promise.all([
+      deps.scope.ensure(rule, start + budgetMs * (deps.widenShare ?? 0.6), start + budgetMs),
+      deps.peers?.notify(version, request.object ?? undefined),
+    ]);
     waited?.observe((now() - start) / 1000);
     const key = objectKey(version.namespace, version.name);
     switch (outcome.kind) {

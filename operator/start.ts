@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { ScopeMode } from '../scope/ownership';
@@ -16,6 +17,7 @@ import { FailingStatus } from './failing';
 import { combineHandlers } from './informer';
 import { KubeClient } from './kube';
 import { OperatorMetrics } from './metrics';
+import { PeerNotifier } from './peers';
 import { createPodBindingHandler } from './podbinding';
 import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
@@ -63,6 +65,10 @@ export interface OperatorConfig {
   failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
+  /** This replica's pod IP (POD_IP): left out of the peers it tells of the rules it admits. */
+  podIp?: string;
+  /** The peer replicas' webhook base URLs; default: the webhook Service's ready endpoints. */
+  peers?: string[];
 }
 
 /** A running operator. */
@@ -210,6 +216,19 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   }
   tls = served;
   const podBinding = createPodBindingHandler({ client, logger });
+  // Replicas tell each other of the rules they admit, signed with a key derived from the shared serving key.
+  const peerKey = () => createHash('sha256').update(served.current().key).digest('hex');
+  const peers = new PeerNotifier({
+    client,
+    logger,
+    registry,
+    namespace: config.podNamespace,
+    port: config.webhookPort,
+    selfIp: config.podIp,
+    peers: config.peers,
+    key: peerKey,
+  });
+  peers.start();
 
   let webhook: RunningWebhook;
   try {
@@ -232,10 +251,17 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         admitted,
         scope: scope.scope,
         confirmed: scope.confirmed,
+        peers,
         logger,
         registry,
       }),
       storeFreshness: admitted,
+      // A peer's rule counts here too: held for until stored, and in this replica's computations of the registration.
+      peer: {
+        key: peerKey,
+        receive: (notice) =>
+          admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
+      },
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
@@ -244,7 +270,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       servedKinds: scope.catalog,
     });
   } catch (err) {
-    await stopWatchers();
+    await Promise.all([stopWatchers(), peers.stop()]);
     served.close();
     throw err;
   }
@@ -274,7 +300,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([stopWatchers(), audit?.stop()]);
+        await Promise.all([stopWatchers(), audit?.stop(), peers.stop()]);
         served.close();
         logger.info('operator stopped');
       })();

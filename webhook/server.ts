@@ -21,6 +21,7 @@ import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
 import { EndpointDecision, handleMutateModRule, ServedKinds } from './modrule';
+import { handlePeerNotice, PEER_PATH, PeerReceiver } from './peer';
 import { handleDragnetProbe } from './probe';
 import { answerValidateModRule, RuleAdmissionHook, StoreFreshness } from './rule-admission';
 import { holdBudgetMs, within } from './hold';
@@ -79,6 +80,8 @@ export interface WebhookServerOptions {
   ruleAdmission?: RuleAdmissionHook;
   /** Dragnet requests wait, bounded, for the store to have the rules admitted a moment ago that could reach them. */
   storeFreshness?: StoreFreshness;
+  /** Takes the notices of peer replicas of the rules they admit (POST /peer/admitted, signed). */
+  peer?: PeerReceiver;
   /** Request body cap; default 8 MiB. */
   maxBodyBytes?: number;
   /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
@@ -362,6 +365,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       finish('bad_request', () => sendText(res, status, message, headers));
     };
 
+    if (path === PEER_PATH && options.peer && req.method === 'POST')
+      return handlePeerNotice(req, res, options.peer);
     if (!endpoint) {
       fail(404, `not found: ${path} (endpoints: ${[...ROUTES.keys()].join(', ')})`);
       req.resume();

@@ -151,11 +151,19 @@ describeCluster(`bad input for rules in force at admission (run ${run})`, () => 
   });
 
   it('two replicas admitting rules at once: every object patched, and the registration settles (no flapping)', async () => {
-    const portB = await h.cluster.webhookPort();
-    const portProxy = await h.cluster.webhookPort();
-    const b = await h.start({}, portB);
-    await waitFor('replica B to be ready', async () => b.isReady());
-    const proxy = await roundRobin(portProxy, h.cluster.listenHost, [Number(new URL(h.url).port), portB]);
+    // Two replicas that know each other (in a pod: the Service's EndpointSlices), behind a proxy as behind a Service;
+    // the suite's replica steps aside meanwhile (it does not know them: a third replica, not a peer).
+    await h.stop(op);
+    const [portA, portB, portProxy] = [
+      await h.cluster.webhookPort(),
+      await h.cluster.webhookPort(),
+      await h.cluster.webhookPort(),
+    ];
+    const at = (port: number) => `https://127.0.0.1:${port}`;
+    const a = await h.start({ peers: [at(portB)] }, portA);
+    const b = await h.start({ peers: [at(portA)] }, portB);
+    await waitFor('both replicas to be ready', async () => a.isReady() && b.isReady());
+    const proxy = await roundRobin(portProxy, h.cluster.listenHost, [portA, portB]);
     const repoint = async (port: number) => {
       for (const path of [MUTATING, VALIDATING]) {
         await waitFor(`webhooks of ${path} to call port ${port}`, async () => {
@@ -180,7 +188,10 @@ describeCluster(`bad input for rules in force at admission (run ${run})`, () => 
       const patched = await patchedAfter(h, pairs, 8);
       const validated = async (o: RunningOperator) =>
         metricSum(await metrics(o), 'modrule_webhook_requests_total', ['endpoint="validate-modrule"']);
-      const [byA, byB] = [await validated(op), await validated(b)];
+      const [byA, byB] = [await validated(a), await validated(b)];
+      const told = async (o: RunningOperator) =>
+        metricSum(await metrics(o), 'modrule_peer_notices_total', ['result="ok"']);
+      expect((await told(a)) + (await told(b))).toBe(100);
       // Settled: the configuration stops changing (both replicas' writes, and the caBundle writer's).
       const version = async () =>
         String(((await h.admin.request('GET', MUTATING)).metadata as JsonObject).resourceVersion);
@@ -200,7 +211,7 @@ describeCluster(`bad input for rules in force at admission (run ${run})`, () => 
       const settledIn = Date.now() - settleStart;
       const writes = async (o: RunningOperator) =>
         metricSum(await metrics(o), 'modrule_dragnet_scope_writes_total', ['result="ok"']);
-      const settled = (await writes(op)) + (await writes(b));
+      const settled = (await writes(a)) + (await writes(b));
       await sleep(5000);
       expect(await version()).toBe(last);
       measured[
@@ -209,13 +220,16 @@ describeCluster(`bad input for rules in force at admission (run ${run})`, () => 
       expect(patched).toBe(100);
       expect(byA).toBeGreaterThan(0);
       expect(byB).toBeGreaterThan(0);
-      expect((await writes(op)) + (await writes(b))).toBe(settled);
+      expect((await writes(a)) + (await writes(b))).toBe(settled);
       const reg = await liveRegistration(h.admin);
       for (const { ns, kind } of pairs) expect(maySend(reg, kind, ns, SCOPE)).toBe(true);
     } finally {
       await repoint(Number(new URL(h.url).port)).finally(async () => {
         await proxy.close();
+        await h.stop(a);
         await h.stop(b);
+        op = await h.start();
+        await waitFor("the suite's replica to be ready again", async () => op.isReady());
       });
     }
   });

@@ -210,22 +210,29 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
           },
         });
       }
-      // 2. A controller that binds it itself right after creating it (a scheduler name nobody serves).
-      await remove(h.admin, `${MODRULES(NS_POD)}/node-zone`);
-      await waitFor('the rule to be gone from the store', async () => !op.store.ruleOf(NS_POD, 'node-zone'));
-      await h.admin.request('POST', MODRULES(NS_POD), { body: nodeZoneRule(NS_POD) });
-      await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods`, {
-        body: pod('self-bound', { schedulerName: `nobody-${run}` }),
-      });
-      await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods/self-bound/binding`, {
-        body: {
-          apiVersion: 'v1',
-          kind: 'Binding',
-          metadata: { name: 'self-bound' },
-          target: { kind: 'Node', name: NODE },
-        },
-      });
-      for (const name of ['scheduled', 'self-bound']) {
+      // 2. A controller that binds it itself right after creating it (a scheduler name nobody serves), five times,
+      // each time with its rule created just before.
+      const selfBound = [1, 2, 3, 4, 5].map((i) => `self-bound-${i}`);
+      for (const name of selfBound) {
+        await remove(h.admin, `${MODRULES(NS_POD)}/node-zone`);
+        await waitFor(
+          'the rule to be gone from the store',
+          async () => !op.store.ruleOf(NS_POD, 'node-zone'),
+        );
+        await h.admin.request('POST', MODRULES(NS_POD), { body: nodeZoneRule(NS_POD) });
+        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods`, {
+          body: pod(name, { schedulerName: `nobody-${run}` }),
+        });
+        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods/${name}/binding`, {
+          body: {
+            apiVersion: 'v1',
+            kind: 'Binding',
+            metadata: { name },
+            target: { kind: 'Node', name: NODE },
+          },
+        });
+      }
+      for (const name of ['scheduled', ...selfBound]) {
         const got = await waitFor(
           `pod ${name} to carry its node's zone`,
           async () => {
@@ -239,9 +246,11 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
         expect(annotationsOf(got)['ref.kubemod.io/node']).toBe(NODE);
         expect((got.spec as JsonObject).nodeName).toBe(NODE);
       }
-      measured['pod bound after its creation (watch): by the scheduler / by its creator'] =
-        `${byScheduler === null ? 'no scheduler' : `${bound.get('scheduled')} ms`} / ${bound.get('self-bound') ?? '?'} ms`;
-      expect(bound.get('self-bound')).toBeLessThan(20);
+      const delays = selfBound.map((n) => bound.get(n) ?? Infinity);
+      measured['pod bound after its creation (watch): by the scheduler / by its creator (5 pods)'] =
+        `${byScheduler === null ? 'no scheduler' : `${bound.get('scheduled')} ms`} / ${delays.join(', ')} ms`;
+      // The case this is about happened: pods bound within 20 ms of their creation (a busy machine slows some).
+      expect(Math.min(...delays, bound.get('scheduled') ?? Infinity)).toBeLessThan(20);
     } finally {
       watch.abort();
     }

@@ -271,10 +271,14 @@ export class DifferentialHarness {
       });
       this.webhooks.web.store.upsertNamespace(ns);
       this.webhooks.native.store.upsertNamespace(ns);
-      // Pods need their namespace's default ServiceAccount (no controller-manager here).
-      await this.client.request('POST', `/api/v1/namespaces/${name}/serviceaccounts`, {
-        body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
-      });
+      // Pods need their namespace's default ServiceAccount (a controller-manager, when one runs, may be first).
+      await this.client
+        .request('POST', `/api/v1/namespaces/${name}/serviceaccounts`, {
+          body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
+        })
+        .catch((err: unknown) => {
+          if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+        });
     }
   }
 
