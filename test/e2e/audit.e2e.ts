@@ -140,6 +140,11 @@ describeCluster(`modrule audit and background reports against a real API server 
         return conditions.some((c) => c.type === 'Established' && c.status === 'True');
       });
     }
+    // Established is not yet served when a CRD of that name was deleted a moment before (the suite before).
+    await waitFor('ModRules to be served', async () => {
+      await admin.request('GET', '/apis/api.kubemod.io/v1beta1/modrules', { query: { limit: 1 } });
+      return true;
+    });
     await ledger.apply({
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -429,11 +434,15 @@ describeCluster(`modrule audit and background reports against a real API server 
       gone: 0,
       failed: 4,
     });
-    expect(result.summary.conflicts).toBe(1);
+    // One conflict, the raced write; a cluster's deployment controller answering that status write with its own can
+    // make a second (its own control plane runs no controllers).
+    if (cp.own) expect(result.summary.conflicts).toBe(1);
+    else expect(result.summary.conflicts).toBeGreaterThanOrEqual(1);
     expect(out.stdout).toContain('blocked by policy');
     const web5 = await admin.request('GET', raced);
     expect(meta(web5).labels).toMatchObject({ team: 'platform' });
-    expect(web5.status).toMatchObject({ observedGeneration: 1 });
+    // The raced status write kept (a cluster's deployment controller writes its own status after the patch).
+    if (cp.own) expect(web5.status).toMatchObject({ observedGeneration: 1 });
     expect((meta(web5).managedFields as JsonObject[]).map((f) => f.manager)).toContain('modrule');
 
     const again = JSON.parse((await audit(admin, ['-o', 'json'])).stdout) as AuditJson;
