@@ -27,16 +27,18 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // 50 kubectl applies take about 15 s on a quiet machine; a loaded one may take several times that.
 jest.setTimeout(300_000);
 
-function nodeZoneRule(namespace: string): JsonObject {
+/** A node-reference rule: pods (the one named `pod` only, when given) get their node's zone label. */
+function nodeZoneRule(namespace: string, name = 'node-zone', pod?: string): JsonObject {
   return {
     apiVersion: 'api.kubemod.io/v1beta1',
     kind: 'ModRule',
-    metadata: { name: 'node-zone', namespace },
+    metadata: { name, namespace },
     spec: {
       type: 'Patch',
       admissionOperations: ['UPDATE'],
       match: [
         { select: '$.kind', matchValue: 'Pod' },
+        ...(pod ? [{ select: '$.metadata.name', matchValue: pod }] : []),
         { select: '$.syntheticRefs.node.metadata.labels.zone' },
       ],
       patch: [
@@ -210,29 +212,7 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
           },
         });
       }
-      // 2. A controller that binds it itself right after creating it (a scheduler name nobody serves), five times,
-      // each time with its rule created just before.
-      const selfBound = [1, 2, 3, 4, 5].map((i) => `self-bound-${i}`);
-      for (const name of selfBound) {
-        await remove(h.admin, `${MODRULES(NS_POD)}/node-zone`);
-        await waitFor(
-          'the rule to be gone from the store',
-          async () => !op.store.ruleOf(NS_POD, 'node-zone'),
-        );
-        await h.admin.request('POST', MODRULES(NS_POD), { body: nodeZoneRule(NS_POD) });
-        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods`, {
-          body: pod(name, { schedulerName: `nobody-${run}` }),
-        });
-        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods/${name}/binding`, {
-          body: {
-            apiVersion: 'v1',
-            kind: 'Binding',
-            metadata: { name },
-            target: { kind: 'Node', name: NODE },
-          },
-        });
-      }
-      for (const name of ['scheduled', ...selfBound]) {
+      const carriesZone = async (name: string) => {
         const got = await waitFor(
           `pod ${name} to carry its node's zone`,
           async () => {
@@ -245,7 +225,33 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
         expect(labelsOf(got).zone).toBe(`zone-${run}`);
         expect(annotationsOf(got)['ref.kubemod.io/node']).toBe(NODE);
         expect((got.spec as JsonObject).nodeName).toBe(NODE);
+      };
+      await carriesZone('scheduled');
+      // 2. A controller that binds it itself right after creating it (a scheduler name nobody serves), five times,
+      // each time with a rule of its own created just before (the first of them after the net left pod UPDATEs).
+      await remove(h.admin, `${MODRULES(NS_POD)}/node-zone`);
+      await waitFor('the registration to leave pod updates', async () => {
+        const reg = await liveRegistration(h.admin);
+        return !reg.rules.some((r) => r.resources.includes('pods') && r.operations.includes('UPDATE'));
+      });
+      const selfBound = [1, 2, 3, 4, 5].map((i) => `self-bound-${i}`);
+      for (const name of selfBound) {
+        await h.admin.request('POST', MODRULES(NS_POD), {
+          body: nodeZoneRule(NS_POD, `zone-of-${name}`, name),
+        });
+        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods`, {
+          body: pod(name, { schedulerName: `nobody-${run}` }),
+        });
+        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods/${name}/binding`, {
+          body: {
+            apiVersion: 'v1',
+            kind: 'Binding',
+            metadata: { name },
+            target: { kind: 'Node', name: NODE },
+          },
+        });
       }
+      for (const name of selfBound) await carriesZone(name);
       const delays = selfBound.map((n) => bound.get(n) ?? Infinity);
       measured['pod bound after its creation (watch): by the scheduler / by its creator (5 pods)'] =
         `${byScheduler === null ? 'no scheduler' : `${bound.get('scheduled')} ms`} / ${delays.join(', ')} ms`;
