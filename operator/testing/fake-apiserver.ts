@@ -53,6 +53,8 @@ export class FakeApiServer {
   readonly requests: RecordedRequest[] = [];
   /** Optional hook to fail requests. */
   interceptor: Interceptor | null = null;
+  /** A mutating admission step for creates (what webhooks would do): returns the object to store. */
+  admission: ((resource: FakeResource, obj: JsonObject) => JsonObject) | null = null;
   /** Delay before answering each request (slow API server). */
   delayMs = 0;
   /** How an expired watch is reported: an ERROR event in a 200 stream (what the API server does) or a 410 status. */
@@ -230,7 +232,15 @@ export class FakeApiServer {
       if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
       const ns = def.namespaced ? (route.namespace ?? String(meta(req.body).namespace ?? '')) : null;
       if (def.namespaced && !ns) throw new HttpError(400, 'BadRequest', 'namespace required');
-      sendJson(res, 201, this.store.create(route.resource, ns, cloneJson(req.body)));
+      const body = this.admission ? this.admission(route.resource, cloneJson(req.body)) : cloneJson(req.body);
+      if (req.query.dryRun === 'All') {
+        // As the API server answers a dry run: the object as it would be stored, nothing stored.
+        const m = meta(body);
+        if (!m.name && typeof m.generateName === 'string') m.name = `${m.generateName}dryrun`;
+        sendJson(res, 201, { ...body, apiVersion: def.apiVersion, kind: def.kind });
+        return;
+      }
+      sendJson(res, 201, this.store.create(route.resource, ns, body));
       return;
     }
     if (route.name === null) throw new HttpError(405, 'MethodNotAllowed', `${req.method} on a collection`);
