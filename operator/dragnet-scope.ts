@@ -142,6 +142,7 @@ export class DragnetScope {
       id: this.id,
       narrowing: () => this.narrowing(),
       rulesVersion: () => options.rulesVersion(),
+      nativeVersion: () => options.native?.policiesVersion() ?? null,
       desired: (live) => {
         const { registration, result } = this.desired.compute(live, this.narrowing());
         return { registration, index: result?.index ?? null };

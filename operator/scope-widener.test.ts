@@ -178,6 +178,23 @@ describe('a ModRule is in force when its admission returns (DragnetScope.ensure 
     expect(loaded.probes).toBeGreaterThan(0);
   });
 
+  test('a widening keeps the native policy change the registration it widened was written for', async () => {
+    const native = (version: string) => ({ policiesVersion: () => version, servingVersion: () => '' });
+    const stamp = () => readLive(config(), dragnetOf(config())!.webhook).stamp;
+    const a = replica({ native: native('50') });
+    a.land(kindRule('team-a', 'deployments', 'Deployment'), randomUUID());
+    await eventually(() => expect(stamp()?.nativeVersion).toBe('50'));
+    await a.stop();
+    replicas.splice(replicas.indexOf(a), 1);
+    // A replica that has not seen that change (a policy deleted behind the operators' backs) widens for a rule.
+    const b = replica({ native: native('40') });
+    b.land(kindRule('team-a', 'deployments', 'Deployment'), randomUUID());
+    const { outcome } = await b.admit(kindRule('prod', 'configmaps', 'ConfigMap'));
+    expect(outcome.kind).toBe('widened');
+    expect(stamp()?.nativeVersion).toBe('50');
+    expect(stamp()?.pending?.length).toBe(1);
+  });
+
   test('the widening is not undone by a computation from a store that does not have the rule yet', async () => {
     const r = await narrowed();
     const { outcome, uid } = await r.admit(kindRule('prod', 'configmaps', 'ConfigMap'));

@@ -35,6 +35,8 @@ export interface WidenerContext {
   /** False in `wide` mode, or after the scope gave up narrowing: the configured net covers every rule. */
   narrowing(): boolean;
   rulesVersion(): string | null;
+  /** The last change to the native policies this replica saw (ScopeStamp.nativeVersion); null: none. */
+  nativeVersion?(): string | null;
   /** The registration the rules in force (stored and admitted) need, for a live registration's configured net. */
   desired(live: LiveScope): { registration: Registration; index: ScopeIndex | null };
   /** Rules admitted and not stored yet, for the stamp of a widening. */
@@ -246,11 +248,15 @@ export class ScopeWidener {
     const uids = new Set(mine.map((p) => p.uid));
     // Bounded: the annotation must stay small (a flood of rules widens for a few at a time anyway).
     const pending = [...kept.filter((p) => !uids.has(p.uid)), ...mine].slice(-500);
+    // A union is at least as wide as the registration it widened: it keeps the native policy change that one was
+    // written for, so no replica that has not seen that change narrows it, this one included (scope/ownership.ts).
+    const nativeVersion = maxVersion(live.stamp?.nativeVersion, this.ctx.nativeVersion?.() ?? null);
     return {
       hash,
       rulesVersion: maxVersion(live.stamp?.rulesVersion, this.ctx.rulesVersion()),
       writer: this.ctx.id,
       mode: 'rules',
+      ...(nativeVersion ? { nativeVersion } : {}),
       ...(pending.length > 0 ? { pending } : {}),
       ...extra,
     };

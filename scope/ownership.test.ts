@@ -156,6 +156,10 @@ describe('ownership of the live registration', () => {
       write: true,
       reason: 'newer-rules',
     });
+    // The writer itself waits when its stamp carries a later change than it saw (a widening carried it forward).
+    const widened = live(config(reg, { ...stamp, writer: '100-a' }));
+    expect(decide(widened, narrow('pods'), me('100-a', '40'))).toEqual({ write: false, reason: 'behind' });
+    expect(decide(widened, narrow('pods'), me('100-a', '50'))).toEqual({ write: true, reason: 'own-update' });
     // The stamp keeps the native version across a round trip through the annotation.
     expect(live(config(reg, stamp)).stamp?.nativeVersion).toBe('50');
   });

@@ -202,11 +202,13 @@ export function decide(
   if (cmp < 0) return { write: false, reason: 'behind' };
   if (!live.ours) return { write: true, reason: 'foreign' };
   if (cmp > 0) return { write: true, reason: 'newer-rules' };
-  if (live.stamp!.writer === me.writer) return { write: true, reason: 'own-update' };
-  // Equal rules: one that saw a later change of the native policies goes first (0: either has seen none).
+  // Equal rules: one that saw a later change of the native policies goes first (0: either has seen none). The writer
+  // itself waits too when its stamp carries a later change than it saw (a widening at admission carries forward the
+  // change the registration it widened was written for).
   const native = compareVersions(me.nativeVersion ?? '', live.stamp!.nativeVersion ?? '');
-  if (native > 0) return { write: true, reason: 'newer-native' };
   if (native < 0) return { write: false, reason: 'behind' };
+  if (live.stamp!.writer === me.writer) return { write: true, reason: 'own-update' };
+  if (native > 0) return { write: true, reason: 'newer-native' };
   return compareWriters(me.writer, live.stamp!.writer) > 0
     ? { write: true, reason: 'newer-writer' }
     : { write: false, reason: 'older-writer' };
