@@ -257,11 +257,15 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       .catch((err: Error) => logger.error('demotion handler failed', { namespace, error: err?.message }));
   };
 
-  // The dragnet's evaluation runs under the namespace's budget; a demoted namespace's requests wait their turn.
-  const answerDragnet = async (request: AdmissionRequest, url?: string): Promise<DragnetDecision> => {
+  /** Waits (bounded) until the store has the rules admitted a moment ago that could reach the request's object. */
+  const storeFresh = async (request: AdmissionRequest, budgetMs: number): Promise<void> => {
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
-    const fresh = options.storeFreshness?.until(namespace, holdBudgetMs(url));
-    if (fresh) await fresh;
+    await options.storeFreshness?.until(namespace, budgetMs);
+  };
+
+  // The dragnet's evaluation runs under the namespace's budget; a demoted namespace's requests wait their turn.
+  const answerDragnet = async (request: AdmissionRequest): Promise<DragnetDecision> => {
+    const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
     let snapshot: RuleSnapshot | undefined;
     const run = await fairness.run(namespace, (budget) =>
       handleDragnet(request, (snapshot = store.snapshot()), budget, {
@@ -409,7 +413,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       if (err instanceof BadRequestError) return fail(err.status, err.message);
       throw err;
     }
-    if (endpoint === 'dragnet' && !loaded && !(await within(options.rulesLoaded!, holdBudgetMs(req.url)))) {
+    // The holds before a dragnet answer share one budget: the API server's timeout, less a margin.
+    const holdUntil = Date.now() + holdBudgetMs(req.url);
+    const holdLeft = () => Math.max(0, holdUntil - Date.now());
+    if (endpoint === 'dragnet' && !loaded && !(await within(options.rulesLoaded!, holdLeft()))) {
       logger.warn('rules not loaded yet; left to the webhook failurePolicy', {
         object: objectRef(request),
         operation,
@@ -419,9 +426,11 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
       return;
     }
+    // Rules admitted a moment ago first: the references they read are then among those waited for.
+    if (endpoint === 'dragnet') await storeFresh(request, holdLeft());
     const references =
       endpoint === 'dragnet' ? referencesPending(options.references, store.snapshot(), request) : undefined;
-    if (references && !(await within(references, holdBudgetMs(req.url)))) {
+    if (references && !(await within(references, holdLeft()))) {
       logger.warn('objects the rules read are not in the caches yet; left to the webhook failurePolicy', {
         object: objectRef(request),
         operation,
@@ -435,7 +444,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     try {
       decision =
         endpoint === 'dragnet'
-          ? await answerDragnet(request, req.url)
+          ? await answerDragnet(request)
           : endpoint === 'validate-modrule'
             ? await answerValidateModRule(request, req.url, {
                 clusterNamespace: store.snapshot().clusterNamespace,
