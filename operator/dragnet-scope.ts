@@ -5,7 +5,7 @@ import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
-import { PRECISIONS, RuleScopeReport } from '../scope/compute';
+import { RuleScopeReport } from '../scope/compute';
 import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
 import { dragnetOf, DRAGNET_WEBHOOK, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
@@ -320,16 +320,12 @@ export class DragnetScope {
       const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
       if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
         // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
-        const at = result ? PRECISIONS.indexOf(result.precision) : PRECISIONS.length - 1;
-        if (at < PRECISIONS.length - 1) {
+        const next = this.desired.stepDown(full, result);
+        if (next) {
           this.options.logger.error(
             'the API server stored another dragnet registration; trying a coarser one',
-            {
-              precision: PRECISIONS[at],
-              next: PRECISIONS[at + 1],
-            },
+            { precision: result?.precision, next },
           );
-          this.desired.refuse(full, PRECISIONS[at + 1]);
           this.again = true;
         } else await this.giveUp(stored, live.configured);
         return;
@@ -347,19 +343,17 @@ export class DragnetScope {
         this.again = true; // someone wrote first: decide again on what they wrote
         return;
       }
-      const at = result ? PRECISIONS.indexOf(result.precision) : PRECISIONS.length - 1;
-      if (
-        err instanceof KubeApiError &&
-        (err.status === 422 || err.status === 400) &&
-        at < PRECISIONS.length - 1
-      ) {
-        // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
+      // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
+      const next =
+        err instanceof KubeApiError && (err.status === 422 || err.status === 400)
+          ? this.desired.stepDown(full, result)
+          : null;
+      if (next) {
         this.metrics?.writes.inc({ result: 'invalid' });
-        this.desired.refuse(full, PRECISIONS[at + 1]);
         this.options.logger.error('the API server refused the dragnet scope; trying a coarser one', {
-          precision: PRECISIONS[at],
-          next: PRECISIONS[at + 1],
-          error: err.message.slice(0, 2000),
+          precision: result?.precision,
+          next,
+          error: messageOf(err).slice(0, 2000),
         });
         this.again = true;
         return;

@@ -46,9 +46,20 @@ export class DesiredScope {
   }
 
   /** The API server refused (or stored otherwise) the registration of `full`: next time, `next` precision. */
-  refuse(full: string, next: Precision): void {
+  private refuse(full: string, next: Precision): void {
     if (this.refused.size >= 100) this.refused.clear();
     this.refused.set(full, next);
+  }
+
+  /**
+   * After the API server refused (or stored otherwise) the registration computed as `result` (`full` its key): the
+   * next coarser precision, remembered for that registration, or null when none is left.
+   */
+  stepDown(full: string, result: ScopeResult | null): Precision | null {
+    const at = result ? PRECISIONS.indexOf(result.precision) : PRECISIONS.length - 1;
+    if (at >= PRECISIONS.length - 1) return null;
+    this.refuse(full, PRECISIONS[at + 1]);
+    return PRECISIONS[at + 1];
   }
 
   /** The per-rule reports to onScope: the computation's, or on the configured net one made for them alone. */
