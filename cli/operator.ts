@@ -207,6 +207,8 @@ export function parseOperatorArgs(
   return {
     clusterNamespace,
     podNamespace: namespaceName(podNs, 'POD_NAMESPACE'),
+    // The downward API's status.podIP: this replica is not its own peer (docs/operator.md, "Several replicas").
+    ...(env.POD_IP ? { podIp: env.POD_IP } : {}),
     webhookPort: port(webhookPort, webhookWhere),
     healthPort: port(healthPort, healthWhere),
     certMode: certMode as CertMode,

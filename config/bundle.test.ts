@@ -275,10 +275,11 @@ describe('webhook configurations', () => {
     values: ['true'],
   };
 
-  it('has exactly the four KubeMod webhooks', () => {
+  it("has the four KubeMod webhooks and the dragnet's probe", () => {
     expect((mutating.webhooks as JsonObject[]).map((h) => h.name)).toEqual([
       'mmodrule.kubemod.io',
       'dragnet.kubemod.io',
+      'dragnet-probe.kubemod.io',
       'podbinding.kubemod.io',
     ]);
     expect((validating.webhooks as JsonObject[]).map((h) => h.name)).toEqual(['vmodrule.kubemod.io']);
@@ -289,6 +290,7 @@ describe('webhook configurations', () => {
     ['mmodrule.kubemod.io', '/mutate-api-kubemod-io-v1beta1-modrule'],
     ['vmodrule.kubemod.io', '/validate-api-kubemod-io-v1beta1-modrule'],
     ['podbinding.kubemod.io', '/podbinding-webhook'],
+    ['dragnet-probe.kubemod.io', '/dragnet-probe'],
   ])('%s calls kubemod-webhook-service at %s, caBundle left to the operator', (name, servicePath) => {
     const h = hook(name);
     expect(h.clientConfig).toEqual({
@@ -357,9 +359,25 @@ describe('webhook configurations', () => {
           scope: 'Namespaced',
         },
       ]);
-      expect(h).toMatchObject({ failurePolicy: 'Fail', sideEffects: 'None' });
+      expect(h).toMatchObject({ failurePolicy: 'Fail' });
     },
   );
+
+  it('vmodrule.kubemod.io may write the dragnet registration, never for a dry run, within 10 s', () => {
+    expect(hook('vmodrule.kubemod.io')).toMatchObject({ sideEffects: 'NoneOnDryRun', timeoutSeconds: 10 });
+    expect(hook('mmodrule.kubemod.io')).toMatchObject({ sideEffects: 'None' });
+  });
+
+  it('the probe sees only Events labelled with the token the operator writes, and never blocks one', () => {
+    expect(hook('dragnet-probe.kubemod.io')).toMatchObject({
+      failurePolicy: 'Ignore',
+      sideEffects: 'None',
+      objectSelector: { matchLabels: { 'modrule.kubemod.io/dragnet-probe': 'installed' } },
+      rules: [
+        { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['events'], scope: 'Namespaced' },
+      ],
+    });
+  });
 });
 
 describe('RBAC', () => {

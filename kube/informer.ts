@@ -10,6 +10,16 @@ export interface InformerHandlers {
   remove(obj: JsonObject): void;
 }
 
+/** Handlers that call each of `handlers` in turn (absent ones skipped). */
+export function combineHandlers(...handlers: Array<InformerHandlers | null | undefined>): InformerHandlers {
+  const all = handlers.filter((h): h is InformerHandlers => !!h);
+  return {
+    replace: (items) => all.forEach((h) => h.replace(items)),
+    upsert: (obj) => all.forEach((h) => h.upsert(obj)),
+    remove: (obj) => all.forEach((h) => h.remove(obj)),
+  };
+}
+
 export interface InformerOptions {
   client: KubeClient;
   /** Collection path, e.g. /api/v1/namespaces or /apis/api.kubemod.io/v1beta1/modrules. */

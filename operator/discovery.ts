@@ -7,6 +7,12 @@ import { Informer } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { messageOf } from '../util/errors';
 
+/** Discovery as the scope reads it: the current catalog (null until loaded) and its changes. */
+export interface CatalogSource {
+  catalog(): ResourceCatalog | null;
+  onChange(listener: () => void): () => void;
+}
+
 export const CRDS_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 export interface DiscoveryOptions {

@@ -1,38 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { isJsonObject, JsonObject } from '../util/json';
+import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
+import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
-import { ResourceCatalog } from '../scope/catalog';
-import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } from '../scope/compute';
-import { decide, LiveScope, readLive, ScopeMode, ScopeStamp, stampAnnotations } from '../scope/ownership';
-import { dragnetOf, registrationHash, withRegistration } from '../scope/registration';
+import { RuleScopeReport } from '../scope/compute';
+import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
+import { dragnetOf, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
+import { registrationIncludes } from '../scope/union';
+import { AdmittedRules } from './admitted-rules';
 import { Backoff } from '../kube/backoff';
-import { DragnetScopeMetrics, dragnetScopeMetrics } from './dragnet-scope-metrics';
 import { Informer } from '../kube/informer';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from '../kube/kube';
 import { NativeNets } from './native-net';
+import { RegistrationProbe } from './registration-probe';
+import { RegistrationWriter } from './registration-writer';
+import { DesiredScope, writtenFields } from './scope-desired';
+import { createScopeMetrics, ScopeMetrics } from './scope-metrics';
+import { ScopeWidener, WidenOutcome } from './scope-widener';
 import {
   DRAGNET_WEBHOOK,
   MUTATING_WEBHOOK_CONFIGURATION,
   MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
 } from '../config/owned';
-
-/** Rules whose notes mention `text`, for the log: how many, and the first ten by name. */
-function noted(result: ScopeResult | null, text: string, field: string): Record<string, unknown> {
-  const rules = result
-    ? result.rules.filter((r) => r.notes.some((n) => n.includes(text))).map((r) => r.rule)
-    : [];
-  return rules.length === 0 ? {} : { [field]: rules.length, [`${field}Rules`]: rules.slice(0, 10) };
-}
-
-/** Discovery as the scope reads it: the current catalog (null until loaded) and its changes. */
-export interface CatalogSource {
-  catalog(): ResourceCatalog | null;
-  onChange(listener: () => void): () => void;
-}
+import type { CatalogSource } from './discovery';
 
 export interface DragnetScopeOptions {
   client: KubeClient;
@@ -61,6 +54,12 @@ export interface DragnetScopeOptions {
    * applies a new configuration from its own watch, which no API tells; default 1 s.
    */
   settleMs?: number;
+  /** Rules this replica admitted that the store has not seen yet (they count in force); none when absent. */
+  admitted?: Pick<AdmittedRules, 'knows' | 'versions' | 'onChange'>;
+  /** The operator's own namespace: where the registration probes are created (dry run). */
+  probeNamespace?: string;
+  /** How long the configured net is held after a fallback (no replica narrows meanwhile); default 60 s. */
+  holdMs?: number;
   /** Clock; injectable for tests. */
   now?: () => number;
   /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
@@ -82,7 +81,9 @@ export interface DragnetScopeOptions {
 export class DragnetScope {
   private readonly informer: Informer;
   private readonly live: LiveRegistration;
-  private readonly writer = `${Date.now()}-${randomBytes(4).toString('hex')}`;
+  /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */
+  private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
+  private readonly writer: RegistrationWriter;
   private readonly unsubscribe: Array<() => void> = [];
   private timer: NodeJS.Timeout | null = null;
   private firstPending = 0;
@@ -93,17 +94,21 @@ export class DragnetScope {
   private retryTimer: NodeJS.Timeout | null = null;
   /** What this replica computed last: its registration's hash and the rules version it was computed at. */
   private computed: { hash: string; rulesVersion: string } | null = null;
-  /** The precision to use instead of `full`, per full-precision registration the API server refused. */
-  private refused = new Map<string, Precision>();
+  private readonly desired: DesiredScope;
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
-  private readonly metrics: DragnetScopeMetrics | null;
   /** What the live registration does for rules served natively. */
   readonly nativeNets = new NativeNets();
+  /** Why the last computation could not write the registration (null: it could). */
+  private failing: string | null = null;
+  private readonly widener: ScopeWidener;
+  private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: DragnetScopeOptions) {
+    this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
     this.live = new LiveRegistration(options);
+    this.writer = new RegistrationWriter({ ...options, live: this.live });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
     };
@@ -120,7 +125,54 @@ export class DragnetScope {
         remove: () => update(null),
       },
     });
-    this.metrics = options.registry ? dragnetScopeMetrics(options.registry) : null;
+    this.metrics = options.registry
+      ? createScopeMetrics(options.registry, () => this.heldWide() !== null)
+      : null;
+    this.widener = new ScopeWidener({
+      ...options,
+      live: this.live,
+      writer: this.writer,
+      probe: new RegistrationProbe({
+        ...options,
+        live: this.live,
+        namespace: options.probeNamespace ?? options.clusterNamespace,
+      }),
+      id: this.id,
+      narrowing: () => this.narrowing(),
+      rulesVersion: () => options.rulesVersion(),
+      nativeVersion: () => options.native?.policiesVersion() ?? null,
+      desired: (live) => {
+        const { registration, result } = this.desired.compute(live, this.narrowing());
+        return { registration, index: result?.index ?? null };
+      },
+      pending: () => options.admitted?.versions() ?? [],
+      onWrite: (result) => this.metrics?.writes.inc({ result }),
+      onFallback: () => this.schedule(),
+      now: () => this.now(),
+    });
+  }
+
+  /** Makes the registration send an admitted rule's objects (ScopeWidener.ensure). */
+  ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
+    return this.widener.ensure(rule, widenBy, until);
+  }
+
+  /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */
+  whyNotSent(): string {
+    return (
+      this.heldWide() ??
+      (this.failing ? `it cannot be written: ${this.failing}` : 'the API server has not applied it yet')
+    );
+  }
+
+  /** Why the registration is held at the configured net, or null (metric, status). */
+  heldWide(): string | null {
+    if (this.disabled) return 'the API server stored another dragnet registration than the one written';
+    const live = this.live.scope();
+    const wide = !live?.ours || registrationHash(live.current) === registrationHash(live.configured);
+    if (this.failing && live && wide && this.options.mode === 'rules')
+      return `a narrower registration cannot be written: ${this.failing}`;
+    return this.widener.heldWide();
   }
 
   start(): void {
@@ -135,6 +187,7 @@ export class DragnetScope {
       }),
     );
     this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
+    if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
     this.informer.start();
   }
 
@@ -190,9 +243,11 @@ export class DragnetScope {
         try {
           await this.reconcile();
           this.backoff.reset();
+          this.failing = null;
         } catch (err) {
+          this.failing = messageOf(err);
           this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
-            error: (err as Error).message,
+            error: this.failing,
           });
           this.metrics?.writes.inc({ result: 'failed' });
           if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -204,92 +259,71 @@ export class DragnetScope {
     })();
   }
 
-  /**
-   * The registration to write for the live one: the configured net (wide mode), else the scope at full precision,
-   * or at the coarser precision the API server was left with when it refused that one.
-   */
-  private desired(live: LiveScope): { registration: Registration; result: ScopeResult | null; full: string } {
-    if (this.options.mode === 'wide' || this.disabled)
-      return { registration: live.configured, result: null, full: registrationHash(live.configured) };
-    const compute = (precision: Precision) =>
-      computeScope({
-        rules: this.options.rules(),
-        clusterNamespace: this.options.clusterNamespace,
-        configured: live.configured,
-        catalog: this.options.discovery.catalog(),
-        precision,
-      });
-    let result = compute(PRECISIONS[0]);
-    const full = registrationHash(result.registration);
-    const fallback = this.refused.get(full);
-    if (fallback) result = compute(fallback);
-    return { registration: result.registration, result, full };
-  }
-
-  /** The per-rule reports to onScope: the computation's, or on the configured net one made for them alone. */
-  private report(result: ScopeResult | null, live: LiveScope): void {
-    const { onScope } = this.options;
-    if (!onScope) return;
-    const reports =
-      result?.rules ??
-      computeScope({
-        rules: this.options.rules(),
-        clusterNamespace: this.options.clusterNamespace,
-        configured: live.configured,
-        catalog: this.options.discovery.catalog(),
-        precision: 'resources',
-      }).rules;
-    onScope(reports, result !== null);
-  }
-
   private async reconcile(): Promise<void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
+    const held = this.widener.heldUntil();
+    if (held > this.now()) return this.later(held);
     const rulesVersion = this.options.rulesVersion();
     // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
     if (rulesVersion === null || (this.options.mode === 'rules' && !this.options.discovery.catalog())) return;
-    await this.refetch(rulesVersion);
+    await this.writer.refetch(rulesVersion);
     const config = this.live.configuration;
     const webhook = this.live.dragnet();
     if (!config || !webhook) return;
     const live = readLive(config, webhook);
-    const { registration, result, full } = this.desired(live);
-    this.report(result, live);
+    const { registration, result, full } = this.desired.compute(live, this.narrowing());
+    this.desired.report(result, live);
     const hash = registrationHash(registration);
     this.computed = { hash, rulesVersion };
+    if (result) this.widener.remember(hash, result.index);
     this.live.notify();
     const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
-    const decision = decide(live, registration, {
-      rulesVersion,
-      writer: this.writer,
-      mode: this.options.mode,
-      nativeVersion,
-    });
+    const ctx = {
+      now: this.now(),
+      landed: (uid: string, generation: number) => this.landed(uid, generation),
+    };
+    const decision = decide(
+      live,
+      registration,
+      { rulesVersion, writer: this.id, mode: this.options.mode, nativeVersion },
+      ctx,
+    );
     if (decision.reason === 'current') this.nativeNets.confirm(result, this.disabled);
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
+      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
+      if (blocked) this.later(blocked.until);
+      // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
+      if (this.options.admitted?.versions().length && !registrationIncludes(live.current, registration))
+        this.widener.repair();
       return;
     }
-    const stamp: ScopeStamp = { hash, rulesVersion, writer: this.writer, mode: this.options.mode };
-    if (nativeVersion) stamp.nativeVersion = nativeVersion;
+    // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
+    const pending = (live.stamp?.pending ?? []).filter(
+      (p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation),
+    );
+    const stamp: ScopeStamp = {
+      hash,
+      rulesVersion,
+      writer: this.id,
+      mode: this.options.mode,
+      ...(nativeVersion ? { nativeVersion } : {}),
+      ...(pending.length > 0 ? { pending } : {}),
+    };
     try {
-      const stored = await this.write(config, webhook, registration, stamp, live.configured);
+      const stored = await this.writer.write(config, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
-      this.live.accept(stored);
       const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
       if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
         // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
-        const at = result ? PRECISIONS.indexOf(result.precision) : PRECISIONS.length - 1;
-        if (at < PRECISIONS.length - 1) {
+        const next = this.desired.stepDown(full, result);
+        if (next) {
           this.options.logger.error(
             'the API server stored another dragnet registration; trying a coarser one',
-            {
-              precision: PRECISIONS[at],
-              next: PRECISIONS[at + 1],
-            },
+            { precision: result?.precision, next },
           );
-          this.refused.set(full, PRECISIONS[at + 1]);
           this.again = true;
         } else await this.giveUp(stored, live.configured);
         return;
@@ -299,14 +333,7 @@ export class DragnetScope {
         reason: decision.reason,
         mode: this.options.mode,
         rulesVersion,
-        webhookRules: registration.rules.length,
-        resources: [...new Set(registration.rules.flatMap((r) => r.resources))].length,
-        conditions: registration.matchConditions.length,
-        selectorNames: result?.stats.selectorNames ?? 0,
-        precision: result?.precision ?? 'configured',
-        coarsened: result?.coarsened ?? [],
-        ...noted(result, 'not served', 'unknownKinds'),
-        ...noted(result, 'outside the configured net', 'outsideNet'),
+        ...writtenFields(registration, result),
       });
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) {
@@ -314,52 +341,46 @@ export class DragnetScope {
         this.again = true; // someone wrote first: decide again on what they wrote
         return;
       }
-      const at = result ? PRECISIONS.indexOf(result.precision) : PRECISIONS.length - 1;
-      if (
-        err instanceof KubeApiError &&
-        (err.status === 422 || err.status === 400) &&
-        at < PRECISIONS.length - 1
-      ) {
-        // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
+      // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
+      const next =
+        err instanceof KubeApiError && (err.status === 422 || err.status === 400)
+          ? this.desired.stepDown(full, result)
+          : null;
+      if (next) {
         this.metrics?.writes.inc({ result: 'invalid' });
-        if (this.refused.size >= 100) this.refused.clear();
-        this.refused.set(full, PRECISIONS[at + 1]);
         this.options.logger.error('the API server refused the dragnet scope; trying a coarser one', {
-          precision: PRECISIONS[at],
-          next: PRECISIONS[at + 1],
-          error: err.message.slice(0, 2000),
+          precision: result?.precision,
+          next,
+          error: messageOf(err).slice(0, 2000),
         });
         this.again = true;
         return;
       }
+      // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
+      if (!registrationIncludes(live.current, registration))
+        await this.widener.fallback(
+          `cannot write the dragnet registration: ${messageOf(err)}`,
+          this.now() + 10_000,
+        );
       throw err;
     }
   }
 
-  /** Compare-and-swap update of the whole configuration: its resourceVersion guards every other field. */
-  private async write(
-    config: JsonObject,
-    webhook: JsonObject,
-    registration: Registration,
-    stamp: ScopeStamp | null,
-    configured: Registration,
-  ): Promise<JsonObject> {
-    const meta = isJsonObject(config.metadata) ? { ...config.metadata } : {};
-    delete meta.managedFields;
-    const annotations = isJsonObject(meta.annotations) ? { ...meta.annotations } : {};
-    if (stamp) Object.assign(annotations, stampAnnotations(stamp, configured));
-    meta.annotations = annotations;
-    const hooks = (Array.isArray(config.webhooks) ? config.webhooks : []).map((h) =>
-      h === webhook ? withRegistration(webhook, registration) : h,
-    );
-    const name = String(meta.name);
-    return this.options.client.request(
-      'PUT',
-      `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${encodeURIComponent(name)}`,
-      {
-        body: { ...config, metadata: meta, webhooks: hooks },
-      },
-    );
+  /** Whether the registration follows the rules (else it is the configured net: wide mode, or narrowing given up). */
+  private narrowing(): boolean {
+    return this.options.mode === 'rules' && !this.disabled;
+  }
+
+  /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
+  private landed(uid: string, generation: number): boolean {
+    return this.options.admitted?.knows(uid, generation) ?? false;
+  }
+
+  /** Computes again at `at` (a hold or a pending rule's time is up). */
+  private later(at: number): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.schedule(), Math.max(0, at - this.now()) + 10);
+    this.retryTimer.unref();
   }
 
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
@@ -369,23 +390,6 @@ export class DragnetScope {
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );
-    const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
-    if (back) this.live.accept(await this.write(stored, back.webhook, configured, null, configured));
-  }
-
-  /** Reads the configuration from the API server (a consistent read), noting the rules version it is fresh for. */
-  private async refetch(rulesVersion: string): Promise<void> {
-    const name = this.options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
-    let got: JsonObject | null;
-    try {
-      got = await this.options.client.request(
-        'GET',
-        `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${encodeURIComponent(name)}`,
-      );
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 404)) throw err;
-      got = null;
-    }
-    this.live.acceptRead(got, rulesVersion);
+    if (this.writer.dragnetOf(stored)) await this.writer.write(stored, configured, null, configured);
   }
 }

@@ -54,6 +54,11 @@ export class LiveRegistration {
     return this.live;
   }
 
+  /** When this replica saw the registration's content change last (-Infinity: as it was when it started). */
+  get changedSince(): number {
+    return this.changedAt;
+  }
+
   /** Hash of the live registration's content (null: no dragnet). */
   get currentHash(): string | null {
     return this.hash;

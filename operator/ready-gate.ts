@@ -1,11 +1,24 @@
 import { isJsonObject, JsonObject } from '../util/json';
+import { generationOf, metaString } from '../util/meta';
 import { ValidationProblem } from '../modrule/problems';
+import { RegistrationStatus } from './registration-status';
 import { StatusSink } from './sync';
 
 interface Held {
   rule: JsonObject;
   problems: readonly ValidationProblem[];
   version: string;
+  /** When it started waiting, and whether its status says NotInForce now. */
+  since: number;
+  shown: boolean;
+}
+
+/** Where the gate says that a rule waits too long: the registration facet, and why it waits. */
+export interface NotInForceReporting {
+  status: Pick<RegistrationStatus, 'setNotInForce'>;
+  why(): string;
+  /** A rule waiting longer than this is shown Ready False (NotInForce); default 2 s. */
+  afterMs?: number;
 }
 
 /** What the gate asks before a valid rule may be reported Ready. */
@@ -26,6 +39,31 @@ function keyOf(rule: JsonObject): string {
   return `${String(meta.namespace ?? '')}/${String(meta.name ?? '')}`;
 }
 
+/** Rule versions (uid, generation) whose objects the API server was confirmed to send when they were admitted. */
+export class ConfirmedRules {
+  private readonly entries = new Map<string, number>();
+
+  constructor(
+    private readonly ttlMs = 60_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  add(uid: string, generation: number): void {
+    if (this.entries.size >= 10_000) this.prune();
+    this.entries.set(`${uid}/${generation}`, this.now() + this.ttlMs);
+  }
+
+  has(uid: string, generation: number): boolean {
+    return (this.entries.get(`${uid}/${generation}`) ?? 0) > this.now();
+  }
+
+  private prune(): void {
+    const now = this.now();
+    for (const [k, until] of this.entries) if (until <= now) this.entries.delete(k);
+    if (this.entries.size >= 10_000) this.entries.clear();
+  }
+}
+
 /**
  * Holds back the Ready report of a valid rule until the dragnet registration sends its objects (a new or widened rule
  * is in force only from then on). Invalid rules are reported at once: they are not Ready either way.
@@ -33,10 +71,15 @@ function keyOf(rule: JsonObject): string {
 export class ReadyGate implements StatusSink {
   private readonly held = new Map<string, Held>();
   private readonly unsubscribe: () => void;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly inner: StatusSink,
     private readonly coverage: Coverage,
+    /** Rules confirmed in force when admitted (operator/rule-admission.ts): Ready at once, no settle time. */
+    private readonly confirmed?: ConfirmedRules,
+    /** Rules that wait too long are shown not in force (Ready False, NotInForce), with why. */
+    private readonly notInForce?: NotInForceReporting,
   ) {
     this.unsubscribe = coverage.onChange(() => this.release());
   }
@@ -44,16 +87,55 @@ export class ReadyGate implements StatusSink {
   report(rule: JsonObject, problems: readonly ValidationProblem[]): void {
     const key = keyOf(rule);
     const version = versionOf(rule);
-    if (problems.length > 0 || this.coverage.covers(version)) {
-      this.held.delete(key);
+    const before = this.held.get(key);
+    if (problems.length > 0 || this.coverage.covers(version) || this.confirmedAtAdmission(rule)) {
+      this.let(key, before);
       this.inner.report(rule, problems);
       return;
     }
-    this.held.set(key, { rule, problems, version });
+    const since = before?.since ?? Date.now();
+    this.held.set(key, { rule, problems, version, since, shown: before?.shown ?? false });
+    // Already shown not in force: the new version shows it too.
+    if (before?.shown) this.inner.report(rule, problems);
+    if (!this.timer && this.notInForce) {
+      this.timer = setInterval(() => this.overdue(), 250);
+      this.timer.unref();
+    }
+  }
+
+  /** Stops holding a rule; a NotInForce it showed is cleared. */
+  private let(key: string, held: Held | undefined): void {
+    this.held.delete(key);
+    if (held?.shown) {
+      const [namespace, ...name] = key.split('/');
+      this.notInForce?.status.setNotInForce(namespace, name.join('/'), null);
+    }
+  }
+
+  /** Shows the rules that waited too long as not in force. */
+  private overdue(): void {
+    const after = this.notInForce?.afterMs ?? 2000;
+    for (const [key, h] of this.held)
+      if (!h.shown && Date.now() - h.since >= after) {
+        const [namespace, ...name] = key.split('/');
+        h.shown = true;
+        this.notInForce?.status.setNotInForce(namespace, name.join('/'), this.notInForce.why());
+        this.inner.report(h.rule, h.problems);
+      }
+    if (this.held.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+
+  private confirmedAtAdmission(rule: JsonObject): boolean {
+    const uid = metaString(rule, 'uid');
+    const generation = generationOf(rule);
+    return !!this.confirmed && !!uid && generation !== undefined && this.confirmed.has(uid, generation);
   }
 
   forget(namespace: string, name: string): void {
-    this.held.delete(`${namespace}/${name}`);
+    this.let(`${namespace}/${name}`, this.held.get(`${namespace}/${name}`));
     this.inner.forget(namespace, name);
   }
 
@@ -64,13 +146,14 @@ export class ReadyGate implements StatusSink {
 
   stop(): void {
     this.unsubscribe();
+    if (this.timer) clearInterval(this.timer);
     this.held.clear();
   }
 
   private release(): void {
     for (const [key, h] of this.held)
       if (this.coverage.covers(h.version)) {
-        this.held.delete(key);
+        this.let(key, h);
         this.inner.report(h.rule, h.problems);
       }
   }

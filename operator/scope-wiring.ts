@@ -5,8 +5,10 @@ import { ResourceCatalog } from '../scope/catalog';
 import { Discovery } from './discovery';
 import { DragnetScope } from './dragnet-scope';
 import { KubeClient } from '../kube/kube';
+import { AdmittedRules } from './admitted-rules';
 import type { NativeController } from './native';
-import { ReadyGate } from './ready-gate';
+import { ConfirmedRules, ReadyGate } from './ready-gate';
+import { RegistrationStatus } from './registration-status';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
 import { ClusterSync, StatusSink } from './sync';
@@ -17,6 +19,8 @@ export interface RunningScope {
   /** Where ClusterSync reports rule verdicts: Ready waits for the registration. */
   readonly status: StatusSink | null;
   readonly scope: DragnetScope;
+  /** Rules confirmed in force at admission (Ready as soon as stored). */
+  readonly confirmed: ConfirmedRules;
   /** What discovery serves now (null until loaded): the ModRule admission's warnings for kinds not served. */
   catalog(): ResourceCatalog | null;
   stop(): Promise<void>;
@@ -33,12 +37,16 @@ export function startDragnetScope(deps: {
   logger: Logger;
   registry: Registry;
   store: RuleStore;
+  /** Rules admitted and not stored yet: the scope counts them in force. */
+  admitted: AdmittedRules;
+  /** The operator's own namespace (registration probes). */
+  podNamespace: string;
   status: StatusReporter | null;
   sync: () => ClusterSync;
   /** The native policy controller, if any (read later: it is created with the returned scope). */
   native?: () => NativeController | null;
 }): RunningScope {
-  const { client, logger, registry, store } = deps;
+  const { client, logger, registry, store, admitted } = deps;
   const discovery = new Discovery({ client, logger });
   // Rules naming kinds not served say so on their status (UnknownKind), from the scope's own per-rule reports.
   const unknownKinds = new UnknownKinds(deps.status, registry);
@@ -47,7 +55,7 @@ export function startDragnetScope(deps: {
     logger,
     mode: deps.mode,
     clusterNamespace: deps.clusterNamespace,
-    rules: () => store.allRules(),
+    rules: () => [...store.allRules(), ...admitted.rules()],
     rulesVersion: () => deps.sync().rulesVersion(),
     rulesReady: () => deps.sync().isReady(),
     onRulesChange: (listener) => store.onChange(listener),
@@ -57,17 +65,29 @@ export function startDragnetScope(deps: {
       policiesVersion: () => deps.native?.()?.policiesVersion() ?? null,
       servingVersion: () => deps.native?.()?.servingVersion() ?? '',
     },
-    onScope: (reports, narrowed) => unknownKinds.update(reports, narrowed),
+    admitted,
+    probeNamespace: deps.podNamespace,
+    onScope: (reports, narrowed) => {
+      unknownKinds.update(reports, narrowed);
+      registration.setRules(reports.map((r) => r.rule));
+    },
   });
-  const gate = deps.status ? new ReadyGate(deps.status, scope) : null;
+  // The registration's own word on the rules: held at the configured net (WideFallback), or not in force yet.
+  const registration = new RegistrationStatus(deps.status, scope);
+  const confirmed = new ConfirmedRules();
+  const gate = deps.status
+    ? new ReadyGate(deps.status, scope, confirmed, { status: registration, why: () => scope.whyNotSent() })
+    : null;
   discovery.start();
   scope.start();
   return {
     status: gate,
     scope,
+    confirmed,
     catalog: () => discovery.catalog(),
     stop: async () => {
       gate?.stop();
+      registration.stop();
       await Promise.all([scope.stop(), discovery.stop()]);
     },
   };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { ScopeMode } from '../scope/ownership';
@@ -10,16 +11,20 @@ import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig, DEFAULT_INTERVAL_SECONDS } from './audit/background';
 import { AuditMetrics } from './audit/metrics';
+import { AdmittedRules } from './admitted-rules';
 import { Backoff, sleep } from '../kube/backoff';
 import { expiryOf } from './certificates';
 import { FailingStatus } from './failing';
+import { combineHandlers } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { OperatorMetrics } from './metrics';
+import { PeerNotifier } from './peers';
 import { createPodBindingHandler } from './podbinding';
 import { startDragnetScope } from './scope-wiring';
 import { SelfSignedCertificates } from './self-signed';
 import { NativeController, NativeMode } from './native';
 import { QuarantineStatus } from './quarantine';
+import { createRuleAdmission } from './rule-admission';
 import { StatusReporter } from './status';
 import { ClusterSync } from './sync';
 import { ReferenceCaches } from './references/caches';
@@ -68,6 +73,10 @@ export interface OperatorConfig {
   recordPatchedBy?: boolean;
   /** Objects rules read (docs/references.md): Secrets allowed (--allow-secret-references), owner kinds read. */
   references?: { allowSecrets?: boolean; ownerKinds?: readonly string[] };
+  /** This replica's pod IP (POD_IP): left out of the peers it tells of the rules it admits. */
+  podIp?: string;
+  /** The peer replicas' webhook base URLs; default: the webhook Service's ready endpoints. */
+  peers?: string[];
 }
 
 /** A running operator. */
@@ -148,11 +157,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   });
   const referenceStatus = new ReferenceStatus(store, references, status);
   watchReferences(registry, references);
+  // Rules admitted by this replica that the store has not seen yet: the dragnet waits for them, the scope counts them.
+  const admitted = new AdmittedRules({ client, logger, registry, clusterNamespace: config.clusterNamespace });
   // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
     clusterNamespace: config.clusterNamespace,
-    ...{ client, logger, registry, store, status, sync: () => rules, native: () => native },
+    podNamespace: config.podNamespace,
+    ...{ client, logger, registry, store, admitted, status, sync: () => rules, native: () => native },
   });
   const mode = config.nativePolicies ?? 'opt-in';
   const native =
@@ -178,7 +190,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     store,
     logger,
     status: scope.status,
-    observer: native ?? undefined,
+    observer: combineHandlers(native, admitted.handlers()),
   });
   if (status) degraded?.attach(status);
   failing.start();
@@ -186,6 +198,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
     quarantine.close();
+    admitted.stop();
     failing.stop();
     failures.close();
     referenceStatus.stop();
@@ -237,6 +250,19 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   }
   tls = served;
   const podBinding = createPodBindingHandler({ client, logger });
+  // Replicas tell each other of the rules they admit, signed with a key derived from the shared serving key.
+  const peerKey = () => createHash('sha256').update(served.current().key).digest('hex');
+  const peers = new PeerNotifier({
+    client,
+    logger,
+    registry,
+    namespace: config.podNamespace,
+    port: config.webhookPort,
+    selfIp: config.podIp,
+    peers: config.peers,
+    key: peerKey,
+  });
+  peers.start();
 
   let webhook: RunningWebhook;
   try {
@@ -253,6 +279,23 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       isReady: () => !draining && rules.isReady(),
       rulesLoaded: rules.synced,
       onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
+      // A valid ModRule is admitted once the registration sends its objects; the dragnet waits for the store to have it.
+      ruleAdmission: createRuleAdmission({
+        store,
+        admitted,
+        scope: scope.scope,
+        confirmed: scope.confirmed,
+        peers,
+        logger,
+        registry,
+      }),
+      storeFreshness: admitted,
+      // A peer's rule counts here too: held for until stored, and in this replica's computations of the registration.
+      peer: {
+        key: peerKey,
+        receive: (notice) =>
+          admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
+      },
       // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
@@ -263,7 +306,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       references,
     });
   } catch (err) {
-    await stopWatchers();
+    await Promise.all([stopWatchers(), peers.stop()]);
     served.close();
     throw err;
   }
@@ -299,7 +342,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
         draining = true;
         if (config.shutdownDelayMs) await sleep(config.shutdownDelayMs);
         await webhook.close();
-        await Promise.all([stopWatchers(), audit?.stop()]);
+        await Promise.all([stopWatchers(), audit?.stop(), peers.stop()]);
         served.close();
         logger.info('operator stopped');
       })();

@@ -34,6 +34,7 @@ export const CONDITION_TYPES = {
   UnknownKind: { reason: 'KindsServed', message: 'every kind the rule names is served' },
   Failing: { reason: 'NotFailing', message: 'no run-time error in the recent window' },
   ReferenceMissing: { reason: 'ReferencesFound', message: 'every object the rule refers to exists' },
+  WideFallback: { reason: 'Narrowed', message: 'the dragnet registration follows the rules again' },
 } as const;
 export type ConditionType = keyof typeof CONDITION_TYPES;
 

@@ -6,6 +6,7 @@ import { KeyNeed, keyNeeds, Share } from './coupling';
 import { NativeOutcome, NativeShares } from './native';
 import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
+import { indexOf, patternKey, ScopeIndex } from './cover';
 import { MatchCondition, Registration } from './types';
 import { UnservedKind } from './unserved';
 import type { Decline } from '../native';
@@ -94,12 +95,17 @@ export interface ScopeResult {
    * (their objects reach the webhook only where a guard declines), else why every object they may act on does.
    */
   native: ReadonlyMap<string, NativeOutcome>;
+  /**
+   * The rules' shapes, declines and namespaces: tells cheaply whether one more rule would change the registration.
+   */
+  index: ScopeIndex;
   stats: { conditions: number; characters: number; regexes: number; selectorNames: number };
 }
 
 const reaches = new WeakMap<CompiledRule, { clusterNamespace: string; reach: RuleReach }>();
 
-function reachOf(rule: CompiledRule, clusterNamespace: string): RuleReach {
+/** The rule's reach (scope/reach.ts), computed once per compiled rule. */
+export function reachOf(rule: CompiledRule, clusterNamespace: string): RuleReach {
   const hit = reaches.get(rule);
   if (hit && hit.clusterNamespace === clusterNamespace) return hit.reach;
   const reach = ruleReach(rule, clusterNamespace);
@@ -150,7 +156,7 @@ interface ShapeGroup {
 function groupByShape(
   input: ScopeInput,
   natives: NativeShares,
-): { groups: ShapeGroup[]; reports: RuleScopeReport[] } {
+): { groups: ShapeGroup[]; reports: RuleScopeReport[]; index: ScopeIndex } {
   // By shape, then by decline CEL (strings hash once; a concatenation would hash again at every computation).
   const byShape = new Map<string, Map<string, ShapeGroup>>();
   const products = new Map<string, Pick<ShapeGroup, 'products' | 'notes' | 'unserved' | 'resources'>>();
@@ -174,11 +180,15 @@ function groupByShape(
     const ns = reach.namespaces;
     g.any ||= ns.any;
     for (const n of ns.names) g.names.add(n);
-    for (const p of ns.patterns) g.patterns.set(p.map((r) => r.source).join('\u0000'), p);
+    for (const p of ns.patterns) g.patterns.set(patternKey(p), p);
     g.cluster ||= reach.cluster;
     reports.push(report(reach, g));
   }
-  return { groups: [...byShape.values()].flatMap((m) => [...m.values()]), reports };
+  return {
+    groups: [...byShape.values()].flatMap((m) => [...m.values()]),
+    reports,
+    index: indexOf(byShape),
+  };
 }
 
 /** Coarsening's first step: declines dropped (their rules' objects all reach the webhook); false when none is left. */
@@ -208,7 +218,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
   const precision = input.precision ?? 'guards';
   const { configured } = input;
   const natives = new NativeShares(precision === 'guards');
-  const { groups, reports } = groupByShape(input, natives);
+  const { groups, reports, index } = groupByShape(input, natives);
   const shares: Share[] = groups
     .filter((g) => g.products.length > 0)
     .map((g) => ({
@@ -281,6 +291,7 @@ export function computeScope(input: ScopeInput): ScopeResult {
     precision,
     native: natives.outcomes,
     clauses: coupled.clauses,
+    index,
     stats: {
       conditions: conditions.length,
       characters: coupled.expressions.reduce((s, e) => s + e.length, 0),

@@ -156,6 +156,10 @@ describe('ownership of the live registration', () => {
       write: true,
       reason: 'newer-rules',
     });
+    // The writer itself waits when its stamp carries a later change than it saw (a widening carried it forward).
+    const widened = live(config(reg, { ...stamp, writer: '100-a' }));
+    expect(decide(widened, narrow('pods'), me('100-a', '40'))).toEqual({ write: false, reason: 'behind' });
+    expect(decide(widened, narrow('pods'), me('100-a', '50'))).toEqual({ write: true, reason: 'own-update' });
     // The stamp keeps the native version across a round trip through the annotation.
     expect(live(config(reg, stamp)).stamp?.nativeVersion).toBe('50');
   });
@@ -220,5 +224,59 @@ describe('ownership of the live registration', () => {
         },
       ),
     );
+  });
+});
+
+describe('a registration widened for rules not stored yet, or held at the configured net', () => {
+  const wide: Registration = {
+    ...defaultConfigured(),
+    rules: [
+      {
+        apiGroups: ['*'],
+        apiVersions: ['*'],
+        resources: ['configmaps', 'pods'],
+        operations: ['CREATE'],
+        scope: '*',
+      },
+    ],
+  };
+  const me: Replica = { rulesVersion: '20', writer: '9-z', mode: 'rules' };
+  const stamped = (extra: Partial<ScopeStamp>) =>
+    live(config(wide, { ...stampOf(wide, '10', '1-a'), ...extra }));
+
+  test('the stamp keeps its pending rules and hold through the annotation', () => {
+    const l = stamped({ pending: [{ uid: 'u1', generation: 2, until: 5000 }], hold: 7000, reason: 'x' });
+    expect(l.ours).toBe(true);
+    expect(l.stamp).toMatchObject({
+      pending: [{ uid: 'u1', generation: 2, until: 5000 }],
+      hold: 7000,
+      reason: 'x',
+    });
+  });
+
+  test('no replica narrows away a rule pending elsewhere until its store has it or its time is up', () => {
+    const l = stamped({ pending: [{ uid: 'u1', generation: 2, until: 5000 }] });
+    const narrower = narrow('configmaps');
+    const none = () => false;
+    expect(decide(l, narrower, me, { now: 1000, landed: none })).toEqual({ write: false, reason: 'pending' });
+    // Its store has the rule at that generation (or newer): it computes from it, and may narrow what else is gone.
+    expect(decide(l, narrower, me, { now: 1000, landed: (u, g) => u === 'u1' && g >= 2 }).write).toBe(true);
+    expect(decide(l, narrower, me, { now: 1000, landed: (u, g) => u === 'u1' && g >= 3 }).write).toBe(false);
+    expect(decide(l, narrower, me, { now: 6000, landed: none }).write).toBe(true);
+    // Widening is never held back.
+    const wider: Registration = {
+      ...wide,
+      rules: [{ ...wide.rules[0], resources: ['configmaps', 'pods', 'secrets'] }],
+    };
+    expect(decide(l, wider, me, { now: 1000, landed: none }).write).toBe(true);
+  });
+
+  test('a held configured net stays until its hold time', () => {
+    const l = stamped({ hold: 5000 });
+    expect(decide(l, narrow('pods'), me, { now: 4999, landed: () => true })).toEqual({
+      write: false,
+      reason: 'held',
+    });
+    expect(decide(l, narrow('pods'), me, { now: 5001, landed: () => true }).write).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { withoutScope } from './compute';
 import { parseRegistration, registrationHash, registrationJson, registrationOf } from './registration';
 import { Registration } from './types';
+import { registrationIncludes } from './union';
 
 /** What the operator wrote last, stamped on the configuration (see ScopeStamp). */
 export const SCOPE_ANNOTATION = 'modrule.kubemod.io/dragnet-scope';
@@ -10,6 +11,16 @@ export const CONFIGURED_ANNOTATION = 'modrule.kubemod.io/dragnet-configured';
 
 /** `rules`: the scope follows the ModRules; `wide`: the configured net stays as it is (KubeMod's behaviour). */
 export type ScopeMode = 'rules' | 'wide';
+
+/**
+ * A ModRule the writer widened the registration for when it admitted it, before any store had it: no replica may
+ * narrow it away until its own store has that uid at that generation (or newer), or `until` (ms since the epoch) passed.
+ */
+export interface PendingRule {
+  uid: string;
+  generation: number;
+  until: number;
+}
 
 /** Who wrote the live registration, from which rules, and what: the replicas' common ground. */
 export interface ScopeStamp {
@@ -26,6 +37,12 @@ export interface ScopeStamp {
    * to the webhook, and a writer that is gone would otherwise keep the registration that skips them.
    */
   nativeVersion?: string;
+  /** Rules admitted into this registration before they were stored (see PendingRule). */
+  pending?: PendingRule[];
+  /** The configured net was put back because a narrower one could not be written: nobody narrows before this time. */
+  hold?: number;
+  /** Why the registration is held at the configured net. */
+  reason?: string;
 }
 
 /** The live dragnet registration as the operator reads it. */
@@ -51,16 +68,23 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
   try {
     const v: unknown = JSON.parse(text);
     if (!isJsonObject(v)) return null;
-    const { hash, rulesVersion, writer, mode, nativeVersion } = v;
+    const { hash, rulesVersion, writer, mode, nativeVersion, pending, hold, reason } = v;
     if (typeof hash !== 'string' || typeof rulesVersion !== 'string' || typeof writer !== 'string')
       return null;
-    return {
-      hash,
-      rulesVersion,
-      writer,
-      mode: mode === 'wide' ? 'wide' : 'rules',
-      ...(typeof nativeVersion === 'string' ? { nativeVersion } : {}),
-    };
+    const stamp: ScopeStamp = { hash, rulesVersion, writer, mode: mode === 'wide' ? 'wide' : 'rules' };
+    if (Array.isArray(pending))
+      stamp.pending = pending.flatMap((p) =>
+        isJsonObject(p) &&
+        typeof p.uid === 'string' &&
+        typeof p.generation === 'number' &&
+        typeof p.until === 'number'
+          ? [{ uid: p.uid, generation: p.generation, until: p.until }]
+          : [],
+      );
+    if (typeof nativeVersion === 'string') stamp.nativeVersion = nativeVersion;
+    if (typeof hold === 'number') stamp.hold = hold;
+    if (typeof reason === 'string') stamp.reason = reason;
+    return stamp;
   } catch {
     return null;
   }
@@ -130,7 +154,31 @@ export interface Decision {
     | 'newer-native'
     | 'own-update'
     | 'newer-writer'
-    | 'older-writer';
+    | 'older-writer'
+    | 'held'
+    | 'pending';
+}
+
+/** What this replica knows besides its rules: the time, and whether its store has a rule at a generation. */
+export interface DecisionContext {
+  now: number;
+  landed: (uid: string, generation: number) => boolean;
+}
+
+/**
+ * Why the live registration may not be narrowed now ('held': it is the configured net put back after a failure,
+ * until the stamp's hold time; 'pending': it covers rules admitted elsewhere that this store has not seen yet), and
+ * until when at the latest; null when nothing holds it.
+ */
+export function narrowingBlocked(
+  stamp: ScopeStamp | null,
+  ctx: DecisionContext,
+): { reason: 'held' | 'pending'; until: number } | null {
+  if (!stamp) return null;
+  if (stamp.hold !== undefined && stamp.hold > ctx.now) return { reason: 'held', until: stamp.hold };
+  const waiting = (stamp.pending ?? []).filter((p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation));
+  if (waiting.length === 0) return null;
+  return { reason: 'pending', until: Math.min(...waiting.map((p) => p.until)) };
 }
 
 /**
@@ -138,18 +186,29 @@ export interface Decision {
  * replicas computing at once converge on one registration without flapping: one behind the last writer's rules waits
  * for its store (it could miss a rule the other reported Ready), and at equal rules the later-started replica wins.
  */
-export function decide(live: LiveScope, desired: Registration, me: Replica): Decision {
+export function decide(
+  live: LiveScope,
+  desired: Registration,
+  me: Replica,
+  ctx: DecisionContext = { now: Date.now(), landed: () => false },
+): Decision {
   const hash = registrationHash(desired);
   if (registrationHash(live.current) === hash) return { write: false, reason: 'current' };
+  // Only a registration that sends at least what the live one sends may replace it while it is held or pending.
+  const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
+  if (blocked && !registrationIncludes(desired, live.current))
+    return { write: false, reason: blocked.reason };
   const cmp = live.stamp ? compareVersions(me.rulesVersion, live.stamp.rulesVersion) : 1;
   if (cmp < 0) return { write: false, reason: 'behind' };
   if (!live.ours) return { write: true, reason: 'foreign' };
   if (cmp > 0) return { write: true, reason: 'newer-rules' };
-  if (live.stamp!.writer === me.writer) return { write: true, reason: 'own-update' };
-  // Equal rules: one that saw a later change of the native policies goes first (0: either has seen none).
+  // Equal rules: one that saw a later change of the native policies goes first (0: either has seen none). The writer
+  // itself waits too when its stamp carries a later change than it saw (a widening at admission carries forward the
+  // change the registration it widened was written for).
   const native = compareVersions(me.nativeVersion ?? '', live.stamp!.nativeVersion ?? '');
-  if (native > 0) return { write: true, reason: 'newer-native' };
   if (native < 0) return { write: false, reason: 'behind' };
+  if (live.stamp!.writer === me.writer) return { write: true, reason: 'own-update' };
+  if (native > 0) return { write: true, reason: 'newer-native' };
   return compareWriters(me.writer, live.stamp!.writer) > 0
     ? { write: true, reason: 'newer-writer' }
     : { write: false, reason: 'older-writer' };

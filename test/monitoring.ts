@@ -2,14 +2,10 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 
 /**
- * Metrics the dashboard and alerts use that other parts of the work add (the dragnet scope's wide fallback and
- * ModRule waits, rule status gauges, native serving). Until they exist, their queries parse but return nothing.
+ * Metrics the dashboard and alerts use that the code does not expose yet (none today): their queries parse but
+ * return nothing, and the live-Prometheus test leaves them out. A new panel on a metric still to come goes here.
  */
-export const PENDING_METRICS: ReadonlySet<string> = new Set([
-  'modrule_dragnet_scope_wide_fallback',
-  'modrule_rule_admission_wait_seconds',
-  'modrule_dragnet_store_waits_total',
-]);
+export const PENDING_METRICS: ReadonlySet<string> = new Set<string>([]);
 
 /** One query of one panel. */
 export interface DashboardQuery {

@@ -22,7 +22,10 @@ import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
 import { isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
 import { AnswerMetrics } from './answer-metrics';
-import { EndpointDecision, handleMutateModRule, handleValidateModRule, ServedKinds } from './modrule';
+import { EndpointDecision, handleMutateModRule, ServedKinds } from './modrule';
+import { handlePeerNotice, PEER_PATH, PeerReceiver } from './peer';
+import { handleDragnetProbe } from './probe';
+import { answerValidateModRule, RuleAdmissionHook, StoreFreshness } from './rule-admission';
 import { holdBudgetMs, within } from './hold';
 import { referencesPending } from './references';
 import type { ReferenceSource } from '../store/references';
@@ -38,15 +41,17 @@ export const WEBHOOK_PATHS = {
   validateModRule: '/validate-api-kubemod-io-v1beta1-modrule',
   mutateModRule: '/mutate-api-kubemod-io-v1beta1-modrule',
   podBinding: '/podbinding-webhook',
+  dragnetProbe: '/dragnet-probe',
 } as const;
 
-type Endpoint = 'dragnet' | 'validate-modrule' | 'mutate-modrule' | 'podbinding';
+type Endpoint = 'dragnet' | 'validate-modrule' | 'mutate-modrule' | 'podbinding' | 'dragnet-probe';
 
 const ROUTES: ReadonlyMap<string, Endpoint> = new Map([
   [WEBHOOK_PATHS.dragnet, 'dragnet'],
   [WEBHOOK_PATHS.validateModRule, 'validate-modrule'],
   [WEBHOOK_PATHS.mutateModRule, 'mutate-modrule'],
   [WEBHOOK_PATHS.podBinding, 'podbinding'],
+  [WEBHOOK_PATHS.dragnetProbe, 'dragnet-probe'],
 ]);
 
 export interface WebhookServerOptions {
@@ -75,6 +80,12 @@ export interface WebhookServerOptions {
   rulesLoaded?: Promise<void>;
   /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
   onPodBinding?: (binding: PodBindingEvent) => unknown;
+  /** Called for every valid ModRule CREATE/UPDATE before it is admitted (the operator: in force when admitted). */
+  ruleAdmission?: RuleAdmissionHook;
+  /** Dragnet requests wait, bounded, for the store to have the rules admitted a moment ago that could reach them. */
+  storeFreshness?: StoreFreshness;
+  /** Takes the notices of peer replicas of the rules they admit (POST /peer/admitted, signed). */
+  peer?: PeerReceiver;
   /** Request body cap; default 8 MiB. */
   maxBodyBytes?: number;
   /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
@@ -246,6 +257,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       .catch((err: Error) => logger.error('demotion handler failed', { namespace, error: err?.message }));
   };
 
+  /** Waits (bounded) until the store has the rules admitted a moment ago that could reach the request's object. */
+  const storeFresh = async (request: AdmissionRequest, budgetMs: number): Promise<void> => {
+    const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
+    await options.storeFreshness?.until(namespace, budgetMs);
+  };
+
   // The dragnet's evaluation runs under the namespace's budget; a demoted namespace's requests wait their turn.
   const answerDragnet = async (request: AdmissionRequest): Promise<DragnetDecision> => {
     const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
@@ -287,25 +304,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     return decision;
   };
 
-  const answer = (endpoint: Exclude<Endpoint, 'dragnet'>, request: AdmissionRequest): EndpointDecision => {
+  const answer = (
+    endpoint: Exclude<Endpoint, 'dragnet' | 'validate-modrule'>,
+    request: AdmissionRequest,
+  ): EndpointDecision => {
     switch (endpoint) {
-      case 'validate-modrule': {
-        const decision = handleValidateModRule(
-          request,
-          store.snapshot().clusterNamespace,
-          options.servedKinds,
-          store.referencePolicy.allowSecrets,
-        );
-        if (decision.result === 'rejected') {
-          logger.info('invalid ModRule rejected', {
-            object: objectRef(request),
-            operation: request.operation,
-            uid: request.uid,
-            problems: decision.response.status?.message,
-          });
-        }
-        return decision;
-      }
+      case 'dragnet-probe':
+        return handleDragnetProbe(request);
       case 'mutate-modrule':
         return handleMutateModRule(request);
       case 'podbinding': {
@@ -379,6 +384,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       finish('bad_request', () => sendText(res, status, message, headers));
     };
 
+    if (path === PEER_PATH && options.peer && req.method === 'POST')
+      return handlePeerNotice(req, res, options.peer);
     if (!endpoint) {
       fail(404, `not found: ${path} (endpoints: ${[...ROUTES.keys()].join(', ')})`);
       req.resume();
@@ -406,7 +413,10 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       if (err instanceof BadRequestError) return fail(err.status, err.message);
       throw err;
     }
-    if (endpoint === 'dragnet' && !loaded && !(await within(options.rulesLoaded!, holdBudgetMs(req.url)))) {
+    // The holds before a dragnet answer share one budget: the API server's timeout, less a margin.
+    const holdUntil = Date.now() + holdBudgetMs(req.url);
+    const holdLeft = () => Math.max(0, holdUntil - Date.now());
+    if (endpoint === 'dragnet' && !loaded && !(await within(options.rulesLoaded!, holdLeft()))) {
       logger.warn('rules not loaded yet; left to the webhook failurePolicy', {
         object: objectRef(request),
         operation,
@@ -416,9 +426,11 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
       return;
     }
+    // Rules admitted a moment ago first: the references they read are then among those waited for.
+    if (endpoint === 'dragnet') await storeFresh(request, holdLeft());
     const references =
       endpoint === 'dragnet' ? referencesPending(options.references, store.snapshot(), request) : undefined;
-    if (references && !(await within(references, holdBudgetMs(req.url)))) {
+    if (references && !(await within(references, holdLeft()))) {
       logger.warn('objects the rules read are not in the caches yet; left to the webhook failurePolicy', {
         object: objectRef(request),
         operation,
@@ -430,7 +442,18 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     }
     let decision: EndpointDecision;
     try {
-      decision = endpoint === 'dragnet' ? await answerDragnet(request) : answer(endpoint, request);
+      decision =
+        endpoint === 'dragnet'
+          ? await answerDragnet(request)
+          : endpoint === 'validate-modrule'
+            ? await answerValidateModRule(request, req.url, {
+                clusterNamespace: store.snapshot().clusterNamespace,
+                servedKinds: options.servedKinds,
+                allowSecrets: store.referencePolicy.allowSecrets,
+                hook: options.ruleAdmission,
+                logger,
+              })
+            : answer(endpoint, request);
     } catch (err) {
       if (err instanceof BadRequestError) return fail(err.status, err.message);
       // Fail open like KubeMod: our bug must not block the cluster's writes.

@@ -59,6 +59,8 @@ export class FakeApiServer {
   readonly requests: RecordedRequest[] = [];
   /** Optional hook to fail requests. */
   interceptor: Interceptor | null = null;
+  /** A mutating webhook step for creates, after the policies (probed-cluster.ts): returns the object to store. */
+  webhooks: ((resource: FakeResource, obj: JsonObject) => JsonObject) | null = null;
   /** Delay before answering each request (slow API server). */
   delayMs = 0;
   /** How an expired watch is reported: an ERROR event in a 200 stream (what the API server does) or a 410 status. */
@@ -237,7 +239,8 @@ export class FakeApiServer {
       if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
       const ns = def.namespaced ? (route.namespace ?? String(meta(req.body).namespace ?? '')) : null;
       if (def.namespaced && !ns) throw new HttpError(400, 'BadRequest', 'namespace required');
-      const admitted = this.admission.admit(route.resource, cloneJson(req.body));
+      const policed = this.admission.admit(route.resource, cloneJson(req.body));
+      const admitted = this.webhooks ? this.webhooks(route.resource, policed) : policed;
       sendJson(res, 201, this.store.create(route.resource, ns, admitted, req.query.dryRun === 'All'));
       return;
     }

@@ -21,6 +21,9 @@ export function deployment(namespace: string, i: number): JsonObject {
     metadata: { name, namespace, labels },
     spec: {
       replicas: 1,
+      // Paused, as during a staged rollout: a cluster's deployment controller then makes no ReplicaSet and leaves
+      // the object alone after its first status write (the suite compares resourceVersions and counts conflicts).
+      paused: true,
       selector: { matchLabels: { app: name } },
       template: {
         metadata: { labels: { app: name } },

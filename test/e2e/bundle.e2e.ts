@@ -4,7 +4,7 @@ import { JsonObject } from '../../util/json';
 import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
 import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { bundleObjects, pathOf } from './cluster';
-import { LocalControlPlane } from './controlplane';
+import { describeCluster, E2eCluster, startCluster } from './target';
 
 /*
  * bundle.yaml and the cert-manager overlay as a user installs them: the real kubectl 1.37 against a real 1.37 API
@@ -13,8 +13,6 @@ import { LocalControlPlane } from './controlplane';
  * (../shared/envtest-1.37); skipped otherwise.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const ROOT = join(__dirname, '..', '..');
 const objects = bundleObjects();
 
@@ -54,8 +52,8 @@ const notUnchanged = (stdout: string): string[] =>
     .split('\n')
     .filter((l) => !l.endsWith(' unchanged'));
 
-describeLocal('bundle.yaml with kubectl 1.37 on Kubernetes 1.37', () => {
-  let cp: LocalControlPlane;
+describeCluster('bundle.yaml with kubectl 1.37 on Kubernetes 1.37', () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let kubeSystemBefore = '';
 
@@ -108,8 +106,7 @@ describeLocal('bundle.yaml with kubectl 1.37 on Kubernetes 1.37', () => {
     return [
       `namespace: ${await status('/api/v1/namespaces/kubemod-system')}`,
       `crd: ${await status('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/modrules.api.kubemod.io')}`,
-      ...cp
-        .logTail('controller-manager', 400)
+      ...(cp.own?.logTail('controller-manager', 400) ?? '')
         .split('\n')
         .filter((l) => /namespace|kubemod/i.test(l))
         .slice(-30),
@@ -117,8 +114,8 @@ describeLocal('bundle.yaml with kubectl 1.37 on Kubernetes 1.37', () => {
   }
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS, { controllerManager: true });
-    if (!cp.kubectl) throw new Error(`KUBEBUILDER_ASSETS=${ASSETS} has no kubectl`);
+    cp = await startCluster({ controllerManager: true });
+    if (!cp.kubectl) throw new Error('e2e: no kubectl (KUBEBUILDER_ASSETS, E2E_KUBECTL)');
     admin = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
     kubeSystemBefore = await kubeSystemLabels();
   }, 120_000);

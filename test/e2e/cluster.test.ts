@@ -14,12 +14,13 @@ describe('e2e manifests', () => {
   const { mutating, validating } = webhookManifests('https://172.18.0.1:9443', 'modrule-e2e-x');
   const hooks = [...(mutating.webhooks as JsonObject[]), ...(validating.webhooks as JsonObject[])];
 
-  it('keeps the four KubeMod webhooks, each calling the local operator by URL on its own path', () => {
+  it("keeps the four KubeMod webhooks and the dragnet's probe, each calling the local operator by URL on its own path", () => {
     const byName = Object.fromEntries(hooks.map((h) => [h.name, (h.clientConfig as JsonObject).url]));
     expect(byName).toEqual({
       'mmodrule.kubemod.io': 'https://172.18.0.1:9443/mutate-api-kubemod-io-v1beta1-modrule',
       'dragnet.kubemod.io': 'https://172.18.0.1:9443/dragnet-webhook',
       'podbinding.kubemod.io': 'https://172.18.0.1:9443/podbinding-webhook',
+      'dragnet-probe.kubemod.io': 'https://172.18.0.1:9443/dragnet-probe',
       'vmodrule.kubemod.io': 'https://172.18.0.1:9443/validate-api-kubemod-io-v1beta1-modrule',
     });
     expect(hooks.every((h) => (h.clientConfig as JsonObject).service === undefined)).toBe(true);

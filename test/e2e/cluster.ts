@@ -181,6 +181,7 @@ export function crdManifest(): JsonObject {
 
 const PATHS: Record<string, string> = {
   dragnet: '/dragnet-webhook',
+  'dragnet-probe': '/dragnet-probe',
   mmodrule: '/mutate-api-kubemod-io-v1beta1-modrule',
   podbinding: '/podbinding-webhook',
   vmodrule: '/validate-api-kubemod-io-v1beta1-modrule',

@@ -11,7 +11,7 @@ import { issueServingCert, newCa } from '../../webhook/certs';
 /*
  * A throw-away control plane for the e2e suite, the way controller-runtime's envtest does it: etcd and
  * kube-apiserver from KUBEBUILDER_ASSETS on free loopback ports, state in a temp dir, a static admin token.
- * No controller-manager, no scheduler, no kubelet.
+ * A controller-manager and a scheduler when asked; never a kubelet.
  */
 
 /** A free TCP port on 127.0.0.1 (free when asked; the caller binds it soon after). */
@@ -56,11 +56,20 @@ async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/** What to run besides etcd and kube-apiserver. */
+export interface ControlPlaneOptions {
+  controllerManager?: boolean;
+  scheduler?: boolean;
+  /** false: an API server that serves no admission policies (as before Kubernetes 1.30/1.36). */
+  admissionPolicies?: boolean;
+}
+
 /** A running etcd + kube-apiserver; stop() ends both and removes their state. */
 export class LocalControlPlane {
   private etcd: ChildProcess | null = null;
   private apiserver: ChildProcess | null = null;
   private controllerManager: ChildProcess | null = null;
+  private scheduler: ChildProcess | null = null;
   private etcdPaused = false;
 
   private constructor(
@@ -68,7 +77,13 @@ export class LocalControlPlane {
     private readonly dir: string,
     private readonly etcdDataDir: string,
     readonly server: string,
-    private readonly ports: { etcd: number; peer: number; apiserver: number; controllerManager: number },
+    private readonly ports: {
+      etcd: number;
+      peer: number;
+      apiserver: number;
+      controllerManager: number;
+      scheduler: number;
+    },
     private readonly caCert: string,
     private readonly token: string,
     /** false: an API server that serves no admission policies (as before Kubernetes 1.30/1.36). */
@@ -78,12 +93,9 @@ export class LocalControlPlane {
   /**
    * Starts etcd and kube-apiserver from the binaries in `assets` (envtest's KUBEBUILDER_ASSETS), and
    * kube-controller-manager too when asked and the folder has it (garbage collection of owned objects, namespace
-   * deletion).
+   * deletion), and kube-scheduler when asked and the folder has it (binds pods to Nodes that look schedulable).
    */
-  static async start(
-    assets: string,
-    options: { controllerManager?: boolean; admissionPolicies?: boolean } = {},
-  ): Promise<LocalControlPlane> {
+  static async start(assets: string, options: ControlPlaneOptions = {}): Promise<LocalControlPlane> {
     for (const bin of ['etcd', 'kube-apiserver']) {
       if (!existsSync(join(assets, bin))) throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${bin}`);
     }
@@ -97,15 +109,12 @@ export class LocalControlPlane {
     }
   }
 
-  private static async startOnce(
-    assets: string,
-    options: { controllerManager?: boolean; admissionPolicies?: boolean },
-  ): Promise<LocalControlPlane> {
+  private static async startOnce(assets: string, options: ControlPlaneOptions): Promise<LocalControlPlane> {
     const dir = mkdtempSync(join(tmpdir(), 'modrule-e2e-'));
     // etcd fsyncs every write: on tmpfs the 1,000-rule test does not wait on the disk.
     const shm = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/modrule-e2e-etcd-') : join(dir, 'etcd');
-    const [etcd, peer, apiserver, controllerManager] = await freePorts(4);
-    const ports = { etcd, peer, apiserver, controllerManager };
+    const [etcd, peer, apiserver, controllerManager, scheduler] = await freePorts(5);
+    const ports = { etcd, peer, apiserver, controllerManager, scheduler };
     const now = new Date();
     const ca = newCa(now, 2, 'modrule-e2e-ca');
     const serving = issueServingCert(ca, ['127.0.0.1', 'localhost'], now, 1);
@@ -140,6 +149,7 @@ export class LocalControlPlane {
       if (options.controllerManager && existsSync(join(assets, 'kube-controller-manager'))) {
         cp.startControllerManager();
       }
+      if (options.scheduler && existsSync(join(assets, 'kube-scheduler'))) cp.startScheduler();
     } catch (err) {
       await cp.stop();
       throw err;
@@ -186,7 +196,7 @@ export class LocalControlPlane {
   }
 
   /** The last lines a component logged (for failure messages). */
-  logTail(name: 'etcd' | 'apiserver' | 'controller-manager', lines = 30): string {
+  logTail(name: 'etcd' | 'apiserver' | 'controller-manager' | 'scheduler', lines = 30): string {
     try {
       return readFileSync(join(this.dir, `${name}.log`), 'utf8')
         .split('\n')
@@ -277,6 +287,23 @@ export class LocalControlPlane {
     ]);
   }
 
+  /** Whether kube-scheduler runs. */
+  get hasScheduler(): boolean {
+    return this.scheduler !== null && !exited(this.scheduler);
+  }
+
+  private startScheduler(): void {
+    const kubeconfig = join(this.dir, 'kubeconfig');
+    this.scheduler = this.spawnLogged('scheduler', 'kube-scheduler', [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${this.ports.scheduler}`,
+      '--leader-elect=false',
+    ]);
+  }
+
   private async startApiServer(): Promise<void> {
     this.apiserver = this.spawnLogged('apiserver', 'kube-apiserver', this.apiServerArgs());
     await this.waitReady();
@@ -348,6 +375,7 @@ export class LocalControlPlane {
 
   async stop(): Promise<void> {
     if (this.etcdPaused) this.resumeEtcd();
+    if (this.scheduler) await terminate(this.scheduler, 3000);
     if (this.controllerManager) await terminate(this.controllerManager, 3000);
     if (this.apiserver) await terminate(this.apiserver, 3000);
     if (this.etcd) await terminate(this.etcd, 3000);

@@ -6,7 +6,7 @@ import { parseYamlDocuments } from '../../util/yaml';
 import { ProcessResult, runProcess } from '../cli';
 import { Helm, helmAvailable, newHelm, ROOT, skipNotice } from '../helm/helm';
 import { readmeRecipe } from '../helm/readme';
-import { LocalControlPlane } from './controlplane';
+import { E2E_MODE, E2eCluster, startCluster } from './target';
 import { waitFor } from './cluster';
 
 /*
@@ -14,25 +14,27 @@ import { waitFor } from './cluster';
  * deletion), with the real Helm 3.22 and 4.3: the README's recipes, run as written.
  * - the post-renderer: helm install and helm upgrade of fixtures/charts/storefront patched by examples/helm/rules;
  * - modrule's chart: helm install, upgrade and uninstall of charts/modrule.
- * Needs KUBEBUILDER_ASSETS (etcd, kube-apiserver, kube-controller-manager, kubectl) and the Helm binaries.
+ * Needs a cluster (target.ts: KUBEBUILDER_ASSETS with kube-controller-manager and kubectl, or KUBECONFIG) and the Helm
+ * binaries.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
 const available = helmAvailable();
-if (!ASSETS)
-  process.stderr.write('e2e helm: KUBEBUILDER_ASSETS is not set; skipping the Helm install tests.\n');
+if (E2E_MODE === 'none')
+  process.stderr.write(
+    'e2e helm: neither KUBEBUILDER_ASSETS nor KUBECONFIG is set; skipping the Helm install tests.\n',
+  );
 else if (!available) skipNotice();
-const describeHelm = ASSETS && available ? describe : describe.skip;
+const describeHelm = E2E_MODE !== 'none' && available ? describe : describe.skip;
 
 /** Objects as the API server has them, or null when it has none. */
 type Lookup = Map<string, JsonObject | null>;
 
 describeHelm('Helm against a real API server', () => {
-  let cp: LocalControlPlane;
+  let cp: E2eCluster;
   let shim: string;
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS, { controllerManager: true });
+    cp = await startCluster({ controllerManager: true });
     // No kubelet runs pods here, so a hook Job would never finish: `helm install|upgrade` get --no-hooks (hooks are
     // still rendered, post-rendered and stored with the release, only not run).
     shim = mkdtempSync(join(tmpdir(), 'modrule-helm-shim-'));

@@ -19,6 +19,11 @@ export async function installBundle(admin: KubeClient, ledger: ClusterLedger): P
     const conditions = ((got.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
     return conditions.some((c) => c.type === 'Established' && c.status === 'True');
   });
+  // Established is not yet served when a CRD of that name was deleted a moment before (the suite before).
+  await waitFor('ModRules to be served', async () => {
+    await admin.request('GET', '/apis/api.kubemod.io/v1beta1/modrules', { query: { limit: 1 } });
+    return true;
+  });
 }
 
 /** A bound token of a ServiceAccount (TokenRequest API), as the kubelet mounts one into a pod. */

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { KubeClient } from '../../kube/kube';
-import { LocalControlPlane } from './controlplane';
 
 /** kube-apiserver's /metrics (Prometheus text). */
-export async function scrape(cp: LocalControlPlane): Promise<string> {
+export async function scrape(cp: {
+  get(path: string): Promise<{ status: number; body: string }>;
+}): Promise<string> {
   const { status, body } = await cp.get('/metrics');
   if (status !== 200) throw new Error(`GET /metrics: ${status}`);
   return body;

@@ -3,6 +3,7 @@ import { generateObject, generateRule, Random } from '../../native/testing/gener
 import { analyzeModRule } from '../../modrule/compile';
 import { compileNative } from '../../native';
 import { waitFor } from './cluster';
+import { describeCluster } from './target';
 import { DifferentialHarness, fuzzCrd, jsonDiff, normalize } from './native-harness';
 import { reachProblems } from './native-reach';
 
@@ -13,13 +14,11 @@ import { reachProblems } from './native-reach';
  * NATIVE_FUZZ_SEED and NATIVE_FUZZ_CASES replay or widen a run.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const SEED = Number(process.env.NATIVE_FUZZ_SEED || 1937);
 const CASES = Number(process.env.NATIVE_FUZZ_CASES || 24);
 const OBJECTS = 10;
 
-describeLocal(`generated rules, native vs webhook (seed ${SEED})`, () => {
+describeCluster(`generated rules, native vs webhook (seed ${SEED})`, () => {
   let harness: DifferentialHarness;
   const random = new Random(SEED);
   const cases: Array<{ rule: JsonObject; objects: JsonObject[] }> = [];
@@ -35,7 +34,7 @@ describeLocal(`generated rules, native vs webhook (seed ${SEED})`, () => {
   let writes = 0;
 
   beforeAll(async () => {
-    harness = await DifferentialHarness.start(ASSETS);
+    harness = await DifferentialHarness.start();
     await harness.client.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
       body: fuzzCrd(),
     });

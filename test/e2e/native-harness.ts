@@ -23,9 +23,10 @@ import {
 
 import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
 import { bundleObjects, waitFor } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
+import { freePort } from './controlplane';
 import { scrape, webhookCalls } from './metrics';
 import { NATIVE_DRAGNET, ReachRecord, ReachTracker } from './native-reach';
+import { E2eCluster, startCluster } from './target';
 
 /*
  * The differential harness: one control plane, the dragnet webhook served in-process from a RuleStore, and native
@@ -78,7 +79,7 @@ export class DifferentialHarness {
   private readonly created: string[] = [];
   private readonly reach: ReachTracker;
   private constructor(
-    readonly cp: LocalControlPlane,
+    readonly cp: E2eCluster,
     readonly client: KubeClient,
     private readonly webhooks: Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>,
     private readonly bundleScope: DragnetMatch,
@@ -105,14 +106,15 @@ export class DifferentialHarness {
     return this.webhooks.web.store;
   }
 
-  static async start(assets: string): Promise<DifferentialHarness> {
-    const cp = await LocalControlPlane.start(assets);
+  /** On the cluster under test (target.ts). */
+  static async start(): Promise<DifferentialHarness> {
+    const cp = await startCluster();
     const servers: RunningWebhook[] = [];
     try {
       const client = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
       const now = new Date();
       const ca = newCa(now, 2, 'modrule-diff-ca');
-      const serving = issueServingCert(ca, ['127.0.0.1'], now, 1);
+      const serving = issueServingCert(ca, [cp.webhookHost], now, 1);
       const mutating = bundleObjects().find((o) => o.kind === 'MutatingWebhookConfiguration');
       const scope = dragnetMatchOf(mutating ?? {});
       if (!mutating || !scope) throw new Error('bundle.yaml has no dragnet webhook');
@@ -120,14 +122,14 @@ export class DifferentialHarness {
       let nativeHook: JsonObject = {};
       for (const side of ['web', 'native'] as const) {
         const store = new RuleStore({ clusterNamespace: CLUSTER_NAMESPACE, keepSource: false });
-        const server = await startServer(serving, store);
+        const server = await startServer(serving, store, cp.listenHost);
         servers.push(server);
         hooks[side] = { store, server };
         const hook = cloneJson(
           (mutating.webhooks as JsonObject[]).find((w) => w.name === 'dragnet.kubemod.io')!,
         );
         hook.clientConfig = {
-          url: `${server.url}/dragnet-webhook`,
+          url: `https://${cp.webhookHost}:${server.port}/dragnet-webhook`,
           caBundle: Buffer.from(ca.cert).toString('base64'),
         };
         hook.failurePolicy = 'Fail';
@@ -318,10 +320,14 @@ export class DifferentialHarness {
       });
       this.webhooks.web.store.upsertNamespace(ns);
       this.webhooks.native.store.upsertNamespace(ns);
-      // Pods need their namespace's default ServiceAccount (no controller-manager here).
-      await this.client.request('POST', `/api/v1/namespaces/${name}/serviceaccounts`, {
-        body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
-      });
+      // Pods need their namespace's default ServiceAccount (a controller-manager, when one runs, may be first).
+      await this.client
+        .request('POST', `/api/v1/namespaces/${name}/serviceaccounts`, {
+          body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
+        })
+        .catch((err: unknown) => {
+          if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+        });
     }
   }
 
@@ -494,13 +500,17 @@ function pathOf(obj: JsonObject): string {
   return `${collectionOf(obj)}/${String((obj.metadata as JsonObject).name)}`;
 }
 
-function startServer(serving: { cert: string; key: string }, store: RuleStore): Promise<RunningWebhook> {
+function startServer(
+  serving: { cert: string; key: string },
+  store: RuleStore,
+  host: string,
+): Promise<RunningWebhook> {
   return freePort().then((port) =>
     startWebhookServer({
       store,
       tls: new MemoryTlsSource(serving),
       port,
-      host: '127.0.0.1',
+      host,
       healthPort: 0,
       healthHost: '127.0.0.1',
       logger: silentLogger(),

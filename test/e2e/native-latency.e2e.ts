@@ -6,8 +6,8 @@ import { RunningOperator } from '../../operator/start';
 import { SERVE_ANNOTATION } from '../../native';
 
 import { apply, waitFor } from './cluster';
-import { LocalControlPlane } from './controlplane';
 import { metricSum, webhookCalls } from './metrics';
+import { describeCluster, E2eCluster, startCluster } from './target';
 import { labelRule, labelsOf, MODRULES, modRule, NS, SCOPE, servedNatively, setUp } from './native-setup';
 
 /*
@@ -20,8 +20,6 @@ import { labelRule, labelsOf, MODRULES, modRule, NS, SCOPE, servedNatively, setU
  * per path (0 where no guard leaves the object to the webhook). The timing comparison is printed, never asserted.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const WRITES = Number(process.env.NATIVE_LATENCY_WRITES || 1000);
 const BLOCK = Math.max(1, Math.min(100, WRITES / 2));
 
@@ -81,8 +79,8 @@ function percentile(values: number[], p: number): number {
 
 const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
 
-describeLocal(`${WRITES} writes per path: native policy vs webhook vs no rule`, () => {
-  let cp: LocalControlPlane;
+describeCluster(`${WRITES} writes per path: native policy vs webhook vs no rule`, () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let operator: RunningOperator;
   const totals = Object.fromEntries(
@@ -93,7 +91,7 @@ describeLocal(`${WRITES} writes per path: native policy vs webhook vs no rule`, 
   ) as Record<Scenario, Totals>;
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS);
+    cp = await startCluster();
     ({ admin, operator } = await setUp(cp, 'opt-in'));
     for (const ns of new Set(SCENARIOS.filter((s) => NAMESPACES[s] !== NS).map((s) => NAMESPACES[s])))
       await admin.request('POST', '/api/v1/namespaces', {

@@ -5,7 +5,7 @@ import { RunningOperator } from '../../operator/start';
 import { policyCollection, policyName } from '../../native';
 import { decodePatch, makeReview, postReview } from '../../webhook/testing';
 import { apply, remove, waitFor } from './cluster';
-import { LocalControlPlane } from './controlplane';
+import { describeCluster, describeOwn, E2eCluster, startCluster } from './target';
 import {
   CONFIGMAPS,
   configMap,
@@ -29,20 +29,18 @@ import {
  * and clusters without the API keep the rule on the webhook, with the reason in status (and an Event).
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const measured: Record<string, string> = {};
 const DRAGNET_CONFIG =
   '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kubemod-mutating-webhook-configuration';
 
-describeLocal('the operator serving ModRules natively (opt-in)', () => {
-  let cp: LocalControlPlane;
+describeCluster('the operator serving ModRules natively (opt-in)', () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let operator: RunningOperator;
   let url: string;
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS);
+    cp = await startCluster();
     ({ admin, operator, url } = await setUp(cp, 'opt-in'));
   }, 180_000);
 
@@ -419,13 +417,13 @@ describeLocal('the operator serving ModRules natively (opt-in)', () => {
   });
 });
 
-describeLocal('the operator on an API server without admission policies', () => {
-  let cp: LocalControlPlane;
+describeOwn('the operator on an API server without admission policies', () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let operator: RunningOperator;
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS, { admissionPolicies: false });
+    cp = await startCluster({ admissionPolicies: false });
     ({ admin, operator } = await setUp(cp, 'opt-in'));
   }, 180_000);
 

@@ -84,7 +84,7 @@ describeLocal('10,000 native rules in 1,000 namespaces on the API server', () =>
       catalog: ResourceCatalog.builtin(),
     });
     const took = Date.now() - started;
-    const probe = await probeWebhook(true);
+    const probe = await probeWebhook();
     const config = `modrule-native-scale-${label}-${run}`;
     try {
       const body = {

@@ -8,7 +8,8 @@ import { RunningOperator, startOperator } from '../../operator/start';
 import { NativeMode } from '../../operator/native';
 import { policyCollection, SERVE_ANNOTATION } from '../../native';
 import { apply, bundleObjects, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
+import { freePort } from './controlplane';
+import { E2eCluster } from './target';
 
 /*
  * Set-up shared by the native-policy e2e files: a control plane with the bundle (webhooks called by URL and scoped
@@ -76,7 +77,7 @@ async function serviceAccountClient(admin: KubeClient, base: KubeConfig): Promis
 
 /** A control plane with the bundle (but webhooks called by URL, scoped to SCOPE) and the operator under test. */
 export async function setUp(
-  cp: LocalControlPlane,
+  cp: E2eCluster,
   mode: NativeMode,
 ): Promise<{
   admin: KubeClient;
@@ -97,7 +98,7 @@ export async function setUp(
     metadata: { name: NS, labels: { [SCOPE]: 'true' } },
   });
   const port = await freePort();
-  const url = `https://127.0.0.1:${port}`;
+  const url = `https://${cp.webhookHost}:${port}`;
   const { mutating, validating } = webhookManifests(url, SCOPE);
   await ledger.apply(mutating);
   await ledger.apply(validating);
@@ -111,10 +112,10 @@ export async function setUp(
       podNamespace: 'kubemod-system',
       webhookPort: port,
       healthPort: 0,
-      host: '127.0.0.1',
+      host: cp.listenHost,
       certMode: 'self',
       certDir: '',
-      extraHosts: ['127.0.0.1'],
+      extraHosts: [cp.webhookHost],
       nativePolicies: mode,
       nativeSettleMs: 300,
     },

@@ -4,7 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { createLogger, silentLogger } from '../../util/logger';
 import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
-import { kubeConfigAccess, loadKubeConfig } from '../../kube/kubeconfig';
+import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { decodePatch, makeReview, postReview } from '../../webhook/testing';
 import {
@@ -16,30 +16,27 @@ import {
   waitFor,
   webhookManifests,
 } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
+import { LocalControlPlane } from './controlplane';
 import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
+import { schedulableNode } from './operator-harness';
+import { describeCluster, E2E_MODE, E2eCluster, itOwn, startCluster } from './target';
 import { kubectl } from './kubectl';
 import { MODRULES_PATH } from '../../config/owned';
 
 /*
- * End-to-end: a real API server, this process as the operator, webhooks called by URL.
- * - KUBEBUILDER_ASSETS set: starts its own etcd + kube-apiserver (envtest's convention) on free loopback ports,
- *   and also runs the cases that restart the API server and pause etcd.
- * - else KUBECONFIG set: uses that cluster (see docs/operator.md for kind).
+ * End-to-end: a real API server, this process as the operator, webhooks called by URL (target.ts):
+ * - KUBEBUILDER_ASSETS set: starts its own control plane (etcd, kube-apiserver, kube-controller-manager,
+ *   kube-scheduler) on free loopback ports, and also runs the cases that restart the API server and pause etcd;
+ * - else KUBECONFIG set: uses that cluster (see docs/operator.md);
  * - neither: every test is skipped.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const CLUSTER = Boolean(ASSETS || process.env.KUBECONFIG);
-if (!CLUSTER) {
+if (E2E_MODE === 'none') {
   process.stderr.write(
     'e2e: neither KUBEBUILDER_ASSETS nor KUBECONFIG is set; skipping the end-to-end suite (see docs/operator.md).\n',
   );
 }
-const describeCluster = CLUSTER ? describe : describe.skip;
-/** Cases that need to control the control plane's processes. */
-const itLocal = ASSETS ? it : it.skip;
 
 const settings = e2eSettings();
 const run = randomBytes(3).toString('hex');
@@ -123,6 +120,7 @@ function slowFirstList(client: KubeClient, path: string, delayMs: number): KubeC
 }
 
 describeCluster(`operator against a real API server (namespace ${NS})`, () => {
+  let cluster: E2eCluster | null = null;
   let cp: LocalControlPlane | null = null;
   let admin: KubeClient;
   let operatorClient: KubeClient;
@@ -144,7 +142,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
         podNamespace: settings.clusterNamespace,
         webhookPort,
         healthPort: 0,
-        host: ASSETS ? '127.0.0.1' : '0.0.0.0',
+        host: cluster!.listenHost,
         certMode: 'self',
         certDir: '',
         extraHosts: [webhookHost],
@@ -162,16 +160,12 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
 
   beforeAll(async () => {
     const started = Date.now();
-    let kc: KubeConfig;
-    if (ASSETS) {
-      cp = await LocalControlPlane.start(ASSETS);
-      kc = cp.kubeConfig();
-      webhookHost = '127.0.0.1';
-      webhookPort = await freePort();
-      measured['control plane start'] = `${Date.now() - started} ms`;
-    } else {
-      kc = await loadKubeConfig();
-    }
+    cluster = await startCluster({ controllerManager: true, scheduler: true });
+    cp = cluster.own;
+    if (cp) measured['control plane start'] = `${Date.now() - started} ms`;
+    const kc = cluster.kubeConfig();
+    webhookHost = cluster.webhookHost;
+    webhookPort = await cluster.webhookPort();
     webhookUrl = `https://${webhookHost}:${webhookPort}`;
     admin = createKubeClient(kubeConfigAccess(kc));
     ledger = new ClusterLedger(admin);
@@ -191,11 +185,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
       kind: 'Namespace',
       metadata: { name: NS, labels: { [SCOPE_LABEL]: 'true' } },
     });
-    await ledger.apply({
-      apiVersion: 'v1',
-      kind: 'Node',
-      metadata: { name: NODE, labels: { zone: 'e2e-a' } },
-    });
+    // A Node the scheduler can bind pods to (no kubelet runs it).
+    await schedulableNode(admin, ledger, NODE, { zone: 'e2e-a', 'e2e-node': NODE });
     // Stored before the validating webhook exists: how invalid rules reach a cluster (e.g. from a KubeMod era).
     await apply(
       admin,
@@ -232,11 +223,11 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
         if (now !== labels) problems.push(`namespace ${name}: labels ${now}, before the run ${labels}`);
       }
       if (problems.length > 0) {
-        await cp?.stop();
+        await cluster?.stop();
         throw new Error(`e2e: the cluster is not as it was found:\n${problems.join('\n')}`);
       }
     }
-    await cp?.stop();
+    await cluster?.stop();
     process.stderr.write(
       `e2e measurements:\n${Object.entries(measured)
         .map(([k, v]) => `  ${k}: ${v}`)
@@ -307,10 +298,10 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
         expect.objectContaining({ field: 'spec.patch[0].path', reason: 'FieldValueInvalid' }),
       ]),
     );
-    if (cp?.kubectl) {
+    if (cluster?.kubectl) {
       const out = await kubectl(
-        cp.kubectl,
-        cp.kubeConfigPath,
+        cluster.kubectl,
+        cluster.kubeConfigPath,
         ['create', '-f', '-'],
         JSON.stringify(invalid),
       );
@@ -380,11 +371,11 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
       return items.some((e) => e.reason === 'ModRuleQuarantined') ? items : undefined;
     });
     expect(events.find((e) => e.reason === 'ModRuleQuarantined')).toMatchObject({ type: 'Warning' });
-    if (cp?.kubectl) {
+    if (cluster?.kubectl) {
       // What the tenant sees: the API server passes the webhook's warning on to kubectl.
       const out = await kubectl(
-        cp.kubectl,
-        cp.kubeConfigPath,
+        cluster.kubectl,
+        cluster.kubeConfigPath,
         ['create', '-f', '-', '-o', 'name'],
         JSON.stringify({
           apiVersion: 'v1',
@@ -420,11 +411,18 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     );
   });
 
-  it('injects the Node manifest into pods that ask for it, after they are bound', async () => {
-    await apply(
-      admin,
-      MODRULES(settings.clusterNamespace),
-      modRule(settings.clusterNamespace, `e2e-${run}-node-zone`, {
+  it('injects the Node manifest into a pod bound at once, its rule created together with it', async () => {
+    // Pods need their namespace's default ServiceAccount, which the controller-manager makes (here, or now).
+    try {
+      await admin.request('POST', `/api/v1/namespaces/${NS}/serviceaccounts`, {
+        body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
+      });
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+    }
+    // What a user does: the rule and the pod together. A scheduler binds the pod milliseconds later.
+    await admin.request('POST', MODRULES(settings.clusterNamespace), {
+      body: modRule(settings.clusterNamespace, `e2e-${run}-node-zone`, {
         type: 'Patch',
         targetNamespaceRegex: `^${NS}$`,
         admissionOperations: ['UPDATE'],
@@ -437,45 +435,32 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
           },
         ],
       }),
-    );
-    // Pods need their namespace's default ServiceAccount, which only a controller-manager creates.
-    try {
-      await admin.request('POST', `/api/v1/namespaces/${NS}/serviceaccounts`, {
-        body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
-      });
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-    }
-    await waitFor('the pod to be created', async () => {
-      try {
-        await admin.request('POST', `/api/v1/namespaces/${NS}/pods`, {
-          body: {
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: { name: 'node-ref', annotations: { 'ref.kubemod.io/inject-node-ref': 'true' } },
-            spec: {
-              containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.9' }],
-              // No token controller without a controller-manager: do not ask for a token.
-              automountServiceAccountToken: false,
-              terminationGracePeriodSeconds: 0,
-            },
-          },
-        });
-      } catch (err) {
-        if (!(err instanceof KubeApiError && err.status === 409)) throw err; // created by an earlier try
-      }
-      return true;
     });
-    // With a scheduler the pod is bound by it; without one (envtest), bind it as the scheduler would.
-    const scheduled = await waitFor(
-      'a scheduler to bind the pod',
-      async () => {
-        const p = await admin.request('GET', `/api/v1/namespaces/${NS}/pods/node-ref`);
-        return (p.spec as JsonObject).nodeName ? true : undefined;
+    await admin.request('POST', `/api/v1/namespaces/${NS}/pods`, {
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'node-ref', annotations: { 'ref.kubemod.io/inject-node-ref': 'true' } },
+        spec: {
+          nodeSelector: { 'e2e-node': NODE },
+          containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.9' }],
+          automountServiceAccountToken: false,
+          terminationGracePeriodSeconds: 0,
+        },
       },
-      3000,
-    ).catch(() => false);
-    if (!scheduled) {
+    });
+    // A cluster without a scheduler: bind it as one would (the rule and the pod exist already).
+    const bound = await waitFor(
+      'a scheduler to bind the pod',
+      async () =>
+        ((await admin.request('GET', `/api/v1/namespaces/${NS}/pods/node-ref`)).spec as JsonObject).nodeName,
+      5000,
+      20,
+    ).then(
+      () => true,
+      () => false,
+    );
+    if (!bound)
       await admin.request('POST', `/api/v1/namespaces/${NS}/pods/node-ref/binding`, {
         body: {
           apiVersion: 'v1',
@@ -484,17 +469,14 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
           target: { apiVersion: 'v1', kind: 'Node', name: NODE },
         },
       });
-    }
     const pod = await waitFor('the pod to carry its node', async () => {
       const p = await admin.request('GET', `/api/v1/namespaces/${NS}/pods/node-ref`);
       return labelsOf(p)['e2e-node'] ? p : undefined;
     });
     const spec = pod.spec as JsonObject;
-    if (!scheduled) expect(spec.nodeName).toBe(NODE);
-    expect(labelsOf(pod)['e2e-node']).toBe(spec.nodeName);
-    expect(((pod.metadata as JsonObject).annotations as JsonObject)['ref.kubemod.io/node']).toBe(
-      spec.nodeName,
-    );
+    expect(spec.nodeName).toBe(NODE);
+    expect(labelsOf(pod)['e2e-node']).toBe(NODE);
+    expect(((pod.metadata as JsonObject).annotations as JsonObject)['ref.kubemod.io/node']).toBe(NODE);
   });
 
   it('puts caBundle back within seconds when the webhook configurations are deleted and re-created', async () => {
@@ -506,13 +488,13 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     await ledger.apply(mutating);
     await ledger.apply(validating);
     await waitFor(
-      'caBundle on all four webhooks',
+      'caBundle on all five webhooks',
       async () => {
         const hooks = [
           ...((await admin.request('GET', MUTATING)).webhooks as JsonObject[]),
           ...((await admin.request('GET', VALIDATING)).webhooks as JsonObject[]),
         ];
-        return hooks.length === 4 && hooks.every((h) => (h.clientConfig as JsonObject).caBundle);
+        return hooks.length === 5 && hooks.every((h) => (h.clientConfig as JsonObject).caBundle);
       },
       10_000,
       25,
@@ -551,7 +533,7 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     expect(results.filter((r) => r.color !== 'restored')).toEqual([]);
   });
 
-  itLocal('applies a rule edit within 5 s after an API server restart', async () => {
+  itOwn('applies a rule edit within 5 s after an API server restart', async () => {
     await apply(admin, MODRULES(NS), labelConfigMaps('before-restart'));
     await colorTakesEffect(admin, 'before-restart');
     const down = Date.now();
@@ -570,42 +552,39 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
     expect(took).toBeLessThan(5000);
   });
 
-  itLocal(
-    'keeps answering from its rules while etcd is frozen, and follows edits once it thaws',
-    async () => {
-      await apply(admin, MODRULES(NS), labelConfigMaps('before-pause'));
-      await colorTakesEffect(admin, 'before-pause');
-      const ca = operator!.caBundle()!;
-      cp!.pauseEtcd();
-      try {
-        await sleep(3000);
-        // The API server cannot store anything now, but the webhook still answers from memory.
-        const cm = {
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          metadata: { name: 'direct', namespace: NS, labels: { app: 'e2e' } },
-          data: {},
-        };
-        const { review } = await postReview(webhookUrl, '/dragnet-webhook', makeReview('CREATE', cm), ca);
-        expect(decodePatch(review)).toContainEqual(
-          expect.objectContaining({ path: '/metadata/labels/e2e-color', value: 'before-pause' }),
-        );
-        await sleep(2000);
-      } finally {
-        cp!.resumeEtcd();
-      }
-      const thawed = Date.now();
-      await waitFor('ModRule writes after etcd thaws', async () => {
-        await apply(admin, MODRULES(NS), labelConfigMaps('after-pause'));
-        return true;
-      });
-      const edited = Date.now();
-      const took = await colorTakesEffect(admin, 'after-pause', 30_000);
-      measured['rule edit after a 5 s etcd freeze takes effect'] =
-        `${took} ms (edit ${edited - thawed} ms after SIGCONT)`;
-      expect(took).toBeLessThan(5000);
-    },
-  );
+  itOwn('keeps answering from its rules while etcd is frozen, and follows edits once it thaws', async () => {
+    await apply(admin, MODRULES(NS), labelConfigMaps('before-pause'));
+    await colorTakesEffect(admin, 'before-pause');
+    const ca = operator!.caBundle()!;
+    cp!.pauseEtcd();
+    try {
+      await sleep(3000);
+      // The API server cannot store anything now, but the webhook still answers from memory.
+      const cm = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'direct', namespace: NS, labels: { app: 'e2e' } },
+        data: {},
+      };
+      const { review } = await postReview(webhookUrl, '/dragnet-webhook', makeReview('CREATE', cm), ca);
+      expect(decodePatch(review)).toContainEqual(
+        expect.objectContaining({ path: '/metadata/labels/e2e-color', value: 'before-pause' }),
+      );
+      await sleep(2000);
+    } finally {
+      cp!.resumeEtcd();
+    }
+    const thawed = Date.now();
+    await waitFor('ModRule writes after etcd thaws', async () => {
+      await apply(admin, MODRULES(NS), labelConfigMaps('after-pause'));
+      return true;
+    });
+    const edited = Date.now();
+    const took = await colorTakesEffect(admin, 'after-pause', 30_000);
+    measured['rule edit after a 5 s etcd freeze takes effect'] =
+      `${took} ms (edit ${edited - thawed} ms after SIGCONT)`;
+    expect(took).toBeLessThan(5000);
+  });
 
   it('converges exactly when 1,000 ModRules are created and then deleted', async () => {
     const names = Array.from({ length: 1000 }, (_, i) => `bulk-${String(i).padStart(4, '0')}`);

@@ -1,11 +1,11 @@
 // Stand-ins for webhooks in the e2e suite: one that never answers, one that counts what the API server sends it.
 import { createServer as createHttpsServer, Server } from 'node:https';
-import { createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
+import { connect, createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
 import { issueServingCert, newCa } from '../../webhook/certs';
 import { freePort } from './controlplane';
 
 /** A TCP listener that accepts connections and never answers: a hung webhook pod. */
-export function blackHole(port: number): Promise<{ close(): Promise<void> }> {
+export function blackHole(port: number, host = '127.0.0.1'): Promise<{ close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server: TcpServer = createTcpServer((s) => {
     sockets.add(s);
@@ -13,7 +13,7 @@ export function blackHole(port: number): Promise<{ close(): Promise<void> }> {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () =>
+    server.listen(port, host, () =>
       resolve({
         close: () =>
           new Promise<void>((done) => {
@@ -25,11 +25,9 @@ export function blackHole(port: number): Promise<{ close(): Promise<void> }> {
   });
 }
 
-/**
- * An HTTPS webhook that allows everything and records which namespace/resource (and, `byName`, object name) it was
- * called for.
- */
-export async function probeWebhook(byName = false): Promise<{
+/** An HTTPS webhook that allows everything and records which namespace/resource/name it was called for. */
+/** `host`: where the API server reaches it (it listens there, or on every interface when it is not loopback). */
+export async function probeWebhook(host = '127.0.0.1'): Promise<{
   url: string;
   ca: string;
   expect(key: string, sent: boolean): void;
@@ -39,7 +37,7 @@ export async function probeWebhook(byName = false): Promise<{
 }> {
   const now = new Date();
   const ca = newCa(now, 1, 'modrule-e2e-probe-ca');
-  const cert = issueServingCert(ca, ['127.0.0.1'], now, 1);
+  const cert = issueServingCert(ca, [host], now, 1);
   const seen = new Map<string, number>();
   const server: Server = createHttpsServer({ cert: cert.cert, key: cert.key }, (req, res) => {
     let body = '';
@@ -48,9 +46,8 @@ export async function probeWebhook(byName = false): Promise<{
       const review = JSON.parse(body) as {
         request: { uid: string; namespace: string; name?: string; resource: { resource: string } };
       };
-      const key =
-        `${review.request.namespace}/${review.request.resource.resource}` +
-        (byName ? `/${review.request.name ?? ''}` : '');
+      const { namespace, resource, name } = review.request;
+      const key = `${namespace}/${resource.resource}/${name ?? ''}`;
       seen.set(key, (seen.get(key) ?? 0) + 1);
       res.setHeader('Content-Type', 'application/json');
       res.end(
@@ -63,10 +60,10 @@ export async function probeWebhook(byName = false): Promise<{
     });
   });
   const port = await freePort();
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => server.listen(port, host === '127.0.0.1' ? host : '0.0.0.0', () => r()));
   const expected = new Map<string, boolean>();
   return {
-    url: `https://127.0.0.1:${port}/probe`,
+    url: `https://${host}:${port}/probe`,
     ca: ca.cert,
     expect: (key, sent) => void expected.set(key, sent),
     mismatches: () =>
@@ -76,4 +73,37 @@ export async function probeWebhook(byName = false): Promise<{
     calls: () => [...seen.values()].reduce((a, b) => a + b, 0),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/** A TCP proxy on `port` that hands each connection to the next of `backends` (a Service in front of replicas). */
+export function roundRobin(
+  port: number,
+  host: string,
+  backends: readonly number[],
+): Promise<{ close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let next = 0;
+  const server: TcpServer = createTcpServer((client) => {
+    const upstream = connect(backends[next++ % backends.length], '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () =>
+      resolve({
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of sockets) s.destroy();
+            server.close(() => done());
+          }),
+      }),
+    );
+  });
 }

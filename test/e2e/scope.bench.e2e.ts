@@ -7,7 +7,8 @@ import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { readLive } from '../../scope/ownership';
 import { dragnetOf, registrationOf } from '../../scope/registration';
 import { apply, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
+import { freePort } from './controlplane';
+import { describeCluster, E2eCluster, startCluster } from './target';
 import { installBundle } from './install';
 import { metricSum, percentile, scrape, webhookCalls, writeConfigMaps } from './metrics';
 
@@ -20,8 +21,6 @@ import { metricSum, percentile, scrape, webhookCalls, writeConfigMaps } from './
  * Run: KUBEBUILDER_ASSETS=/tmp/modrule-envtest-1.37/bin npx jest --config jest.e2e.config.js test/e2e/scope.bench
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const WRITES = Number(process.env.MODRULE_SCOPE_BENCH_WRITES ?? 1000);
 const ROOT = join(__dirname, '..', '..');
 const run = randomBytes(3).toString('hex');
@@ -84,8 +83,8 @@ function bucketPercentile(before: string, after: string, metric: string, match: 
   return hit ? (hit[0] === '+Inf' ? '>max' : `<=${Number(hit[0]) * 1000}`) : '-';
 }
 
-describeLocal('API-server-side cost of unrelated writes: no webhook, wide net, scoped net', () => {
-  let cp: LocalControlPlane;
+describeCluster('API-server-side cost of unrelated writes: no webhook, wide net, scoped net', () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let port = 0;
   let child: ChildProcess | null = null;
@@ -102,7 +101,7 @@ describeLocal('API-server-side cost of unrelated writes: no webhook, wide net, s
           POD_NAMESPACE: 'kubemod-system',
           MODRULE_WEBHOOK_PORT: String(port),
           MODRULE_HEALTH_PORT: '0',
-          MODRULE_CERT_EXTRA_SANS: '127.0.0.1',
+          MODRULE_CERT_EXTRA_SANS: cp.webhookHost,
           MODRULE_DRAGNET_SCOPE: mode,
           MODRULE_LOG_LEVEL: 'warn',
         },
@@ -170,7 +169,7 @@ describeLocal('API-server-side cost of unrelated writes: no webhook, wide net, s
   }
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS);
+    cp = await startCluster();
     admin = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
     port = await freePort();
     await installBundle(admin, new ClusterLedger(admin));
@@ -201,7 +200,7 @@ describeLocal('API-server-side cost of unrelated writes: no webhook, wide net, s
         patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
       },
     });
-    const { mutating } = webhookManifests(`https://127.0.0.1:${port}`, LABEL);
+    const { mutating } = webhookManifests(`https://${cp.webhookHost}:${port}`, LABEL);
     await measure('none');
     await admin.request('POST', MUTATING, { body: mutating });
     await operator('wide');

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { createLogger, silentLogger } from '../../util/logger';
 import { createKubeClient, KubeClient } from '../../kube/kube';
-import { kubeConfigAccess, loadKubeConfig } from '../../kube/kubeconfig';
+import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { ClusterLedger, e2eSettings, waitFor, webhookManifests } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
+import { describeCluster, E2eCluster, startCluster } from './target';
 import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
 import { kubectl } from './kubectl';
@@ -15,13 +14,9 @@ import { kubectl } from './kubectl';
 /*
  * What a tenant sees on `kubectl get modrule` and `kubectl describe modrule` when a rule names a kind the cluster does
  * not serve, fails at run time, or is quarantined: each within 5 s, and gone within 5 s of the fix. Runs on a control
- * plane of its own (KUBEBUILDER_ASSETS) or an existing cluster (KUBECONFIG, kubectl from E2E_KUBECTL or PATH): unique
- * names, no restarts, everything removed at the end.
+ * plane of its own (KUBEBUILDER_ASSETS) or an existing cluster (KUBECONFIG; target.ts): unique names, no restarts,
+ * everything removed at the end.
  */
-
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const CLUSTER = Boolean(ASSETS || process.env.KUBECONFIG);
-const describeCluster = CLUSTER ? describe : describe.skip;
 
 const settings = e2eSettings();
 const run = randomBytes(3).toString('hex');
@@ -60,7 +55,7 @@ const kindRule = (name: string, kind: string): JsonObject =>
   });
 
 describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () => {
-  let cp: LocalControlPlane | null = null;
+  let cp: E2eCluster | null = null;
   let admin: KubeClient;
   let ledger: ClusterLedger;
   let operator: RunningOperator | null = null;
@@ -104,19 +99,12 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
   }
 
   beforeAll(async () => {
-    let kc: KubeConfig;
-    let webhookHost = settings.webhookHost;
-    let webhookPort = settings.webhookPort;
-    if (ASSETS) {
-      cp = await LocalControlPlane.start(ASSETS);
-      kc = cp.kubeConfig();
-      kubectlBin = cp.kubectl ?? kubectlBin;
-      kubeconfig = cp.kubeConfigPath;
-      webhookHost = '127.0.0.1';
-      webhookPort = await freePort();
-    } else {
-      kc = await loadKubeConfig();
-    }
+    cp = await startCluster();
+    const kc = cp.kubeConfig();
+    kubectlBin = cp.kubectl ?? kubectlBin;
+    kubeconfig = cp.kubeConfigPath;
+    const webhookHost = cp.webhookHost;
+    const webhookPort = await cp.webhookPort();
     admin = createKubeClient(kubeConfigAccess(kc));
     ledger = new ClusterLedger(admin);
     await installBundle(admin, ledger);
@@ -137,7 +125,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
         podNamespace: settings.clusterNamespace,
         webhookPort,
         healthPort: 0,
-        host: ASSETS ? '127.0.0.1' : '0.0.0.0',
+        host: cp.listenHost,
         certMode: 'self',
         certDir: '',
         extraHosts: [webhookHost],

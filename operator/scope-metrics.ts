@@ -1,14 +1,22 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 
-/** The dragnet scope's metrics (operator/dragnet-scope.ts): its writes, and the registration it computed last. */
-export interface DragnetScopeMetrics {
+/** The dragnet scope's metrics (docs/operator.md, "Metrics"). */
+export interface ScopeMetrics {
   writes: Counter<'result'>;
   conditions: Gauge;
   webhookRules: Gauge;
 }
 
-/** Registers the dragnet scope's metrics. */
-export function dragnetScopeMetrics(registry: Registry): DragnetScopeMetrics {
+/** Registers the scope's metrics; `wideFallback` is read at scrape time. */
+export function createScopeMetrics(registry: Registry, wideFallback: () => boolean): ScopeMetrics {
+  new Gauge({
+    name: 'modrule_dragnet_scope_wide_fallback',
+    help: 'Whether the dragnet registration is held at the configured (wide) net because a narrower one could not be written or confirmed (1) or not (0).',
+    registers: [registry],
+    collect() {
+      this.set(wideFallback() ? 1 : 0);
+    },
+  });
   return {
     writes: new Counter({
       name: 'modrule_dragnet_scope_writes_total',

@@ -1,0 +1,78 @@
+import { JsonObject } from '../util/json';
+import { ReadyGate } from './ready-gate';
+import { HELD_WIDE_REASON, NOT_IN_FORCE_REASON, RegistrationStatus } from './registration-status';
+import { Facet, StatusFacets } from './status-facets';
+import { StatusSink } from './sync';
+import { eventually } from './testing/eventually';
+import { labelRule } from './testing/objects';
+
+/** Records the registration facets as the reporter would compose them. */
+class Facets implements StatusFacets {
+  readonly now = new Map<string, Facet>();
+  set(namespace: string, name: string, _source: string, facet: Facet): void {
+    this.now.set(`${namespace}/${name}`, facet);
+  }
+  clear(namespace: string, name: string): void {
+    this.now.delete(`${namespace}/${name}`);
+  }
+}
+
+describe('the registration facet', () => {
+  test('every valid rule says so while the registration is held at the configured net, and why; cleared after', async () => {
+    const facets = new Facets();
+    let held: string | null = null;
+    const status = new RegistrationStatus(facets, { heldWide: () => held }, 20);
+    status.setRules(['team-a/one', 'team-b/two']);
+    expect(facets.now.size).toBe(0);
+    held = 'the API server refused the dragnet registration: denied by policy';
+    await eventually(() => expect(facets.now.size).toBe(2));
+    expect(facets.now.get('team-a/one')).toEqual({
+      condition: {
+        type: 'WideFallback',
+        reason: HELD_WIDE_REASON,
+        message: expect.stringMatching(
+          /^the dragnet registration is held at the configured net\. the API server refused the dragnet registration: denied by policy; the rule is in force/,
+        ),
+      },
+    });
+    held = null;
+    await eventually(() => expect(facets.now.size).toBe(0));
+    status.stop();
+  });
+
+  test('a rule the registration does not send for too long is shown not in force (Ready False), then Ready', async () => {
+    const facets = new Facets();
+    const status = new RegistrationStatus(facets, { heldWide: () => null }, 1000);
+    const reported: string[] = [];
+    const sink: StatusSink = {
+      report: (r) => void reported.push(String((r.metadata as JsonObject).name)),
+      forget: () => undefined,
+    };
+    let covered = false;
+    const listeners: Array<() => void> = [];
+    const gate = new ReadyGate(
+      sink,
+      { covers: () => covered, onChange: (l) => (listeners.push(l), () => undefined) },
+      undefined,
+      { status, why: () => 'it cannot be written: forbidden', afterMs: 100 },
+    );
+    const rule = {
+      ...labelRule('team-a', 'late'),
+      metadata: { name: 'late', namespace: 'team-a', resourceVersion: '7' },
+    };
+    gate.report(rule, []);
+    expect(reported).toEqual([]);
+    await eventually(() => expect(reported).toEqual(['late']));
+    expect(facets.now.get('team-a/late')?.ready).toEqual({
+      status: 'False',
+      reason: NOT_IN_FORCE_REASON,
+      message: 'the dragnet registration does not send its objects yet: it cannot be written: forbidden',
+    });
+    covered = true;
+    listeners.forEach((l) => l());
+    expect(facets.now.has('team-a/late')).toBe(false);
+    expect(reported).toEqual(['late', 'late']);
+    gate.stop();
+    status.stop();
+  });
+});
