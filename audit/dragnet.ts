@@ -1,13 +1,10 @@
 import { JsonObject } from '../util/json';
 import { compileLabelSelector, CompiledLabelSelector } from '../modrule/labelselector';
 import { readLive } from '../scope/ownership';
-import { DRAGNET_WEBHOOK, dragnetOf } from '../scope/registration';
+import { dragnetOf } from '../scope/registration';
 import { ruleMatches, selectorMatches } from '../scope/sends';
 import { ScopeRequest } from '../scope/types';
 import { ListableResource } from './types';
-
-export { DRAGNET_WEBHOOK };
-export const MUTATING_CONFIGURATION = 'kubemod-mutating-webhook-configuration';
 
 /**
  * What the API server sends to the dragnet webhook for an UPDATE, read from its configuration: the resources
@@ -18,7 +15,7 @@ export const MUTATING_CONFIGURATION = 'kubemod-mutating-webhook-configuration';
  * in an annotation (scope/ownership.ts), and the narrowing only leaves out objects no rule can act on, which the
  * engine finds anyway. For the same reason the registration's matchConditions (CEL) are not evaluated.
  */
-export interface DragnetScope {
+export interface InstalledNet {
   /** Whether UPDATEs of this resource reach the webhook. */
   covers(resource: ListableResource): boolean;
   /** Whether objects in a namespace with these labels reach it (also Namespace objects, by their own labels). */
@@ -28,7 +25,7 @@ export interface DragnetScope {
 }
 
 /** Everything reaches the webhook: used when its configuration cannot be read (offline, RBAC). */
-export const UNRESTRICTED: DragnetScope = {
+export const UNRESTRICTED: InstalledNet = {
   covers: () => true,
   selectsNamespace: () => true,
   selectsObject: () => true,
@@ -44,7 +41,7 @@ function update(resource: Omit<ScopeRequest, 'operation'>): ScopeRequest {
  * matchPolicy Equivalent (the bundle's) a request for any version of a resource is sent, so versions are only
  * compared under Exact.
  */
-export function dragnetScope(configuration: JsonObject): DragnetScope | undefined {
+export function installedNetOf(configuration: JsonObject): InstalledNet | undefined {
   const found = dragnetOf(configuration);
   if (!found) return undefined;
   const reg = readLive(configuration, found.webhook).configured;

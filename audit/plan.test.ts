@@ -6,7 +6,7 @@ import { storeFromYaml } from '../engine/testing';
 import { CORE_RESOURCES } from '../operator/testing/fake-cluster';
 import { registrationHash, registrationJson, registrationOf } from '../scope/registration';
 import { stampAnnotations } from '../scope/ownership';
-import { dragnetScope, UNRESTRICTED } from './dragnet';
+import { installedNetOf, UNRESTRICTED } from './dragnet';
 import { planScan } from './plan';
 import { auditableResources, kindsNamed, ruleReaches } from './reach';
 import { resourceName } from './types';
@@ -141,7 +141,7 @@ describe('planScan', () => {
       ],
       { cluster: [...namespaces, ns('kubemod-system')] },
     );
-    const scope = dragnetScope(BUNDLE_WEBHOOKS)!;
+    const scope = installedNetOf(BUNDLE_WEBHOOKS)!;
     const plan = planScan(store.snapshot(), CORE_RESOURCES, [...names, 'kubemod-system'], scope);
     expect(plan.targets.map((t) => resourceName(t.resource))).toEqual(['deployments.apps']);
     expect(plan.notes).toEqual([
@@ -151,8 +151,8 @@ describe('planScan', () => {
   });
 });
 
-describe('dragnetScope', () => {
-  const scope = dragnetScope(BUNDLE_WEBHOOKS)!;
+describe('installedNetOf', () => {
+  const scope = installedNetOf(BUNDLE_WEBHOOKS)!;
   const resource = (group: string, r: string, namespaced = true) => ({
     group,
     version: 'v1',
@@ -193,14 +193,14 @@ describe('dragnetScope', () => {
       { hash: registrationHash(narrowed), rulesVersion: '7', writer: '1-a', mode: 'rules' },
       configured,
     );
-    const live = dragnetScope(config)!;
+    const live = installedNetOf(config)!;
     // A rule on ConfigMaps added a moment ago: the registration does not send them yet, the installed net does.
     expect(live.covers(resource('', 'configmaps'))).toBe(true);
     expect(live.covers(resource('', 'events'))).toBe(false);
   });
 
   it('honours UPDATE, scope, Exact versions and an objectSelector; none without a dragnet webhook', () => {
-    const custom = dragnetScope({
+    const custom = installedNetOf({
       webhooks: [
         {
           name: 'dragnet.kubemod.io',
@@ -224,6 +224,6 @@ describe('dragnetScope', () => {
     expect(custom.covers(resource('apps', 'replicasets'))).toBe(false);
     expect(custom.selectsObject({ managed: 'yes' })).toBe(true);
     expect(custom.selectsObject({})).toBe(false);
-    expect(dragnetScope({ webhooks: [{ name: 'other' }] })).toBeUndefined();
+    expect(installedNetOf({ webhooks: [{ name: 'other' }] })).toBeUndefined();
   });
 });

@@ -2,7 +2,7 @@ import { JsonObject } from '../util/json';
 import { IGNORE_LABEL } from '../modrule/types';
 import { RuleSnapshot } from '../store/rules';
 import { namespaceLabels } from '../store/target';
-import { DragnetScope } from './dragnet';
+import { InstalledNet } from './dragnet';
 import { auditableResources, kindsNamed, rulesReaching } from './reach';
 import { resourceName, ListableResource } from './types';
 
@@ -31,7 +31,7 @@ export interface PlanOptions {
 const labelsOf = (ns: JsonObject | undefined): Readonly<Record<string, string>> => namespaceLabels(ns) ?? {};
 
 /** Whether objects in this namespace reach the webhook at all: not labelled ignore, selected by the dragnet. */
-export function namespaceAudited(snapshot: RuleSnapshot, scope: DragnetScope, namespace: string): boolean {
+export function namespaceAudited(snapshot: RuleSnapshot, scope: InstalledNet, namespace: string): boolean {
   const labels = labelsOf(snapshot.namespace(namespace));
   return labels[IGNORE_LABEL] !== 'true' && scope.selectsNamespace(labels);
 }
@@ -44,7 +44,7 @@ export function planScan(
   snapshot: RuleSnapshot,
   served: readonly ListableResource[],
   namespaceNames: readonly string[],
-  scope: DragnetScope,
+  scope: InstalledNet,
   options: PlanOptions = {},
 ): ScanPlan {
   const notes: string[] = [];

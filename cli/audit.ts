@@ -10,7 +10,7 @@ import { resourceName } from '../audit/types';
 import { ClusterAccess } from '../operator/access';
 import { loadClusterAccess } from '../operator/credentials';
 import { createKubeClient, KubeApiError, KubeClient } from '../operator/kube';
-import { MODRULES_PATH, NODES_PATH } from '../operator/sync';
+import { NODES_PATH } from '../operator/sync';
 import { ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
 import { listAll, prepareScan } from '../operator/audit/prepare';
 import { RateLimiter } from '../operator/audit/rate';
@@ -19,6 +19,7 @@ import { loadRules } from './apply';
 import { AuditSummary, auditOutput, progressLine } from './audit-output';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
+import { MODRULES_PATH } from '../config/owned';
 
 const USAGE = `usage: modrule audit [--rules PATH...] [-n NS] [-l SELECTOR] [-o text|json|report] [--apply [--dry-run]]
 

@@ -26,6 +26,7 @@ import { loadRules } from './apply';
 import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette, shortValue, wantColor } from './explain';
 import { CommandIO, UsageError } from './io';
+import { modRulesPath } from '../config/owned';
 
 const USAGE = `usage: modrule explain TYPE/NAME | TYPE NAME [-n NS] [--rules PATH...] [options]
 
@@ -147,7 +148,7 @@ async function loadStore(
   }
   const rules: JsonObject[] = [];
   for (const ns of new Set([namespace ?? o.clusterNamespace, o.clusterNamespace])) {
-    const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(ns)}/modrules`;
+    const path = modRulesPath(ns);
     try {
       rules.push(...(await listAll(client, path, { apiVersion: MODRULE_API_VERSION, kind: MODRULE_KIND })));
     } catch (err) {

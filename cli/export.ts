@@ -3,7 +3,7 @@ import { stringifyManifests } from '../util/yaml';
 import { cloneJson, isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule } from '../modrule/compile';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
-import { compileNative, defaultDragnetScope, NativeReason, policyName } from '../native';
+import { compileNative, defaultDragnetMatch, NativeReason, policyName } from '../native';
 import { loadPaths, nameOf } from './apply';
 import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { EXIT, exitHelp } from './exit';
@@ -70,7 +70,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError('--output must be yaml or json');
   const clusterNamespace = opts['cluster-namespace'];
-  const dragnet = defaultDragnetScope(opts['operator-namespace'] ?? clusterNamespace);
+  const dragnet = defaultDragnetMatch(opts['operator-namespace'] ?? clusterNamespace);
 
   const results: ExportResult[] = [];
   const invalid: string[] = [];

@@ -6,13 +6,14 @@ import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, ScopeResult } from '../scope/compute';
 import { defaultConfigured } from '../scope/defaults';
 import { readLive } from '../scope/ownership';
-import { dragnetOf, DRAGNET_WEBHOOK, registrationJson } from '../scope/registration';
+import { dragnetOf, registrationJson } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { loadPaths, loadRules } from './apply';
 import { warnDuplicateKeys } from './duplicates';
 import { parsePathArgs } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, UsageError } from './io';
+import { DRAGNET_WEBHOOK } from '../config/owned';
 
 const USAGE = `usage: modrule scope PATH... [--namespace NS] [--cluster-namespace NS] [--configuration FILE]
                      [--output text|json]

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule, CompiledRule } from '../modrule/compile';
 import { compileTemplate, compileSharedTemplate } from '../template';
-import { compileNative, defaultDragnetScope, DRAGNET_RESOURCES, dragnetScopeOf } from '.';
+import { compileNative, defaultDragnetMatch, DRAGNET_RESOURCES, dragnetMatchOf } from '.';
 import { Guards } from './guard';
 import { compileTemplateBody } from './template';
 import { generateObject, Random } from './testing/generate';
@@ -87,7 +87,7 @@ describe('compileNative: the policies', () => {
     });
     const spec = n.policy.spec as JsonObject;
     const constraints = spec.matchConstraints as JsonObject;
-    expect(constraints.namespaceSelector).toEqual(defaultDragnetScope().namespaceSelector);
+    expect(constraints.namespaceSelector).toEqual(defaultDragnetMatch().namespaceSelector);
     expect(constraints.resourceRules).toEqual([
       {
         apiGroups: ['*'],
@@ -237,7 +237,7 @@ test("the dragnet scope export uses is bundle's (config/webhook)", () => {
   const config = parse(
     readFileSync(join(ROOT, 'config', 'webhook', 'mutating_webhook_configuration.yaml'), 'utf8'),
   ) as JsonObject;
-  expect(dragnetScopeOf(config)).toEqual(defaultDragnetScope());
+  expect(dragnetMatchOf(config)).toEqual(defaultDragnetMatch());
 });
 
 describe("templates: the TypeScript rendering the guards use is the engine's", () => {

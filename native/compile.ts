@@ -3,7 +3,7 @@ import type { CompiledRule } from '../modrule/compile';
 import { compileSharedTemplate } from '../template';
 import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
 import { celString, UnsupportedValueError } from './cel';
-import { defaultDragnetScope, DragnetScope } from './dragnet';
+import { defaultDragnetMatch, DragnetMatch } from './dragnet';
 import { idempotenceProblem } from './effects';
 import { Guards, noLastAppliedGuard } from './guard';
 import { compileMatchItem } from './match';
@@ -25,7 +25,7 @@ import { NoCelForm } from './values';
 /** How to compile: the namespace of cluster-wide rules and what the dragnet webhook sees. */
 export interface NativeOptions {
   readonly clusterNamespace?: string;
-  readonly dragnet?: DragnetScope;
+  readonly dragnet?: DragnetMatch;
 }
 
 /** Why a rule does not fit, at a field of the ModRule. */
@@ -67,7 +67,7 @@ const MAX_MATCH_ITEMS = 62;
  */
 export function compileNative(rule: CompiledRule, options: NativeOptions = {}): NativeCompilation {
   const clusterNamespace = options.clusterNamespace ?? DEFAULT_CLUSTER_NAMESPACE;
-  const dragnet = options.dragnet ?? defaultDragnetScope(clusterNamespace);
+  const dragnet = options.dragnet ?? defaultDragnetMatch(clusterNamespace);
   const reasons: NativeReason[] = [];
   const fail = (field: string, message: string) => reasons.push({ field, message });
 

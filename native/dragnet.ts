@@ -1,10 +1,11 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
+import { DRAGNET_WEBHOOK } from '../config/owned';
 
 /**
  * What the dragnet webhook sees: a native policy must see exactly the same requests, or it would patch objects the
  * webhook never does (or miss ones it does).
  */
-export interface DragnetScope {
+export interface DragnetMatch {
   /** resourceRules of the dragnet webhook (apiGroups, apiVersions, resources, scope). */
   readonly rules: readonly JsonObject[];
   /** Its namespaceSelector (the admission.kubemod.io/ignore label, the operator's own namespace). */
@@ -12,9 +13,6 @@ export interface DragnetScope {
   /** Its objectSelector, if any. */
   readonly objectSelector?: JsonObject;
 }
-
-/** The dragnet webhook's name in the MutatingWebhookConfiguration (KubeMod's). */
-export const DRAGNET_WEBHOOK = 'dragnet.kubemod.io';
 
 /** The resources bundle.yaml's dragnet webhook matches (config/webhook; a test keeps the two equal). */
 export const DRAGNET_RESOURCES: readonly string[] = [
@@ -42,7 +40,7 @@ export const DRAGNET_RESOURCES: readonly string[] = [
 ];
 
 /** bundle.yaml's dragnet scope, for `modrule export` (the operator reads the live webhook configuration). */
-export function defaultDragnetScope(podNamespace = 'kubemod-system'): DragnetScope {
+export function defaultDragnetMatch(podNamespace = 'kubemod-system'): DragnetMatch {
   return {
     rules: [{ apiGroups: ['*'], apiVersions: ['*'], resources: [...DRAGNET_RESOURCES], scope: '*' }],
     namespaceSelector: {
@@ -59,7 +57,7 @@ export function defaultDragnetScope(podNamespace = 'kubemod-system'): DragnetSco
 }
 
 /** The dragnet scope of a MutatingWebhookConfiguration; undefined when it has no dragnet webhook. */
-export function dragnetScopeOf(configuration: JsonValue): DragnetScope | undefined {
+export function dragnetMatchOf(configuration: JsonValue): DragnetMatch | undefined {
   if (!isJsonObject(configuration) || !Array.isArray(configuration.webhooks)) return undefined;
   const hook = configuration.webhooks.find((w) => isJsonObject(w) && w.name === DRAGNET_WEBHOOK);
   if (!isJsonObject(hook) || !Array.isArray(hook.rules)) return undefined;

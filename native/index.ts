@@ -1,7 +1,7 @@
 export { compileNative } from './compile';
 export type { NativeCompilation, NativeFit, NativeMisfit, NativeOptions, NativeReason } from './compile';
-export { defaultDragnetScope, dragnetScopeOf, DRAGNET_RESOURCES, DRAGNET_WEBHOOK } from './dragnet';
-export type { DragnetScope } from './dragnet';
+export { defaultDragnetMatch, dragnetMatchOf, DRAGNET_RESOURCES } from './dragnet';
+export type { DragnetMatch } from './dragnet';
 export {
   policyBinding,
   policyCollection,

@@ -1,6 +1,6 @@
 import { JsonObject } from '../util/json';
 import type { CompiledRule } from '../modrule/compile';
-import { DragnetScope } from './dragnet';
+import { DragnetMatch } from './dragnet';
 
 /** The API version of MutatingAdmissionPolicy and ValidatingAdmissionPolicy (GA; what Kubernetes 1.37 serves). */
 export const POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
@@ -49,7 +49,7 @@ function metadata(rule: CompiledRule): JsonObject {
   };
 }
 
-function constraints(scope: DragnetScope, operations: readonly string[]): JsonObject {
+function constraints(scope: DragnetMatch, operations: readonly string[]): JsonObject {
   return {
     resourceRules: scope.rules.map((r) => ({ ...r, operations: [...operations] })),
     matchPolicy: 'Equivalent',
@@ -81,7 +81,7 @@ function conjunction(conditions: readonly string[]): string {
 }
 
 /** A Patch rule's MutatingAdmissionPolicy. */
-export function mutatingPolicy(rule: CompiledRule, parts: PolicyParts, scope: DragnetScope): JsonObject {
+export function mutatingPolicy(rule: CompiledRule, parts: PolicyParts, scope: DragnetMatch): JsonObject {
   const operations = ['CREATE', 'UPDATE'].filter((o) => rule.operations.has(o as 'CREATE'));
   const { early, late } = split(parts);
   const body = parts.patch ?? '[]';
@@ -108,7 +108,7 @@ export function mutatingPolicy(rule: CompiledRule, parts: PolicyParts, scope: Dr
 export function validatingPolicy(
   rule: CompiledRule,
   parts: PolicyParts,
-  scope: DragnetScope,
+  scope: DragnetMatch,
   subject: string | undefined,
 ): JsonObject {
   const operations = ['CREATE', 'UPDATE', 'DELETE'].filter((o) => rule.operations.has(o as 'CREATE'));

@@ -7,7 +7,7 @@ import { CompiledRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { PRECISIONS, RuleScopeReport } from '../scope/compute';
 import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
-import { dragnetOf, DRAGNET_WEBHOOK, registrationHash } from '../scope/registration';
+import { dragnetOf, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { registrationIncludes } from '../scope/union';
 import { AdmittedRules } from './admitted-rules';
@@ -17,11 +17,15 @@ import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
 import { NativeNets } from './native-net';
 import { RegistrationProbe } from './registration-probe';
-import { CONFIGURATIONS, RegistrationWriter } from './registration-writer';
+import { RegistrationWriter } from './registration-writer';
 import { DesiredScope, writtenFields } from './scope-desired';
 import { createScopeMetrics, ScopeMetrics } from './scope-metrics';
 import { ScopeWidener, WidenOutcome } from './scope-widener';
-import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
+import {
+  DRAGNET_WEBHOOK,
+  MUTATING_WEBHOOK_CONFIGURATION,
+  MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
+} from '../config/owned';
 
 /** Discovery as the scope reads it: the current catalog (null until loaded) and its changes. */
 export interface CatalogSource {
@@ -117,7 +121,7 @@ export class DragnetScope {
     this.informer = new Informer({
       client: options.client,
       logger: options.logger,
-      path: CONFIGURATIONS,
+      path: MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'MutatingWebhookConfiguration',
       fieldSelector: `metadata.name=${name}`,

@@ -1,6 +1,7 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { compareVersions, liveCovers, LiveScope, readLive } from '../scope/ownership';
-import { dragnetOf, DRAGNET_WEBHOOK, registrationHash } from '../scope/registration';
+import { dragnetOf, registrationHash } from '../scope/registration';
+import { DRAGNET_WEBHOOK } from '../config/owned';
 
 export interface LiveRegistrationOptions {
   webhookName?: string;

@@ -1,13 +1,13 @@
 import { JsonObject } from '../util/json';
-import { defaultDragnetScope } from '../native';
+import { defaultDragnetMatch } from '../native';
 import { CONFIGURED_ANNOTATION, SCOPE_ANNOTATION } from '../scope/ownership';
 import { registrationHash, registrationOf } from '../scope/registration';
-import { configuredDragnetScope } from './native-api';
+import { configuredDragnetMatch } from './native-api';
 
 // The policies' scope is the dragnet's net as installed, never the registration issue 18 narrows to the webhook's
 // rules (which leaves out the rules served natively, and would take their own objects away from their policies).
 
-const NET = defaultDragnetScope();
+const NET = defaultDragnetMatch();
 const installed: JsonObject = {
   name: 'dragnet.kubemod.io',
   rules: NET.rules.map((r) => ({ ...r, operations: ['CREATE', 'UPDATE', 'DELETE'] })),
@@ -18,9 +18,9 @@ const config = (hook: JsonObject, annotations: JsonObject = {}): JsonObject => (
   webhooks: [{ name: 'mmodrule.kubemod.io', rules: [] }, hook],
 });
 
-describe('configuredDragnetScope', () => {
+describe('configuredDragnetMatch', () => {
   test('as installed (bundle.yaml): its resources and namespaces', () => {
-    expect(configuredDragnetScope(config(installed))).toEqual(NET);
+    expect(configuredDragnetMatch(config(installed))).toEqual(NET);
   });
 
   test('narrowed by the operator: the configured net it stamped, not the narrowed registration', () => {
@@ -42,7 +42,7 @@ describe('configuredDragnetScope', () => {
       writer: '1-a',
       mode: 'rules',
     };
-    const scope = configuredDragnetScope(
+    const scope = configuredDragnetMatch(
       config(narrowed, {
         [SCOPE_ANNOTATION]: JSON.stringify(stamp),
         [CONFIGURED_ANNOTATION]: JSON.stringify({
@@ -54,12 +54,12 @@ describe('configuredDragnetScope', () => {
     );
     expect(scope?.rules).toEqual(NET.rules);
     // Without the stamp the live registration is someone else's: it is the net.
-    expect(configuredDragnetScope(config(narrowed))?.rules).toEqual([
+    expect(configuredDragnetMatch(config(narrowed))?.rules).toEqual([
       { apiGroups: [''], apiVersions: ['*'], resources: ['configmaps'], scope: 'Namespaced' },
     ]);
   });
 
   test('no dragnet webhook: undefined', () => {
-    expect(configuredDragnetScope({ webhooks: [] })).toBeUndefined();
+    expect(configuredDragnetMatch({ webhooks: [] })).toBeUndefined();
   });
 });

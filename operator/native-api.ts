@@ -3,9 +3,8 @@ import { messageOf } from '../util/errors';
 import { readLive } from '../scope/ownership';
 import { registrationJson } from '../scope/registration';
 import {
-  DRAGNET_WEBHOOK,
-  DragnetScope,
-  dragnetScopeOf,
+  DragnetMatch,
+  dragnetMatchOf,
   POLICY_API_VERSION,
   policyCollection,
   policyPath,
@@ -18,6 +17,7 @@ import { compileLabelSelector } from '../modrule/labelselector';
 import { RuleStore } from '../store/rules';
 import { namespaceLabels } from '../store/target';
 import { isTransient, KubeApiError, KubeClient } from './kube';
+import { DRAGNET_WEBHOOK, MUTATING_WEBHOOK_CONFIGURATIONS_PATH } from '../config/owned';
 
 /*
  * The native policies' side of the API server: whether it serves them, and creating, checking and deleting the
@@ -202,7 +202,7 @@ export async function probeInForce(
  */
 export function probeNamespace(
   store: RuleStore,
-  scope: DragnetScope,
+  scope: DragnetMatch,
   ruleNamespace: string,
 ): string | undefined {
   const selector = compileLabelSelector(scope.namespaceSelector, 'namespaceSelector', () => undefined);
@@ -219,15 +219,13 @@ export function probeNamespace(
  * registration narrowed to the rules the webhook serves (scope/, issue 18), which leaves out the rules served
  * natively and would take their namespaces and resources away from their own policies. Undefined: no dragnet.
  */
-export function configuredDragnetScope(config: JsonObject): DragnetScope | undefined {
+export function configuredDragnetMatch(config: JsonObject): DragnetMatch | undefined {
   const hooks = Array.isArray(config.webhooks) ? config.webhooks : [];
   const hook = hooks.find((w) => isJsonObject(w) && w.name === DRAGNET_WEBHOOK);
   if (!isJsonObject(hook)) return undefined;
   const { configured } = readLive(config, hook);
-  return dragnetScopeOf({ webhooks: [{ ...hook, ...registrationJson(configured) }] });
+  return dragnetMatchOf({ webhooks: [{ ...hook, ...registrationJson(configured) }] });
 }
-
-const MUTATING_WEBHOOK = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
 
 /**
  * A first (and periodic) look at the cluster for native policies: why the API server cannot serve them (undefined:
@@ -236,17 +234,17 @@ const MUTATING_WEBHOOK = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookc
 export async function lookAtCluster(
   client: KubeClient,
   webhookConfiguration: string,
-): Promise<{ unavailable: string | undefined; dragnet: DragnetScope | undefined }> {
+): Promise<{ unavailable: string | undefined; dragnet: DragnetMatch | undefined }> {
   let unavailable: string | undefined;
   try {
     unavailable = await unavailableReason(client);
   } catch (err) {
     unavailable = `cannot tell whether the API server serves admission policies: ${messageOf(err)}`;
   }
-  let dragnet: DragnetScope | undefined;
+  let dragnet: DragnetMatch | undefined;
   try {
-    dragnet = configuredDragnetScope(
-      await client.request('GET', `${MUTATING_WEBHOOK}/${webhookConfiguration}`),
+    dragnet = configuredDragnetMatch(
+      await client.request('GET', `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${webhookConfiguration}`),
     );
   } catch {
     // No dragnet configuration to read (yet).

@@ -5,14 +5,15 @@ import { CompiledRule } from '../modrule/compile';
 import { formatProblems } from '../modrule/problems';
 import {
   compileNative,
-  defaultDragnetScope,
-  DragnetScope,
+  defaultDragnetMatch,
+  DragnetMatch,
   interferenceProblem,
   NativeFit,
   policyName,
   residualRule,
   SERVE_ANNOTATION,
 } from '../native';
+
 import { InformerHandlers } from './informer';
 import {
   applyOwned,
@@ -23,7 +24,6 @@ import {
   ruleKeyOf,
 } from './native-api';
 import { otherRules, stillAsWritten, written } from './native-fit';
-import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
 import { OwnedPolicies } from './native-owned';
 import { KeyedQueue } from './work-queue';
 import {
@@ -39,6 +39,7 @@ import {
 } from './native-status';
 import { Serving } from './status';
 import { NativeControllerOptions, RuleState } from './native-types';
+import { MUTATING_WEBHOOK_CONFIGURATION } from '../config/owned';
 
 /*
  * Serves ModRules natively where they fit: compiles each rule that asks for it to a policy and binding,
@@ -65,14 +66,14 @@ export class NativeController implements InformerHandlers {
   private handovers = 0;
   private readonly controller = new AbortController();
   private unavailable: string | undefined = 'not checked yet';
-  private dragnet: DragnetScope;
+  private dragnet: DragnetMatch;
   private resync: NodeJS.Timeout | null = null;
   // Reconciling waits for the first look at the cluster (is the API served, what does the dragnet see).
   private markStarted!: () => void;
   private readonly started = new Promise<void>((resolve) => (this.markStarted = resolve));
 
   constructor(private readonly options: NativeControllerOptions) {
-    this.dragnet = defaultDragnetScope(options.podNamespace);
+    this.dragnet = defaultDragnetMatch(options.podNamespace);
     this.queue = new KeyedQueue((key) => this.reconcile(key), {
       ready: this.started,
       signal: this.controller.signal,

@@ -1,13 +1,15 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { ScopeStamp, stampAnnotations } from '../scope/ownership';
 import { withProbeToken } from '../scope/probe';
-import { dragnetOf, DRAGNET_WEBHOOK, registrationHash, withRegistration } from '../scope/registration';
+import { dragnetOf, registrationHash, withRegistration } from '../scope/registration';
 import { Registration } from '../scope/types';
 import { LiveRegistration } from './live-registration';
 import { KubeApiError, KubeClient } from './kube';
-import { MUTATING_WEBHOOK_CONFIGURATION } from './self-signed';
-
-export const CONFIGURATIONS = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+import {
+  DRAGNET_WEBHOOK,
+  MUTATING_WEBHOOK_CONFIGURATION,
+  MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
+} from '../config/owned';
 
 export interface RegistrationWriterOptions {
   client: KubeClient;
@@ -58,7 +60,7 @@ export class RegistrationWriter {
     );
     const stored = await this.options.client.request(
       'PUT',
-      `${CONFIGURATIONS}/${encodeURIComponent(String(meta.name))}`,
+      `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${encodeURIComponent(String(meta.name))}`,
       { body: { ...config, metadata: meta, webhooks: hooks } },
     );
     this.options.live.accept(stored);
@@ -69,7 +71,10 @@ export class RegistrationWriter {
   async refetch(rulesVersion: string): Promise<void> {
     let got: JsonObject | null;
     try {
-      got = await this.options.client.request('GET', `${CONFIGURATIONS}/${encodeURIComponent(this.name)}`);
+      got = await this.options.client.request(
+        'GET',
+        `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${encodeURIComponent(this.name)}`,
+      );
     } catch (err) {
       if (!(err instanceof KubeApiError && err.status === 404)) throw err;
       got = null;

@@ -12,11 +12,13 @@ import {
 import { Backoff, sleep } from './backoff';
 import { Informer } from './informer';
 import { JSON_PATCH, KubeApiError, KubeClient } from './kube';
+import {
+  CERT_SECRET_NAME,
+  MUTATING_WEBHOOK_CONFIGURATION,
+  VALIDATING_WEBHOOK_CONFIGURATION,
+  WEBHOOK_SERVICE_NAME,
+} from '../config/owned';
 
-export const CERT_SECRET_NAME = 'kubemod-webhook-server-cert';
-export const WEBHOOK_SERVICE_NAME = 'kubemod-webhook-service';
-export const MUTATING_WEBHOOK_CONFIGURATION = 'kubemod-mutating-webhook-configuration';
-export const VALIDATING_WEBHOOK_CONFIGURATION = 'kubemod-validating-webhook-configuration';
 const ROTATED_AT_ANNOTATION = 'modrule.kubemod.io/ca-rotated-at';
 
 export interface SelfSignedOptions {

@@ -9,6 +9,7 @@ import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from './kube';
 import { demotedRuleEvent, identity, invalidRuleEvent, RuleIdentity, warningEvent } from './rule-events';
 import { composeStatus, statusPatch, statusUpToDate } from './status-compose';
 import { Facet, FacetSource, READY_REASON_INVALID, StatusFacets } from './status-facets';
+import { modRuleStatusPath } from '../config/owned';
 
 /**
  * Which path serves a valid rule that asked to be served natively (operator/native.ts): status.servedBy and the
@@ -234,7 +235,7 @@ export class StatusReporter implements StatusFacets {
     // If the CRD prunes status, our write changes nothing and the rule never shows it: do not rewrite it forever.
     const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}`;
     if (this.written.get(key) === signature) return;
-    const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(id.namespace)}/modrules/${encodeURIComponent(id.name)}/status`;
+    const path = modRuleStatusPath(id.namespace, id.name);
     const backoff = new Backoff({ initialMs: this.options.backoffMs ?? 500 });
     for (let attempt = 1; ; attempt++) {
       try {

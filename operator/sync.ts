@@ -7,8 +7,8 @@ import { BackoffOptions } from './backoff';
 import { Informer, InformerHandlers } from './informer';
 import { KubeClient } from './kube';
 import { StatusReporter } from './status';
+import { MODRULES_PATH } from '../config/owned';
 
-export const MODRULES_PATH = '/apis/api.kubemod.io/v1beta1/modrules';
 export const NAMESPACES_PATH = '/api/v1/namespaces';
 export const NODES_PATH = '/api/v1/nodes';
 

@@ -1,5 +1,5 @@
 import type { LabelSelector } from '../modrule/labelselector';
-import { defaultDragnetScope } from '../native';
+import { defaultDragnetMatch } from '../native';
 import { Registration, WebhookRule } from './types';
 
 /**
@@ -9,7 +9,7 @@ import { Registration, WebhookRule } from './types';
  */
 export function defaultConfigured(ownNamespace = 'kubemod-system'): Registration {
   // One list of KubeMod's resources and exclusions: the native policies' (native/dragnet.ts) is the same net.
-  const net = defaultDragnetScope(ownNamespace);
+  const net = defaultDragnetMatch(ownNamespace);
   return {
     rules: net.rules.map((r) => ({
       ...(r as unknown as Omit<WebhookRule, 'operations'>),

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import type { LabelSelector, LabelSelectorRequirement } from '../modrule/labelselector';
 import { MatchCondition, Registration, RuleScope, WebhookRule } from './types';
+import { DRAGNET_WEBHOOK } from '../config/owned';
 
 /** The dragnet webhook's name in the mutating configuration. */
-export const DRAGNET_WEBHOOK = 'dragnet.kubemod.io';
 
 function strings(v: JsonValue | undefined): string[] {
   return Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : [];

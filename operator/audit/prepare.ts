@@ -1,11 +1,12 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { RuleSnapshot } from '../../store/rules';
-import { DragnetScope, dragnetScope, MUTATING_CONFIGURATION, UNRESTRICTED } from '../../audit/dragnet';
+import { InstalledNet, installedNetOf, UNRESTRICTED } from '../../audit/dragnet';
 import { planScan, ScanPlan } from '../../audit/plan';
 import { KubeApiError, KubeClient } from '../kube';
 import { discoverResources } from './discovery';
 import { RateLimiter } from './rate';
 import { ScanProblem } from './scan';
+import { MUTATING_WEBHOOK_CONFIGURATION, MUTATING_WEBHOOK_CONFIGURATION_PATH } from '../../config/owned';
 
 /** Every item of a collection, page by page; items get apiVersion and kind (list items have none). */
 export async function listAll(
@@ -29,42 +30,40 @@ export async function listAll(
   return out;
 }
 
-const WEBHOOK_PATH = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${MUTATING_CONFIGURATION}`;
-
 /**
  * The dragnet webhook's scope from its live configuration. Without one (not installed, or not readable) every
  * resource and namespace counts, and a note says so.
  */
-export async function readDragnetScope(
+export async function readInstalledNet(
   client: KubeClient,
   limiter?: RateLimiter,
-): Promise<{ scope: DragnetScope; note?: string }> {
+): Promise<{ scope: InstalledNet; note?: string }> {
   await limiter?.take();
   let configuration: JsonObject;
   try {
-    configuration = await client.request('GET', WEBHOOK_PATH);
+    configuration = await client.request('GET', MUTATING_WEBHOOK_CONFIGURATION_PATH);
   } catch (err) {
     const status = err instanceof KubeApiError ? err.status : 0;
     const why = status === 404 ? 'does not exist' : `cannot be read (${(err as Error).message})`;
     return {
       scope: UNRESTRICTED,
       note:
-        `the MutatingWebhookConfiguration ${MUTATING_CONFIGURATION} ${why}: auditing every resource and namespace ` +
+        `the MutatingWebhookConfiguration ${MUTATING_WEBHOOK_CONFIGURATION} ${why}: auditing every resource and namespace ` +
         'the rules reach, as if the dragnet webhook received them all',
     };
   }
-  const scope = dragnetScope(configuration);
+  const scope = installedNetOf(configuration);
   if (scope) return { scope };
   return {
     scope: UNRESTRICTED,
-    note: `${MUTATING_CONFIGURATION} has no dragnet.kubemod.io webhook: auditing every resource the rules reach`,
+    note: `${MUTATING_WEBHOOK_CONFIGURATION} has no dragnet.kubemod.io webhook: auditing every resource the rules reach`,
   };
 }
 
 /** What an audit is about to list, and what the user should know before it starts. */
 export interface PreparedScan {
   plan: ScanPlan;
-  scope: DragnetScope;
+  scope: InstalledNet;
   notes: string[];
   /** Discovery failures (an aggregated API that is down): what they serve is not audited. */
   problems: ScanProblem[];
@@ -85,7 +84,7 @@ export async function prepareScan(
   },
 ): Promise<PreparedScan> {
   const discovery = await discoverResources(client);
-  const { scope, note } = await readDragnetScope(client, options.limiter);
+  const { scope, note } = await readInstalledNet(client, options.limiter);
   const names =
     options.namespaceNames ??
     (options.namespace !== undefined

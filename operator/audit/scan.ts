@@ -2,7 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { RuleSnapshot } from '../../store/rules';
 import type { ReferenceSource } from '../../store/references';
-import { DragnetScope } from '../../audit/dragnet';
+import { InstalledNet } from '../../audit/dragnet';
 import { auditObject } from '../../audit/evaluate';
 import { QuarantineCheck } from '../../engine/admit';
 import { objectLabels, ScanPlan, ScanTarget } from '../../audit/plan';
@@ -18,7 +18,7 @@ export interface ScanOptions {
   client: KubeClient;
   snapshot: RuleSnapshot;
   plan: ScanPlan;
-  scope: DragnetScope;
+  scope: InstalledNet;
   /** Passed to every list (server-side filter). */
   labelSelector?: string;
   /** Objects per list page; default 500. Memory holds one page at a time. */

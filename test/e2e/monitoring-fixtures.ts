@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { KubeClient } from '../../operator/kube';
-import { MODRULES_PATH } from '../../operator/sync';
+import { MODRULES_PATH } from '../../config/owned';
 
 // Objects and a client for test/e2e/monitoring.e2e.ts.
 

@@ -13,13 +13,14 @@ import { RunningWebhook, startWebhookServer } from '../../webhook/server';
 import { MemoryTlsSource } from '../../webhook/tls';
 import {
   compileNative,
-  DragnetScope,
-  dragnetScopeOf,
+  DragnetMatch,
+  dragnetMatchOf,
   NativeCompilation,
   policyCollection,
   policyPath,
   residualRule,
 } from '../../native';
+
 import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
 import { bundleObjects, waitFor } from './cluster';
 import { freePort } from './controlplane';
@@ -81,7 +82,7 @@ export class DifferentialHarness {
     readonly cp: E2eCluster,
     readonly client: KubeClient,
     private readonly webhooks: Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>,
-    private readonly bundleScope: DragnetScope,
+    private readonly bundleScope: DragnetMatch,
     nativeHook: JsonObject,
   ) {
     this.reach = new ReachTracker({
@@ -115,7 +116,7 @@ export class DifferentialHarness {
       const ca = newCa(now, 2, 'modrule-diff-ca');
       const serving = issueServingCert(ca, [cp.webhookHost], now, 1);
       const mutating = bundleObjects().find((o) => o.kind === 'MutatingWebhookConfiguration');
-      const scope = dragnetScopeOf(mutating ?? {});
+      const scope = dragnetMatchOf(mutating ?? {});
       if (!mutating || !scope) throw new Error('bundle.yaml has no dragnet webhook');
       const hooks = {} as Record<'web' | 'native', { store: RuleStore; server: RunningWebhook }>;
       let nativeHook: JsonObject = {};
@@ -162,7 +163,7 @@ export class DifferentialHarness {
   }
 
   /** The dragnet scope a case's native policies get: the bundle's, narrowed to the case's native objects. */
-  nativeScope(id: number): DragnetScope {
+  nativeScope(id: number): DragnetMatch {
     return {
       rules: this.bundleScope.rules,
       namespaceSelector: withLabel(

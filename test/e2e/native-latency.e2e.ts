@@ -4,6 +4,7 @@ import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
 import { KubeClient } from '../../operator/kube';
 import { RunningOperator } from '../../operator/start';
 import { SERVE_ANNOTATION } from '../../native';
+
 import { apply, waitFor } from './cluster';
 import { metricSum, webhookCalls } from './metrics';
 import { describeCluster, E2eCluster, startCluster } from './target';

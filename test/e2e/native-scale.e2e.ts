@@ -3,7 +3,7 @@ import { JsonObject } from '../../util/json';
 import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
 import { createKubeClient, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
-import { compileNative, defaultDragnetScope, residualRule } from '../../native';
+import { compileNative, defaultDragnetMatch, residualRule } from '../../native';
 import { RuleStore } from '../../store/rules';
 import { ResourceCatalog } from '../../scope/catalog';
 import { computeScope, ScopeResult } from '../../scope/compute';
@@ -49,7 +49,7 @@ function residuals(distinct: boolean): { rules: ReturnType<RuleStore['allRules']
   const store = new RuleStore();
   store.replaceRules(manifests);
   for (const rule of store.allRules()) {
-    const fit = compileNative(rule, { dragnet: defaultDragnetScope() });
+    const fit = compileNative(rule, { dragnet: defaultDragnetMatch() });
     if (!fit.fits) throw new Error(`${rule.key} does not fit`);
     store.serveNatively(rule, residualRule(rule, fit.guards));
   }

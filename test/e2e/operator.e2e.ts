@@ -6,7 +6,6 @@ import { createLogger, silentLogger } from '../../util/logger';
 import { createKubeClient, KubeApiError, KubeClient } from '../../operator/kube';
 import { kubeConfigAccess } from '../../operator/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
-import { MODRULES_PATH } from '../../operator/sync';
 import { decodePatch, makeReview, postReview } from '../../webhook/testing';
 import {
   apply,
@@ -23,6 +22,7 @@ import { installBundle } from './install';
 import { schedulableNode } from './operator-harness';
 import { describeCluster, E2E_MODE, E2eCluster, itOwn, startCluster } from './target';
 import { kubectl } from './kubectl';
+import { MODRULES_PATH } from '../../config/owned';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL (target.ts):
