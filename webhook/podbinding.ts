@@ -1,6 +1,6 @@
 import { AdmissionRequest } from './admission';
 import { isJsonObject, JsonObject } from '../util/json';
-import { EndpointDecision } from './modrule';
+import { EndpointDecision } from './answer';
 import { allowResponse } from './review';
 
 /** A pod was bound to a node: what the operator needs to decide on the node-ref annotation. */

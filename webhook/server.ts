@@ -8,13 +8,8 @@ import { Logger } from '../util/logger';
 import { RuleSnapshot, RuleStore } from '../store/rules';
 import { BudgetLimits, DEFAULT_BUDGET } from '../util/budget';
 import { RuleRef } from '../engine/admit';
-import {
-  AdmissionResult,
-  DragnetDecision,
-  handleDragnet,
-  rejectionLogFields,
-  storeNamespace,
-} from './dragnet';
+import { AdmissionResult, EndpointDecision } from './answer';
+import { DragnetDecision, handleDragnet, rejectionLogFields, storeNamespace } from './dragnet';
 import { ruleName } from '../engine/rejection';
 import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
@@ -22,7 +17,7 @@ import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
 import { isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
 import { AnswerMetrics } from './answer-metrics';
-import { EndpointDecision, handleMutateModRule, ServedKinds } from './modrule';
+import { handleMutateModRule, ServedKinds } from './modrule';
 import { handlePeerNotice, PEER_PATH, PeerReceiver } from './peer';
 import { handleDragnetProbe } from './probe';
 import { answerValidateModRule, RuleAdmissionHook, StoreFreshness } from './rule-admission';
