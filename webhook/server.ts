@@ -2,13 +2,13 @@ import { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http
 import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
 import { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './admission';
+import { AdmissionApiVersion, AdmissionRequest } from './admission';
 import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { RuleSnapshot, RuleStore } from '../store/rules';
 import { BudgetLimits, DEFAULT_BUDGET } from '../util/budget';
 import { RuleRef } from '../engine/admit';
-import { AdmissionResult, EndpointDecision } from './answer';
+import { AdmissionResult, EndpointDecision, failOpenResponse } from './answer';
 import { DragnetDecision, handleDragnet, rejectionLogFields, storeNamespace } from './dragnet';
 import { ruleName } from '../engine/rejection';
 import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
@@ -452,12 +452,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         error: error.message,
         stack: error.stack,
       });
-      const response: AdmissionResponse = {
-        uid: request.uid,
-        allowed: true,
-        warnings: [`modrule: internal error, request allowed unchanged: ${error.message}`.slice(0, 400)],
-      };
-      decision = { response, result: 'error' };
+      decision = { response: failOpenResponse(request.uid, error), result: 'error' };
       answers.failedOpen(endpoint, 'handler_error');
     }
     finish(decision.result, () => sendJson(res, 200, encodeReview(apiVersion, decision.response)));
