@@ -1,34 +1,34 @@
-import { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
-import { AddressInfo } from 'node:net';
+import { IncomingMessage, ServerResponse } from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { AdmissionApiVersion, AdmissionRequest } from './admission';
 import { JsonObject } from '../util/json';
-import { Logger } from '../util/logger';
-import { RuleSnapshot, RuleStore } from '../store/rules';
-import { BudgetLimits, DEFAULT_BUDGET } from '../util/budget';
+import { RuleSnapshot } from '../store/rules';
+import { DEFAULT_BUDGET } from '../util/budget';
 import { RuleRef } from '../engine/admit';
 import { AdmissionResult, EndpointDecision, failOpenResponse } from './answer';
 import { DragnetDecision, handleDragnet, rejectionLogFields, storeNamespace } from './dragnet';
 import { ruleName } from '../engine/rejection';
-import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
+import { DemotionReason, NamespaceFairness } from './fairness';
 import { createHealthServer } from './health';
 import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
 import { isJsonContentType, readBody, sendJson, sendText } from './http';
 import { WebhookMetrics } from './metrics';
 import { AnswerMetrics } from './answer-metrics';
-import { handleMutateModRule, ServedKinds } from './modrule';
-import { handlePeerNotice, PEER_PATH, PeerReceiver } from './peer';
+import { handleMutateModRule } from './modrule';
+import { handlePeerNotice, PEER_PATH } from './peer';
 import { handleDragnetProbe } from './probe';
-import { answerValidateModRule, RuleAdmissionHook, StoreFreshness } from './rule-admission';
+import { answerValidateModRule } from './rule-admission';
 import { holdBudgetMs, within } from './hold';
 import { referencesPending } from './references';
-import type { ReferenceSource } from '../store/references';
 import { handlePodBinding, PodBindingEvent } from './podbinding';
-import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
+import { RuleQuarantine, watchQuarantine } from './quarantine';
 import { RuleFailures } from './rule-failures';
 import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
-import { TLS_MIN_VERSION, TlsSource } from './tls';
+import { closeServer, createAdmissionServer, HTTP_TIMEOUTS, listen, timeoutsOf, urlHost } from './listener';
+import { RunningWebhook, WebhookServerOptions } from './server-options';
+
+export { HTTP_TIMEOUTS } from './listener';
+export type { NamespaceDemotion, RunningWebhook, WebhookServerOptions } from './server-options';
 
 /** Paths the API server calls, as the webhook configurations name them. */
 export const WEBHOOK_PATHS = {
@@ -48,95 +48,6 @@ const ROUTES: ReadonlyMap<string, Endpoint> = new Map([
   [WEBHOOK_PATHS.podBinding, 'podbinding'],
   [WEBHOOK_PATHS.dragnetProbe, 'dragnet-probe'],
 ]);
-
-export interface WebhookServerOptions {
-  store: RuleStore;
-  tls: TlsSource;
-  /** HTTPS port for the API server (0 = any free port). */
-  port: number;
-  /** Interface to listen on; default all interfaces. */
-  host?: string;
-  /** Plain-HTTP port for /healthz, /readyz, /metrics (0 = any free port). */
-  healthPort: number;
-  /** Interface for the health port; default the same as host. */
-  healthHost?: string;
-  logger: Logger;
-  /** Where metrics go; a new Registry when omitted. */
-  registry?: Registry;
-  /** Also collect prom-client's default process metrics; default false. */
-  processMetrics?: boolean;
-  /** Whether the rules are loaded; /readyz answers 503 until it returns true. */
-  isReady: () => boolean;
-  /**
-   * Resolves when the store holds the cluster's rules (the operator's first full sync). Until then dragnet
-   * requests are held, up to the API server's timeout less a second, then answered HTTP 503 so the webhook's
-   * failurePolicy decides: never an answer from an empty store. Omitted: the store is complete from the start.
-   */
-  rulesLoaded?: Promise<void>;
-  /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
-  onPodBinding?: (binding: PodBindingEvent) => unknown;
-  /** Called for every valid ModRule CREATE/UPDATE before it is admitted (the operator: in force when admitted). */
-  ruleAdmission?: RuleAdmissionHook;
-  /** Dragnet requests wait, bounded, for the store to have the rules admitted a moment ago that could reach them. */
-  storeFreshness?: StoreFreshness;
-  /** Takes the notices of peer replicas of the rules they admit (POST /peer/admitted, signed). */
-  peer?: PeerReceiver;
-  /** Request body cap; default 8 MiB. */
-  maxBodyBytes?: number;
-  /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
-  closeTimeoutMs?: number;
-  /** Work and time one dragnet request may use, all rules together; default DEFAULT_BUDGET. */
-  budget?: BudgetLimits;
-  /** Demotion of namespaces that keep exhausting budgets (tests shorten it); the budget comes from `budget`. */
-  fairness?: Omit<FairnessOptions, 'budget'>;
-  /**
-   * Called once when a namespace is demoted (not on renewals), with the namespace's own ModRules that matched or
-   * failed in the request that demoted it: the server has no Kubernetes client, the operator can put a Warning
-   * Event on them. Errors are logged.
-   */
-  onDemotion?: (demotion: NamespaceDemotion) => unknown;
-  /**
-   * Rules that keep running out of their own share of the budget are quarantined (webhook/quarantine.ts): its
-   * options, or one the caller keeps (the operator reports quarantines on the ModRules).
-   */
-  quarantine?: QuarantineOptions | RuleQuarantine;
-  /** The objects rules read besides their object (syntheticRefs.owner, spec.references); none when omitted. */
-  references?: ReferenceSource;
-  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
-  failures?: RuleFailures;
-  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
-  servedKinds?: ServedKinds;
-  /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */
-  recordPatchedBy?: boolean;
-  /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
-  headersTimeoutMs?: number;
-  /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
-  requestTimeoutMs?: number;
-}
-
-/** What onDemotion receives. */
-export interface NamespaceDemotion {
-  namespace: string;
-  reason: DemotionReason;
-  rules: RuleRef[];
-}
-
-/** Slow-client limits of the HTTPS server, as documented: headers within 30 s, the whole request within 60 s. */
-export const HTTP_TIMEOUTS = { headersMs: 30_000, requestMs: 60_000, keepAliveMs: 65_000 } as const;
-
-export interface RunningWebhook {
-  /** https://HOST:PORT of the webhook server. */
-  readonly url: string;
-  /** http://HOST:PORT of the health/metrics server. */
-  readonly healthUrl: string;
-  readonly port: number;
-  readonly healthPort: number;
-  readonly registry: Registry;
-  /** The HTTPS server's slow-client limits in force (ms): headers, whole request, and how often Node checks them. */
-  readonly httpTimeouts: { headersMs: number; requestMs: number; checkingIntervalMs: number };
-  /** Stops accepting connections, lets in-flight requests finish, then resolves. */
-  close(): Promise<void>;
-}
 
 interface ObjectRef {
   kind: string;
@@ -159,43 +70,6 @@ function objectRef(request: AdmissionRequest): ObjectRef {
 function objectLabel(request: AdmissionRequest): string {
   const { kind, namespace, name } = objectRef(request);
   return `${kind} ${namespace ? `${namespace}/` : ''}${name || '(unnamed)'} (${request.operation})`;
-}
-
-function urlHost(host: string | undefined): string {
-  if (!host || host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return host.includes(':') ? `[${host}]` : host;
-}
-
-function listen(server: HttpServer | HttpsServer, port: number, host: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(err);
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function closeServer(server: HttpServer | HttpsServer, timeoutMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    if (!server.listening) {
-      resolve();
-      return;
-    }
-    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
-    timer.unref();
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}
-
-// Timeouts fire at most this late: 1/30 of the headers timeout (1 s for the default 30 s), at least 10 ms.
-function checkingInterval(headersTimeoutMs: number): number {
-  return Math.max(10, Math.min(1000, Math.floor(headersTimeoutMs / 30)));
 }
 
 /** Starts the HTTPS admission server and the plain-HTTP health server; used by the operator and `serve --local`. */
@@ -458,17 +332,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     finish(decision.result, () => sendJson(res, 200, encodeReview(apiVersion, decision.response)));
   };
 
-  const headersTimeout = options.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs;
-  const requestTimeout = options.requestTimeoutMs ?? HTTP_TIMEOUTS.requestMs;
-  const server = createHttpsServer(
-    {
-      ...options.tls.current(),
-      minVersion: TLS_MIN_VERSION,
-      headersTimeout,
-      requestTimeout,
-      // Node checks both timeouts only this often (default 30 s: a 30 s limit then fires at up to 60 s).
-      connectionsCheckingInterval: checkingInterval(headersTimeout),
-    },
+  const timeouts = {
+    headersMs: options.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs,
+    requestMs: options.requestTimeoutMs ?? HTTP_TIMEOUTS.requestMs,
+  };
+  const { server, unsubscribeTls } = createAdmissionServer(
+    options.tls,
+    timeouts,
     (req: IncomingMessage, res: ServerResponse) => {
       handle(req, res).catch((err: Error) => {
         logger.error('webhook request failed', { error: err.message, stack: err.stack });
@@ -476,19 +346,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         else res.destroy();
       });
     },
+    logger,
   );
-  server.keepAliveTimeout = HTTP_TIMEOUTS.keepAliveMs;
-  server.on('tlsClientError', (err: Error) => logger.debug('TLS handshake failed', { error: err.message }));
-  const unsubscribeTls = options.tls.subscribe((material) => {
-    try {
-      server.setSecureContext({ ...material, minVersion: TLS_MIN_VERSION });
-      logger.info('serving certificate swapped');
-    } catch (err) {
-      logger.error('cannot use the new serving certificate; keeping the old one', {
-        error: (err as Error).message,
-      });
-    }
-  });
 
   const health = createHealthServer({
     port: options.healthPort,
@@ -517,12 +376,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     port,
     healthPort,
     registry,
-    httpTimeouts: {
-      headersMs: server.headersTimeout,
-      requestMs: server.requestTimeout,
-      checkingIntervalMs: (server as unknown as { connectionsCheckingInterval: number })
-        .connectionsCheckingInterval,
-    },
+    httpTimeouts: timeoutsOf(server),
     close: () => {
       if (!closed) {
         closing = true;
