@@ -3,6 +3,7 @@ import { JsonObject } from '../util/json';
 import { metaString } from '../util/meta';
 import { storeNamespace } from './dragnet';
 import { holdBudgetMs } from './hold';
+import { subjectObject } from './review';
 import type { Endpoint } from './endpoints';
 
 /** The object a request is about, as logs and rule statuses name it. */
@@ -37,7 +38,7 @@ export class RequestContext {
 
   /** The request's object: the new one, or the old one for DELETE. */
   get subject(): JsonObject | null {
-    return this.request.object ?? this.request.oldObject ?? null;
+    return subjectObject(this.request);
   }
 
   /** The namespace the rule store is asked about: null for cluster-scoped objects (Namespaces included). */
@@ -70,7 +71,7 @@ export class RequestContext {
 
 /** The object a request is about: the request's kind, namespace and name, else its object's. */
 export function objectRef(request: AdmissionRequest): ObjectRef {
-  const obj = request.object ?? request.oldObject ?? null;
+  const obj = subjectObject(request);
   return {
     kind: request.kind?.kind ?? (typeof obj?.kind === 'string' ? obj.kind : ''),
     namespace: request.namespace ?? metaString(obj, 'namespace'),
