@@ -23,7 +23,6 @@ const TEST_LIMITS = {
 // options). When a file meets the limit, delete it from the list. Never add a file: split the file or the function.
 const NOT_YET = {
   'max-lines': [
-    'webhook/server.ts', // 538 (being split)
     'engine/kubemod-compat.test.ts', // 1363 (tests: 800)
     'webhook/server.test.ts', // 819 (tests: 800)
   ],
@@ -39,7 +38,6 @@ const NOT_YET = {
     'operator/start.ts', // startOperator 180
     'store/local/source.ts', // load 122
     'template/lexer.ts', // lex 192, lexInsideAction 102
-    'webhook/server.ts', // startWebhookServer 325
   ],
   'max-params': [
     'bench/load.ts', // load 6

@@ -4,10 +4,8 @@ import { ruleName, rejectionMessage } from '../engine/rejection';
 import { JsonObject } from '../util/json';
 import { RequestBudget } from '../util/budget';
 import { RuleSnapshot } from '../store/rules';
-import { BadRequestError, denyResponse, patchResponse } from './review';
-
-/** How a request ended, as the metrics label it. */
-export type AdmissionResult = 'allowed' | 'patched' | 'rejected' | 'error' | 'bad_request';
+import { AdmissionResult, failOpenResponse, MAX_WARNING_CHARS, truncate } from './answer';
+import { allowResponse, BadRequestError, denyResponse, patchResponse, subjectObject } from './review';
 
 /** What the dragnet endpoint decided, with what the server needs to log and count. */
 export interface DragnetDecision {
@@ -23,8 +21,6 @@ export interface DragnetDecision {
   error?: Error;
 }
 
-/** Longest single warning we send back: the API server shows them to kubectl users. */
-const MAX_WARNING_CHARS = 400;
 const MAX_WARNINGS = 10;
 
 /** The namespace the store is asked about: Namespace objects are cluster-scoped even when the request names one. */
@@ -49,10 +45,6 @@ export function rejectionLogFields(outcome: AdmissionOutcome): {
   };
 }
 
-function truncate(s: string, max: number): string {
-  return s.length > max ? `${s.slice(0, max - 3)}...` : s;
-}
-
 // Failed rules, then quarantined ones ("modrule ns/name skipped: quarantined ..."), at most MAX_WARNINGS.
 function failureWarnings(outcome: AdmissionOutcome): string[] {
   const all = [
@@ -68,19 +60,20 @@ function failureWarnings(outcome: AdmissionOutcome): string[] {
  * Answers one /dragnet-webhook request against one snapshot: pure apart from reading the snapshot.
  * Engine failures answer allowed (KubeMod fails open: a broken rule must not block every deployment).
  * `budget` bounds the evaluation of all rules together (default: admit's, UNTIMED_BUDGET); `options` says which
- * rules are quarantined.
+ * rules are quarantined; `namespace` is the store namespace when the caller has it already.
  */
 export function handleDragnet(
   request: AdmissionRequest,
   snapshot: RuleSnapshot,
   budget?: RequestBudget,
   options?: AdmitOptions,
+  namespace: string | null = storeNamespace(request, subjectObject(request)),
 ): DragnetDecision {
   const uid = request.uid;
   if (request.subResource) {
     // Status, scale and other subresource writes are not the manifests ModRules are written against.
     return {
-      response: { uid, allowed: true },
+      response: allowResponse(uid),
       result: 'allowed',
       outcome: null,
       applied: [],
@@ -93,7 +86,6 @@ export function handleDragnet(
   if ((operation === 'CREATE' || operation === 'UPDATE') && object === null) {
     throw new BadRequestError(`request.object is required for ${operation}`);
   }
-  const namespace = storeNamespace(request, object ?? oldObject);
 
   let outcome: AdmissionOutcome;
   try {
@@ -101,13 +93,7 @@ export function handleDragnet(
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));
     return {
-      response: {
-        uid,
-        allowed: true,
-        warnings: [
-          truncate(`modrule: internal error, request allowed unchanged: ${error.message}`, MAX_WARNING_CHARS),
-        ],
-      },
+      response: failOpenResponse(uid, error),
       result: 'error',
       outcome: null,
       applied: [],
@@ -117,7 +103,7 @@ export function handleDragnet(
 
   if (outcome.ignored) {
     return {
-      response: { uid, allowed: true },
+      response: allowResponse(uid),
       result: 'allowed',
       outcome,
       applied: [],

@@ -1,4 +1,4 @@
-import { AdmissionRequest, AdmissionResponse, StatusCause } from './admission';
+import { AdmissionRequest, StatusCause } from './admission';
 import { withDefaults } from '../modrule/defaults';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
 import { formatProblems, ValidationProblem } from '../modrule/problems';
@@ -7,14 +7,8 @@ import { createPatch } from '../patch/diff';
 import { analyzeModRule } from '../modrule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
-import { AdmissionResult } from './dragnet';
+import { EndpointDecision } from './answer';
 import { allowResponse, BadRequestError, denyResponse, patchResponse } from './review';
-
-/** An endpoint's answer plus the metrics label for it. */
-export interface EndpointDecision {
-  response: AdmissionResponse;
-  result: AdmissionResult;
-}
 
 /** HTTP status for an invalid ModRule: 422 Invalid, as the API server answers for invalid objects. */
 export const INVALID_MODRULE_CODE = 422;

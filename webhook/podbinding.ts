@@ -1,6 +1,8 @@
 import { AdmissionRequest } from './admission';
 import { isJsonObject, JsonObject } from '../util/json';
-import { EndpointDecision } from './modrule';
+import { Logger } from '../util/logger';
+import { EndpointDecision } from './answer';
+import { Handler } from './handler';
 import { allowResponse } from './review';
 
 /** A pod was bound to a node: what the operator needs to decide on the node-ref annotation. */
@@ -48,4 +50,38 @@ export function handlePodBinding(request: AdmissionRequest): EndpointDecision & 
   const parsed = parsePodBinding(request);
   if ('skip' in parsed) return { response, result: 'allowed', event: null, skipped: parsed.skip };
   return { response, result: 'allowed', event: parsed };
+}
+
+/** The /podbinding-webhook handler: each binding goes to `onPodBinding`, if any, after the answer. */
+export function podBindingHandler(
+  onPodBinding: ((binding: PodBindingEvent) => unknown) | undefined,
+  logger: Logger,
+): Handler {
+  return (context) => {
+    const decision = handlePodBinding(context.request);
+    if (!decision.event)
+      logger.debug('pod binding skipped', { uid: context.request.uid, reason: decision.skipped });
+    else if (onPodBinding) dispatch(onPodBinding, decision.event, logger);
+    return decision;
+  };
+}
+
+// Not awaited: the API server must not wait on our follow-up pod update.
+function dispatch(
+  callback: (binding: PodBindingEvent) => unknown,
+  event: PodBindingEvent,
+  logger: Logger,
+): void {
+  setImmediate(() => {
+    Promise.resolve()
+      .then(() => callback(event))
+      .catch((err: Error) =>
+        logger.error('pod binding handler failed', {
+          pod: { namespace: event.namespace, name: event.podName },
+          node: event.nodeName,
+          error: err?.message,
+          stack: err?.stack,
+        }),
+      );
+  });
 }

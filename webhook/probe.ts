@@ -3,7 +3,7 @@ import { JsonObject } from '../util/json';
 import { annotationsOf, labelsOf, metadataOf } from '../util/meta';
 import { createPatch } from '../patch/diff';
 import { PROBE_LABEL, PROBE_SEEN_ANNOTATION } from '../scope/probe';
-import { EndpointDecision } from './modrule';
+import { EndpointDecision } from './answer';
 import { allowResponse, patchResponse } from './review';
 
 /**

@@ -2,7 +2,8 @@ import { AdmissionRequest } from './admission';
 import { Logger } from '../util/logger';
 import { nameOf } from '../util/meta';
 import { holdBudgetMs } from './hold';
-import { EndpointDecision, handleValidateModRule, ServedKinds } from './modrule';
+import { EndpointDecision } from './answer';
+import { handleValidateModRule, ServedKinds } from './modrule';
 import { denyResponse } from './review';
 
 /*

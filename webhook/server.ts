@@ -1,212 +1,25 @@
-import { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
-import { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse } from './admission';
-import { JsonObject } from '../util/json';
-import { Logger } from '../util/logger';
-import { RuleSnapshot, RuleStore } from '../store/rules';
-import { BudgetLimits, DEFAULT_BUDGET } from '../util/budget';
-import { RuleRef } from '../engine/admit';
-import {
-  AdmissionResult,
-  DragnetDecision,
-  handleDragnet,
-  rejectionLogFields,
-  storeNamespace,
-} from './dragnet';
-import { ruleName } from '../engine/rejection';
-import { DemotionReason, FairnessOptions, NamespaceFairness } from './fairness';
-import { createHealthServer } from './health';
+import { DEFAULT_BUDGET } from '../util/budget';
 import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
-import { isJsonContentType, readBody, sendJson, sendText } from './http';
-import { WebhookMetrics } from './metrics';
 import { AnswerMetrics } from './answer-metrics';
-import { EndpointDecision, handleMutateModRule, ServedKinds } from './modrule';
-import { handlePeerNotice, PEER_PATH, PeerReceiver } from './peer';
-import { handleDragnetProbe } from './probe';
-import { answerValidateModRule, RuleAdmissionHook, StoreFreshness } from './rule-admission';
-import { holdBudgetMs, within } from './hold';
-import { referencesPending } from './references';
-import type { ReferenceSource } from '../store/references';
-import { handlePodBinding, PodBindingEvent } from './podbinding';
-import { QuarantineOptions, RuleQuarantine, watchQuarantine } from './quarantine';
+import { admissionListener } from './dispatch';
+import { routeTable } from './endpoints';
+import { NamespaceFairness } from './fairness';
+import { endpointHandlers } from './handlers';
+import { createHealthServer } from './health';
+import { closeServer, createAdmissionServer, HTTP_TIMEOUTS, listen, timeoutsOf, urlHost } from './listener';
+import { WebhookMetrics } from './metrics';
+import { RuleQuarantine, watchQuarantine } from './quarantine';
 import { RuleFailures } from './rule-failures';
-import { BadRequestError, encodeReview, parseAdmissionReview } from './review';
-import { TLS_MIN_VERSION, TlsSource } from './tls';
+import { RunningWebhook, WebhookServerOptions } from './server-options';
 
-/** Paths the API server calls, as the webhook configurations name them. */
-export const WEBHOOK_PATHS = {
-  dragnet: '/dragnet-webhook',
-  validateModRule: '/validate-api-kubemod-io-v1beta1-modrule',
-  mutateModRule: '/mutate-api-kubemod-io-v1beta1-modrule',
-  podBinding: '/podbinding-webhook',
-  dragnetProbe: '/dragnet-probe',
-} as const;
-
-type Endpoint = 'dragnet' | 'validate-modrule' | 'mutate-modrule' | 'podbinding' | 'dragnet-probe';
-
-const ROUTES: ReadonlyMap<string, Endpoint> = new Map([
-  [WEBHOOK_PATHS.dragnet, 'dragnet'],
-  [WEBHOOK_PATHS.validateModRule, 'validate-modrule'],
-  [WEBHOOK_PATHS.mutateModRule, 'mutate-modrule'],
-  [WEBHOOK_PATHS.podBinding, 'podbinding'],
-  [WEBHOOK_PATHS.dragnetProbe, 'dragnet-probe'],
-]);
-
-export interface WebhookServerOptions {
-  store: RuleStore;
-  tls: TlsSource;
-  /** HTTPS port for the API server (0 = any free port). */
-  port: number;
-  /** Interface to listen on; default all interfaces. */
-  host?: string;
-  /** Plain-HTTP port for /healthz, /readyz, /metrics (0 = any free port). */
-  healthPort: number;
-  /** Interface for the health port; default the same as host. */
-  healthHost?: string;
-  logger: Logger;
-  /** Where metrics go; a new Registry when omitted. */
-  registry?: Registry;
-  /** Also collect prom-client's default process metrics; default false. */
-  processMetrics?: boolean;
-  /** Whether the rules are loaded; /readyz answers 503 until it returns true. */
-  isReady: () => boolean;
-  /**
-   * Resolves when the store holds the cluster's rules (the operator's first full sync). Until then dragnet
-   * requests are held, up to the API server's timeout less a second, then answered HTTP 503 so the webhook's
-   * failurePolicy decides: never an answer from an empty store. Omitted: the store is complete from the start.
-   */
-  rulesLoaded?: Promise<void>;
-  /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
-  onPodBinding?: (binding: PodBindingEvent) => unknown;
-  /** Called for every valid ModRule CREATE/UPDATE before it is admitted (the operator: in force when admitted). */
-  ruleAdmission?: RuleAdmissionHook;
-  /** Dragnet requests wait, bounded, for the store to have the rules admitted a moment ago that could reach them. */
-  storeFreshness?: StoreFreshness;
-  /** Takes the notices of peer replicas of the rules they admit (POST /peer/admitted, signed). */
-  peer?: PeerReceiver;
-  /** Request body cap; default 8 MiB. */
-  maxBodyBytes?: number;
-  /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
-  closeTimeoutMs?: number;
-  /** Work and time one dragnet request may use, all rules together; default DEFAULT_BUDGET. */
-  budget?: BudgetLimits;
-  /** Demotion of namespaces that keep exhausting budgets (tests shorten it); the budget comes from `budget`. */
-  fairness?: Omit<FairnessOptions, 'budget'>;
-  /**
-   * Called once when a namespace is demoted (not on renewals), with the namespace's own ModRules that matched or
-   * failed in the request that demoted it: the server has no Kubernetes client, the operator can put a Warning
-   * Event on them. Errors are logged.
-   */
-  onDemotion?: (demotion: NamespaceDemotion) => unknown;
-  /**
-   * Rules that keep running out of their own share of the budget are quarantined (webhook/quarantine.ts): its
-   * options, or one the caller keeps (the operator reports quarantines on the ModRules).
-   */
-  quarantine?: QuarantineOptions | RuleQuarantine;
-  /** The objects rules read besides their object (syntheticRefs.owner, spec.references); none when omitted. */
-  references?: ReferenceSource;
-  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
-  failures?: RuleFailures;
-  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
-  servedKinds?: ServedKinds;
-  /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */
-  recordPatchedBy?: boolean;
-  /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
-  headersTimeoutMs?: number;
-  /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
-  requestTimeoutMs?: number;
-}
-
-/** What onDemotion receives. */
-export interface NamespaceDemotion {
-  namespace: string;
-  reason: DemotionReason;
-  rules: RuleRef[];
-}
-
-/** Slow-client limits of the HTTPS server, as documented: headers within 30 s, the whole request within 60 s. */
-export const HTTP_TIMEOUTS = { headersMs: 30_000, requestMs: 60_000, keepAliveMs: 65_000 } as const;
-
-export interface RunningWebhook {
-  /** https://HOST:PORT of the webhook server. */
-  readonly url: string;
-  /** http://HOST:PORT of the health/metrics server. */
-  readonly healthUrl: string;
-  readonly port: number;
-  readonly healthPort: number;
-  readonly registry: Registry;
-  /** The HTTPS server's slow-client limits in force (ms): headers, whole request, and how often Node checks them. */
-  readonly httpTimeouts: { headersMs: number; requestMs: number; checkingIntervalMs: number };
-  /** Stops accepting connections, lets in-flight requests finish, then resolves. */
-  close(): Promise<void>;
-}
-
-interface ObjectRef {
-  kind: string;
-  namespace: string;
-  name: string;
-}
-
-function objectRef(request: AdmissionRequest): ObjectRef {
-  const obj = request.object ?? request.oldObject ?? null;
-  const meta = (obj?.metadata ?? {}) as JsonObject;
-  const str = (v: unknown) => (typeof v === 'string' ? v : '');
-  return {
-    kind: request.kind?.kind ?? str(obj?.kind),
-    namespace: request.namespace ?? str(meta.namespace),
-    name: request.name || str(meta.name) || str(meta.generateName),
-  };
-}
-
-/** "ConfigMap team/web (CREATE)": the object a rule failed on, as the rule's status names it. */
-function objectLabel(request: AdmissionRequest): string {
-  const { kind, namespace, name } = objectRef(request);
-  return `${kind} ${namespace ? `${namespace}/` : ''}${name || '(unnamed)'} (${request.operation})`;
-}
-
-function urlHost(host: string | undefined): string {
-  if (!host || host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return host.includes(':') ? `[${host}]` : host;
-}
-
-function listen(server: HttpServer | HttpsServer, port: number, host: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(err);
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function closeServer(server: HttpServer | HttpsServer, timeoutMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    if (!server.listening) {
-      resolve();
-      return;
-    }
-    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
-    timer.unref();
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}
-
-// Timeouts fire at most this late: 1/30 of the headers timeout (1 s for the default 30 s), at least 10 ms.
-function checkingInterval(headersTimeoutMs: number): number {
-  return Math.max(10, Math.min(1000, Math.floor(headersTimeoutMs / 30)));
-}
+export { WEBHOOK_PATHS } from './endpoints';
+export { HTTP_TIMEOUTS } from './listener';
+export type { NamespaceDemotion, RunningWebhook, WebhookServerOptions } from './server-options';
 
 /** Starts the HTTPS admission server and the plain-HTTP health server; used by the operator and `serve --local`. */
 export async function startWebhookServer(options: WebhookServerOptions): Promise<RunningWebhook> {
   const { store, logger } = options;
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const registry = options.registry ?? new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
   const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
@@ -220,295 +33,30 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
   const failures = options.failures ?? new RuleFailures({}, store);
   let closing = false;
-  let loaded = !options.rulesLoaded;
-  void options.rulesLoaded?.then(() => (loaded = true));
 
-  const dispatchPodBinding = (event: PodBindingEvent): void => {
-    const callback = options.onPodBinding;
-    if (!callback) return;
-    // Not awaited: the API server must not wait on our follow-up pod update.
-    setImmediate(() => {
-      Promise.resolve()
-        .then(() => callback(event))
-        .catch((err: Error) =>
-          logger.error('pod binding handler failed', {
-            pod: { namespace: event.namespace, name: event.podName },
-            node: event.nodeName,
-            error: err?.message,
-            stack: err?.stack,
-          }),
-        );
-    });
-  };
-
-  const notifyDemotion = (namespace: string, reason: DemotionReason, decision: DragnetDecision): void => {
-    const callback = options.onDemotion;
-    if (!callback) return;
-    const outcome = decision.outcome;
-    const seen = new Set<string>();
-    const rules: RuleRef[] = [];
-    for (const ref of [...(outcome?.matched ?? []), ...(outcome?.failures ?? []).map((f) => f.rule)]) {
-      if (ref.namespace !== namespace || seen.has(ref.name)) continue;
-      seen.add(ref.name);
-      rules.push(ref);
-    }
-    Promise.resolve()
-      .then(() => callback({ namespace, reason, rules }))
-      .catch((err: Error) => logger.error('demotion handler failed', { namespace, error: err?.message }));
-  };
-
-  /** Waits (bounded) until the store has the rules admitted a moment ago that could reach the request's object. */
-  const storeFresh = async (request: AdmissionRequest, budgetMs: number): Promise<void> => {
-    const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
-    await options.storeFreshness?.until(namespace, budgetMs);
-  };
-
-  // The dragnet's evaluation runs under the namespace's budget; a demoted namespace's requests wait their turn.
-  const answerDragnet = async (request: AdmissionRequest): Promise<DragnetDecision> => {
-    const namespace = storeNamespace(request, request.object ?? request.oldObject ?? null) ?? '';
-    let snapshot: RuleSnapshot | undefined;
-    const run = await fairness.run(namespace, (budget) =>
-      handleDragnet(request, (snapshot = store.snapshot()), budget, {
-        quarantined: quarantine.gate(),
-        recordPatchedBy: options.recordPatchedBy,
-        references: options.references?.reader,
-      }),
-    );
-    const decision = run.value;
-    if (decision.error) answers.failedOpen('dragnet', 'engine_error');
-    if (decision.outcome && snapshot) quarantine.record(decision.outcome, snapshot);
-    logDragnet(request, decision);
-    if (run.budget.exhausted) {
-      metrics.budgetExhausted.inc({ namespace });
-      logger.warn('request budget exhausted; remaining ModRules skipped', {
-        object: objectRef(request),
-        operation: request.operation,
-        uid: request.uid,
-        reason: run.budget.exhausted,
-        demoted: run.demoted,
-      });
-    }
-    if (run.demotion) {
-      metrics.demotions.inc({ namespace, reason: run.demotion });
-      if (!run.demoted) {
-        // Logged once per demotion (renewals while demoted are counted, not logged).
-        logger.warn('namespace demoted: its requests now get a small budget and wait their turn', {
-          namespace,
-          reason: run.demotion,
-          ms: Math.round(run.ms * 1000) / 1000,
-          budget: fairness.demotedBudget,
-        });
-        notifyDemotion(namespace, run.demotion, decision);
-      }
-    }
-    return decision;
-  };
-
-  const answer = (
-    endpoint: Exclude<Endpoint, 'dragnet' | 'validate-modrule'>,
-    request: AdmissionRequest,
-  ): EndpointDecision => {
-    switch (endpoint) {
-      case 'dragnet-probe':
-        return handleDragnetProbe(request);
-      case 'mutate-modrule':
-        return handleMutateModRule(request);
-      case 'podbinding': {
-        const decision = handlePodBinding(request);
-        if (decision.event) dispatchPodBinding(decision.event);
-        else logger.debug('pod binding skipped', { uid: request.uid, reason: decision.skipped });
-        return decision;
-      }
-    }
-  };
-
-  const logDragnet = (request: AdmissionRequest, decision: DragnetDecision): void => {
-    const base = { object: objectRef(request), operation: request.operation, uid: request.uid };
-    const outcome = decision.outcome;
-    if (decision.error) {
-      logger.error('admission evaluation failed; allowed unchanged', {
-        ...base,
-        error: decision.error.message,
-        stack: decision.error.stack,
-      });
-      return;
-    }
-    if (!outcome) return;
-    // One line however many rules failed: a request that ran out of budget can fail hundreds at once.
-    if (outcome.failures.length > 0) {
-      logger.warn('ModRules failed at run time and were skipped', {
-        ...base,
-        failures: outcome.failures.map((f) => ({ rule: ruleName(f.rule), error: f.message })),
-      });
-      failures.record(outcome.failures, () => objectLabel(request));
-    }
-    metrics.countRules(
-      'error',
-      outcome.failures.map((f) => f.rule),
-    );
-    // One info line per admission that changed or rejected something, listing the rules; per-rule detail at debug.
-    if (decision.result === 'rejected') {
-      logger.info('rejected', { ...base, ...rejectionLogFields(outcome) });
-      metrics.countRules(
-        'rejection',
-        outcome.rejections.map((r) => r.rule),
-      );
-    } else if (decision.result === 'patched') {
-      logger.info('patch applied', { ...base, rules: decision.applied.map(ruleName) });
-      if (logger.isDebugEnabled()) {
-        for (const rule of decision.applied) logger.debug('patched', { ...base, rule });
-        // A patch holding a value read from a Secret is not logged, even at debug.
-        if (!outcome.secretValues) logger.debug('patch', { ...base, patch: outcome.patch });
-      }
-      metrics.countRules('patch', decision.applied);
-    }
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const started = process.hrtime.bigint();
-    const path = (req.url ?? '/').split('?')[0];
-    const endpoint = ROUTES.get(path);
-    let operation = '';
-    const finish = (result: AdmissionResult, send: () => void) => {
-      if (closing) res.setHeader('Connection', 'close');
-      send();
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.observe(endpoint ?? 'unknown', operation, result, seconds);
-      if (logger.isDebugEnabled()) {
-        logger.debug('admission request', { path, operation, result, ms: Math.round(seconds * 1e6) / 1e3 });
-      }
-    };
-    const fail = (status: number, message: string, headers: Record<string, string> = {}) => {
-      logger.warn('bad admission request', { path, method: req.method, status, reason: message });
-      if (status === 413) headers.Connection = 'close';
-      finish('bad_request', () => sendText(res, status, message, headers));
-    };
-
-    if (path === PEER_PATH && options.peer && req.method === 'POST')
-      return handlePeerNotice(req, res, options.peer);
-    if (!endpoint) {
-      fail(404, `not found: ${path} (endpoints: ${[...ROUTES.keys()].join(', ')})`);
-      req.resume();
-      return;
-    }
-    if (req.method !== 'POST') {
-      fail(405, `method ${req.method} not allowed; admission reviews are POSTed`, { Allow: 'POST' });
-      req.resume();
-      return;
-    }
-    if (!isJsonContentType(req.headers['content-type'])) {
-      fail(415, `content type must be application/json, got ${req.headers['content-type'] ?? 'none'}`);
-      req.resume();
-      return;
-    }
-    let request: AdmissionRequest;
-    let apiVersion: AdmissionApiVersion;
-    try {
-      const parsed = parseAdmissionReview(await readBody(req, maxBodyBytes));
-      request = parsed.request;
-      apiVersion = parsed.apiVersion;
-      operation = request.operation;
-      answers.called(endpoint, req.url);
-    } catch (err) {
-      if (err instanceof BadRequestError) return fail(err.status, err.message);
-      throw err;
-    }
-    // The holds before a dragnet answer share one budget: the API server's timeout, less a margin.
-    const holdUntil = Date.now() + holdBudgetMs(req.url);
-    const holdLeft = () => Math.max(0, holdUntil - Date.now());
-    if (endpoint === 'dragnet' && !loaded && !(await within(options.rulesLoaded!, holdLeft()))) {
-      logger.warn('rules not loaded yet; left to the webhook failurePolicy', {
-        object: objectRef(request),
-        operation,
-        uid: request.uid,
-      });
-      answers.failedOpen(endpoint, 'rules_not_loaded');
-      finish('error', () => sendText(res, 503, 'modrule: rules not loaded yet', { 'Retry-After': '1' }));
-      return;
-    }
-    // Rules admitted a moment ago first: the references they read are then among those waited for.
-    if (endpoint === 'dragnet') await storeFresh(request, holdLeft());
-    const references =
-      endpoint === 'dragnet' ? referencesPending(options.references, store.snapshot(), request) : undefined;
-    if (references && !(await within(references, holdLeft()))) {
-      logger.warn('objects the rules read are not in the caches yet; left to the webhook failurePolicy', {
-        object: objectRef(request),
-        operation,
-        uid: request.uid,
-      });
-      answers.failedOpen(endpoint, 'references_not_synced');
-      finish('error', () => sendText(res, 503, 'modrule: references not synced yet', { 'Retry-After': '1' }));
-      return;
-    }
-    let decision: EndpointDecision;
-    try {
-      decision =
-        endpoint === 'dragnet'
-          ? await answerDragnet(request)
-          : endpoint === 'validate-modrule'
-            ? await answerValidateModRule(request, req.url, {
-                clusterNamespace: store.snapshot().clusterNamespace,
-                servedKinds: options.servedKinds,
-                allowSecrets: store.referencePolicy.allowSecrets,
-                hook: options.ruleAdmission,
-                logger,
-              })
-            : answer(endpoint, request);
-    } catch (err) {
-      if (err instanceof BadRequestError) return fail(err.status, err.message);
-      // Fail open like KubeMod: our bug must not block the cluster's writes.
-      const error = err instanceof Error ? err : new Error(String(err));
-      logger.error('admission handler failed; allowed unchanged', {
-        endpoint,
-        object: objectRef(request),
-        operation,
-        uid: request.uid,
-        error: error.message,
-        stack: error.stack,
-      });
-      const response: AdmissionResponse = {
-        uid: request.uid,
-        allowed: true,
-        warnings: [`modrule: internal error, request allowed unchanged: ${error.message}`.slice(0, 400)],
-      };
-      decision = { response, result: 'error' };
-      answers.failedOpen(endpoint, 'handler_error');
-    }
-    finish(decision.result, () => sendJson(res, 200, encodeReview(apiVersion, decision.response)));
-  };
-
-  const headersTimeout = options.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs;
-  const requestTimeout = options.requestTimeoutMs ?? HTTP_TIMEOUTS.requestMs;
-  const server = createHttpsServer(
-    {
-      ...options.tls.current(),
-      minVersion: TLS_MIN_VERSION,
-      headersTimeout,
-      requestTimeout,
-      // Node checks both timeouts only this often (default 30 s: a 30 s limit then fires at up to 60 s).
-      connectionsCheckingInterval: checkingInterval(headersTimeout),
-    },
-    (req: IncomingMessage, res: ServerResponse) => {
-      handle(req, res).catch((err: Error) => {
-        logger.error('webhook request failed', { error: err.message, stack: err.stack });
-        if (!res.headersSent) sendText(res, 500, 'internal error');
-        else res.destroy();
-      });
-    },
-  );
-  server.keepAliveTimeout = HTTP_TIMEOUTS.keepAliveMs;
-  server.on('tlsClientError', (err: Error) => logger.debug('TLS handshake failed', { error: err.message }));
-  const unsubscribeTls = options.tls.subscribe((material) => {
-    try {
-      server.setSecureContext({ ...material, minVersion: TLS_MIN_VERSION });
-      logger.info('serving certificate swapped');
-    } catch (err) {
-      logger.error('cannot use the new serving certificate; keeping the old one', {
-        error: (err as Error).message,
-      });
-    }
+  const handlers = endpointHandlers(options, {
+    store,
+    logger,
+    metrics,
+    answers,
+    fairness,
+    quarantine,
+    failures,
   });
-
+  const listener = admissionListener({
+    routes: routeTable(handlers),
+    logger,
+    metrics,
+    answers,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    peer: options.peer,
+    closing: () => closing,
+  });
+  const timeouts = {
+    headersMs: options.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs,
+    requestMs: options.requestTimeoutMs ?? HTTP_TIMEOUTS.requestMs,
+  };
+  const { server, unsubscribeTls } = createAdmissionServer(options.tls, timeouts, listener, logger);
   const health = createHealthServer({
     port: options.healthPort,
     host: options.healthHost ?? options.host,
@@ -536,12 +84,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     port,
     healthPort,
     registry,
-    httpTimeouts: {
-      headersMs: server.headersTimeout,
-      requestMs: server.requestTimeout,
-      checkingIntervalMs: (server as unknown as { connectionsCheckingInterval: number })
-        .connectionsCheckingInterval,
-    },
+    httpTimeouts: timeoutsOf(server),
     close: () => {
       if (!closed) {
         closing = true;
