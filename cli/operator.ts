@@ -15,6 +15,7 @@ import { budgetHelp, parseBudget } from './budget';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
+import { messageOf } from '../util/errors';
 
 const HELP = `usage: modrule operator [options]
 
@@ -273,7 +274,7 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
       client = createKubeClient(await loadClusterAccess());
     } catch (err) {
       throw new UsageError(
-        `no usable Kubernetes configuration (in-cluster or KUBECONFIG): ${(err as Error).message}`,
+        `no usable Kubernetes configuration (in-cluster or KUBECONFIG): ${messageOf(err)}`,
       );
     }
   }

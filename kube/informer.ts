@@ -2,6 +2,8 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { Backoff, BackoffOptions, sleep } from './backoff';
 import { KubeApiError, KubeClient, WatchEvent } from './kube';
+import { messageOf } from '../util/errors';
+import { metadataOf } from '../util/meta';
 
 /** What an informer feeds: a full list (initial and every relist), then single changes. */
 export interface InformerHandlers {
@@ -147,7 +149,7 @@ export class Informer {
           await sleep(backoff.next(), this.controller.signal);
           continue;
         }
-        logger.warn('list/watch failed; retrying', { path, error: (err as Error).message });
+        logger.warn('list/watch failed; retrying', { path, error: messageOf(err) });
         const unanswered = err instanceof KubeApiError && err.status === 0;
         await sleep(unanswered ? reconnect.next() : backoff.next(), this.controller.signal);
       }
@@ -169,7 +171,7 @@ export class Informer {
           labelSelector: this.options.labelSelector,
         },
       });
-      const meta = isJsonObject(page.metadata) ? page.metadata : {};
+      const meta = metadataOf(page);
       token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
       if (typeof meta.resourceVersion === 'string') version = meta.resourceVersion;
       const pageItems = Array.isArray(page.items) ? page.items : [];
@@ -242,7 +244,7 @@ export class Informer {
       this.options.logger.error('informer handler failed', {
         path: this.options.path,
         handler: what,
-        error: (err as Error).message,
+        error: messageOf(err),
       });
     }
   }

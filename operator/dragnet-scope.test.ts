@@ -5,7 +5,7 @@ import { defaultConfigured } from '../scope/defaults';
 import { CONFIGURED_ANNOTATION, readLive, SCOPE_ANNOTATION } from '../scope/ownership';
 import { dragnetOf, registrationOf, withRegistration } from '../scope/registration';
 import { RuleStore } from '../store/rules';
-import { DragnetScope } from './dragnet-scope';
+import { DragnetScopeController } from './dragnet-scope';
 import { createKubeClient, KubeClient } from '../kube/kube';
 import { ReadyGate } from './ready-gate';
 import { StatusSink } from './sync';
@@ -51,15 +51,15 @@ class Rules {
 
 const catalog = { catalog: () => ResourceCatalog.builtin(), onChange: () => () => undefined };
 
-describe('DragnetScope against the fake API server', () => {
+describe('DragnetScopeController against the fake API server', () => {
   let fake: FakeApiServer;
-  const running: DragnetScope[] = [];
+  const running: DragnetScopeController[] = [];
 
   function scope(
     rules: Rules,
-    options: Partial<ConstructorParameters<typeof DragnetScope>[0]> = {},
-  ): DragnetScope {
-    const s = new DragnetScope({
+    options: Partial<ConstructorParameters<typeof DragnetScopeController>[0]> = {},
+  ): DragnetScopeController {
+    const s = new DragnetScopeController({
       client: createKubeClient(fake.access()),
       logger: silentLogger(),
       mode: 'rules',

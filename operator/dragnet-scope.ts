@@ -78,7 +78,7 @@ export interface DragnetScopeOptions {
  * this one never undo each other, and stamped (scope/ownership.ts) so replicas converge. Whatever it cannot write
  * stays as it is: the configured net, or an earlier scope that the rules it covers are reported Ready against.
  */
-export class DragnetScope {
+export class DragnetScopeController {
   private readonly informer: Informer;
   private readonly live: LiveRegistration;
   /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */

@@ -1,5 +1,5 @@
-import { isJsonObject, JsonObject } from '../util/json';
-import { generationOf, metaString } from '../util/meta';
+import { JsonObject } from '../util/json';
+import { generationOf, keyOf, metaString } from '../util/meta';
 import { ValidationProblem } from '../modrule/problems';
 import { RegistrationStatus } from './registration-status';
 import { StatusSink } from './sync';
@@ -27,16 +27,6 @@ export interface Coverage {
   covers(ruleVersion: string): boolean;
   /** Called whenever covers() may answer differently. */
   onChange(listener: () => void): () => void;
-}
-
-function versionOf(rule: JsonObject): string {
-  const meta = isJsonObject(rule.metadata) ? rule.metadata : {};
-  return typeof meta.resourceVersion === 'string' ? meta.resourceVersion : '';
-}
-
-function keyOf(rule: JsonObject): string {
-  const meta = isJsonObject(rule.metadata) ? rule.metadata : {};
-  return `${String(meta.namespace ?? '')}/${String(meta.name ?? '')}`;
 }
 
 /** Rule versions (uid, generation) whose objects the API server was confirmed to send when they were admitted. */
@@ -86,7 +76,7 @@ export class ReadyGate implements StatusSink {
 
   report(rule: JsonObject, problems: readonly ValidationProblem[]): void {
     const key = keyOf(rule);
-    const version = versionOf(rule);
+    const version = metaString(rule, 'resourceVersion');
     const before = this.held.get(key);
     if (problems.length > 0 || this.coverage.covers(version) || this.confirmedAtAdmission(rule)) {
       this.let(key, before);

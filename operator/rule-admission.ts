@@ -5,14 +5,14 @@ import { RuleStore } from '../store/rules';
 import { AdmissionRequest } from '../webhook/admission';
 import { RuleAdmissionHook, RuleAdmissionOutcome } from '../webhook/rule-admission';
 import { AdmittedRules, RuleVersion } from './admitted-rules';
-import { DragnetScope } from './dragnet-scope';
+import { DragnetScopeController } from './dragnet-scope';
 import { PeerNotifier } from './peers';
 import { ConfirmedRules } from './ready-gate';
 
 export interface RuleAdmissionDeps {
   store: RuleStore;
   admitted: AdmittedRules;
-  scope: DragnetScope;
+  scope: DragnetScopeController;
   /** Rules whose registration was confirmed in force at admission: Ready as soon as the store has them. */
   confirmed: ConfirmedRules;
   /** Tells the other replicas, so that they hold their dragnet requests for it too. */
@@ -35,7 +35,7 @@ function versionOf(request: AdmissionRequest): RuleVersion | null {
 /**
  * The operator's part of a valid ModRule's admission (not a dry run): the rule counts as admitted (the dragnet of
  * this replica, and of the peers it tells, waits for the store to have it), and the answer waits until the dragnet registration sends its objects, widening it
- * first when it must (DragnetScope.ensure). When the widening does not make it in time the configured net is put
+ * first when it must (DragnetScopeController.ensure). When the widening does not make it in time the configured net is put
  * back and the writer is told (a warning); when nothing can be written, the write is refused.
  */
 export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook {

@@ -10,7 +10,7 @@ import { sendsRequest } from '../scope/sends';
 import { request } from '../scope/testing';
 import { RuleStore } from '../store/rules';
 import { AdmittedRules, RuleVersion } from './admitted-rules';
-import { DragnetScope } from './dragnet-scope';
+import { DragnetScopeController } from './dragnet-scope';
 import { createKubeClient } from '../kube/kube';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
@@ -27,15 +27,18 @@ function kindRule(namespace: string, name: string, kind: string): JsonObject {
   });
 }
 
-/** One operator replica's scope side: its store, its admitted rules, its DragnetScope. */
+/** One operator replica's scope side: its store, its admitted rules, its DragnetScopeController. */
 class Replica {
   readonly store = new RuleStore({ clusterNamespace: 'kubemod-system', keepSource: false });
   readonly registry = new Registry();
   readonly admitted: AdmittedRules;
-  readonly scope: DragnetScope;
+  readonly scope: DragnetScopeController;
   version = 10;
 
-  constructor(fake: FakeApiServer, options: Partial<ConstructorParameters<typeof DragnetScope>[0]> = {}) {
+  constructor(
+    fake: FakeApiServer,
+    options: Partial<ConstructorParameters<typeof DragnetScopeController>[0]> = {},
+  ) {
     const client = createKubeClient(fake.access());
     this.admitted = new AdmittedRules({
       client,
@@ -43,7 +46,7 @@ class Replica {
       clusterNamespace: 'kubemod-system',
       checkAfterMs: 60_000,
     });
-    this.scope = new DragnetScope({
+    this.scope = new DragnetScopeController({
       client,
       logger: silentLogger(),
       mode: 'rules',
@@ -101,11 +104,11 @@ class Replica {
   }
 }
 
-describe('a ModRule is in force when its admission returns (DragnetScope.ensure on the fake API server)', () => {
+describe('a ModRule is in force when its admission returns (DragnetScopeController.ensure on the fake API server)', () => {
   let fake: FakeApiServer;
   let loaded: LoadedConfiguration;
   const replicas: Replica[] = [];
-  const replica = (options: Partial<ConstructorParameters<typeof DragnetScope>[0]> = {}) => {
+  const replica = (options: Partial<ConstructorParameters<typeof DragnetScopeController>[0]> = {}) => {
     const r = new Replica(fake, options);
     replicas.push(r);
     return r;

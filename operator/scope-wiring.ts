@@ -3,7 +3,7 @@ import { Logger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { ResourceCatalog } from '../scope/catalog';
 import { Discovery } from './discovery';
-import { DragnetScope } from './dragnet-scope';
+import { DragnetScopeController } from './dragnet-scope';
 import { KubeClient } from '../kube/kube';
 import { AdmittedRules } from './admitted-rules';
 import type { NativeController } from './native';
@@ -18,7 +18,7 @@ import { UnknownKinds } from './unknown-kinds';
 export interface RunningScope {
   /** Where ClusterSync reports rule verdicts: Ready waits for the registration. */
   readonly status: StatusSink | null;
-  readonly scope: DragnetScope;
+  readonly scope: DragnetScopeController;
   /** Rules confirmed in force at admission (Ready as soon as stored). */
   readonly confirmed: ConfirmedRules;
   /** What discovery serves now (null until loaded): the ModRule admission's warnings for kinds not served. */
@@ -50,7 +50,7 @@ export function startDragnetScope(deps: {
   const discovery = new Discovery({ client, logger });
   // Rules naming kinds not served say so on their status (UnknownKind), from the scope's own per-rule reports.
   const unknownKinds = new UnknownKinds(deps.status, registry);
-  const scope = new DragnetScope({
+  const scope = new DragnetScopeController({
     client,
     logger,
     mode: deps.mode,

@@ -30,6 +30,7 @@ import { ClusterSync } from './sync';
 import { ReferenceCaches } from './references/caches';
 import { watchReferences } from './references/metrics';
 import { ReferenceStatus } from './references/status-feed';
+import { messageOf } from '../util/errors';
 
 export type CertMode = 'self' | 'external';
 
@@ -112,7 +113,7 @@ async function untilDone<T>(
       return await fn();
     } catch (err) {
       if (signal?.aborted) throw err;
-      logger.warn(`${what} failed; retrying`, { error: (err as Error).message });
+      logger.warn(`${what} failed; retrying`, { error: messageOf(err) });
       await sleep(backoff.next(), signal);
       if (signal?.aborted) throw new Error(`${what}: cancelled`);
     }

@@ -18,7 +18,7 @@ const kindRule = (name: string, kind: string) =>
     patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
   });
 
-/** The scope's per-rule reports for these rules, as DragnetScope hands them to UnknownKinds. */
+/** The scope's per-rule reports for these rules, as DragnetScopeController hands them to UnknownKinds. */
 function reportsOf(rules: JsonObject[], catalog = ResourceCatalog.builtin()) {
   return computeScope({
     rules: rules.map((r) => analyzeModRule(r).rule!),

@@ -3,6 +3,7 @@ import { withoutScope } from './compute';
 import { parseRegistration, registrationHash, registrationJson, registrationOf } from './registration';
 import { Registration } from './types';
 import { registrationIncludes } from './union';
+import { metadataOf } from '../util/meta';
 
 /** What the operator wrote last, stamped on the configuration (see ScopeStamp). */
 export const SCOPE_ANNOTATION = 'modrule.kubemod.io/dragnet-scope';
@@ -56,7 +57,7 @@ export interface LiveScope {
 }
 
 function annotationsOf(config: JsonObject): Record<string, string> {
-  const meta = isJsonObject(config.metadata) ? config.metadata : {};
+  const meta = metadataOf(config);
   const out: Record<string, string> = {};
   if (isJsonObject(meta.annotations))
     for (const [k, v] of Object.entries(meta.annotations)) if (typeof v === 'string') out[k] = v;

@@ -4,6 +4,7 @@ import { Logger } from '../util/logger';
 import { EndpointDecision } from './answer';
 import { Handler } from './handler';
 import { allowResponse } from './review';
+import { metadataOf } from '../util/meta';
 
 /** A pod was bound to a node: what the operator needs to decide on the node-ref annotation. */
 export interface PodBindingEvent {
@@ -26,7 +27,7 @@ export function parsePodBinding(request: AdmissionRequest): PodBindingEvent | { 
   }
   const binding = request.object;
   if (!isJsonObject(binding)) return { skip: 'no Binding object' };
-  const meta = isJsonObject(binding.metadata) ? binding.metadata : {};
+  const meta = metadataOf(binding);
   const target = isJsonObject(binding.target) ? binding.target : {};
   const namespace = typeof meta.namespace === 'string' && meta.namespace ? meta.namespace : request.namespace;
   const podName = typeof meta.name === 'string' && meta.name ? meta.name : request.name;

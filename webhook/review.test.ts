@@ -8,6 +8,7 @@ import {
   reviewResponse,
 } from './review';
 import { makeReview } from './testing';
+import { messageOf } from '../util/errors';
 
 describe('parseAdmissionReview', () => {
   const valid = makeReview('CREATE', loadFixture('deployment'));
@@ -87,7 +88,7 @@ describe('parseAdmissionReview', () => {
     }
     expect(error).toBeInstanceOf(BadRequestError);
     expect((error as BadRequestError).status).toBe(400);
-    expect((error as Error).message).toMatch(reason);
+    expect(messageOf(error)).toMatch(reason);
   });
 });
 

@@ -1,5 +1,6 @@
 import { AdmissionApiVersion, AdmissionRequest, AdmissionResponse, AdmissionReview } from './admission';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
+import { messageOf } from '../util/errors';
 
 /** A request the server cannot answer with an AdmissionReview: becomes an HTTP error status with a reason. */
 export class BadRequestError extends Error {
@@ -27,7 +28,7 @@ export function parseAdmissionReview(body: string): ParsedReview {
   try {
     doc = JSON.parse(body);
   } catch (err) {
-    throw new BadRequestError(`body is not valid JSON: ${(err as Error).message}`);
+    throw new BadRequestError(`body is not valid JSON: ${messageOf(err)}`);
   }
   if (!isJsonObject(doc)) throw new BadRequestError('body must be a JSON object (an AdmissionReview)');
   if (doc.kind !== 'AdmissionReview') {

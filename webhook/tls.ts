@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { Logger } from '../util/logger';
+import { messageOf } from '../util/errors';
 
 /** A serving certificate and its key, PEM encoded. */
 export interface TlsMaterial {
@@ -108,7 +109,7 @@ export class FileTlsSource implements TlsSource {
       } catch (err) {
         options.logger.warn('cannot watch certificate directory; polling only', {
           dir,
-          error: (err as Error).message,
+          error: messageOf(err),
         });
       }
     }
@@ -164,7 +165,7 @@ export class FileTlsSource implements TlsSource {
       fingerprint = await fingerprintOf(this.options);
     } catch (err) {
       this.options.logger.warn('cannot stat certificate files; keeping the current certificate', {
-        error: (err as Error).message,
+        error: messageOf(err),
       });
       return;
     }
@@ -176,7 +177,7 @@ export class FileTlsSource implements TlsSource {
     } catch (err) {
       // Often a half-written rotation (new cert, old key): the next event or poll retries.
       this.options.logger.warn('new certificate files are not usable yet; keeping the current certificate', {
-        error: (err as Error).message,
+        error: messageOf(err),
       });
       return;
     }

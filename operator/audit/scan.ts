@@ -12,6 +12,8 @@ import { isTransient, KubeApiError, KubeClient } from '../../kube/kube';
 import { collectionPath } from './discovery';
 import { RateLimiter } from './rate';
 import { referencesFor } from './references';
+import { messageOf } from '../../util/errors';
+import { metadataOf } from '../../util/meta';
 
 /** How an audit lists and evaluates. */
 export interface ScanOptions {
@@ -107,7 +109,7 @@ function listsOf(
 
 function describe(err: unknown, what: string): ScanProblem {
   const status = err instanceof KubeApiError ? err.status : 0;
-  const message = (err as Error).message;
+  const message = messageOf(err);
   if (status === 403) return { what, status, message: `forbidden: cannot list ${what}: ${message}` };
   if (status === 404)
     return { what, status, message: `not found: ${what} is not served (any more): ${message}` };
@@ -181,7 +183,7 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
               }),
             { attempts: 3, isTransient, backoff: { initialMs: 200, maxMs: 2000 }, signal },
           );
-          const meta = isJsonObject(page.metadata) ? page.metadata : {};
+          const meta = metadataOf(page);
           token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
           const items = Array.isArray(page.items) ? page.items : [];
           // Parsing the page held the event loop already: let waiting work run before evaluating it.
@@ -230,7 +232,7 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
   }
 
   function wanted(item: JsonObject, resource: ListableResource, keep: ReadonlySet<string> | null): boolean {
-    const meta = isJsonObject(item.metadata) ? item.metadata : {};
+    const meta = metadataOf(item);
     if (keep && !keep.has(String(meta.namespace ?? ''))) return false;
     const labels = objectLabels(item);
     if (!scope.selectsObject(labels)) return false;

@@ -10,6 +10,7 @@ import { HttpError, mergePatch, sendError, sendJson } from './fake-http';
 import { discoveryOf, FAKE_RESOURCES, FakeResource, Route, routeOf } from './fake-resources';
 import { FakeStore, meta } from './fake-store';
 import { FakeWatches } from './fake-watches';
+import { messageOf } from '../../util/errors';
 
 export { FAKE_RESOURCES, type FakeResource } from './fake-resources';
 export { mergePatch } from './fake-http';
@@ -217,10 +218,7 @@ export class FakeApiServer {
       const route = routeOf(url.pathname, this.unserved);
       this.dispatch(recorded, route, res);
     } catch (err) {
-      sendError(
-        res,
-        err instanceof HttpError ? err : new HttpError(500, 'InternalError', (err as Error).message),
-      );
+      sendError(res, err instanceof HttpError ? err : new HttpError(500, 'InternalError', messageOf(err)));
     }
   }
 
@@ -278,7 +276,7 @@ export class FakeApiServer {
           try {
             patched = applyPatch(existing, (req.body ?? []) as unknown as JsonPatchOperation[]);
           } catch (err) {
-            throw new HttpError(422, 'Invalid', (err as Error).message);
+            throw new HttpError(422, 'Invalid', messageOf(err));
           }
         } else if (
           req.contentType.startsWith('application/merge-patch+json') ||

@@ -5,6 +5,7 @@ import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
 import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { bundleObjects, pathOf } from './cluster';
 import { describeCluster, E2eCluster, startCluster } from './target';
+import { messageOf } from '../../util/errors';
 
 /*
  * bundle.yaml and the cert-manager overlay as a user installs them: the real kubectl 1.37 against a real 1.37 API
@@ -100,7 +101,7 @@ describeCluster('bundle.yaml with kubectl 1.37 on Kubernetes 1.37', () => {
       try {
         return JSON.stringify((await admin.request('GET', path)).status);
       } catch (err) {
-        return (err as Error).message;
+        return messageOf(err);
       }
     };
     return [

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { KubeApiError, KubeClient } from '../../kube/kube';
+import { messageOf } from '../../util/errors';
 
 /** Where the API server can reach the operator that the e2e suite runs on this machine. */
 export interface E2eSettings {
@@ -124,7 +125,7 @@ export class ClusterLedger {
       try {
         await remove(this.client, path);
       } catch (err) {
-        problems.push(`delete ${path}: ${(err as Error).message}`);
+        problems.push(`delete ${path}: ${messageOf(err)}`);
       }
     }
     for (const [path, old] of [...this.previous].reverse()) {
@@ -135,7 +136,7 @@ export class ClusterLedger {
         meta.resourceVersion = (current.metadata as JsonObject).resourceVersion;
         await this.client.request('PUT', path, { body: { ...old, metadata: meta } });
       } catch (err) {
-        problems.push(`restore ${path}: ${(err as Error).message}`);
+        problems.push(`restore ${path}: ${messageOf(err)}`);
       }
     }
     this.created.length = 0;
@@ -301,7 +302,7 @@ export async function waitFor<T>(
       last = err;
     }
     if (Date.now() - start > timeoutMs) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+      throw new Error(`timed out waiting for ${what}${last ? `: ${messageOf(last)}` : ''}`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

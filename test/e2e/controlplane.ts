@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { issueServingCert, newCa } from '../../webhook/certs';
+import { messageOf } from '../../util/errors';
 
 /*
  * A throw-away control plane for the e2e suite, the way controller-runtime's envtest does it: etcd and
@@ -104,7 +105,7 @@ export class LocalControlPlane {
       try {
         return await LocalControlPlane.startOnce(assets, options);
       } catch (err) {
-        if (attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err;
+        if (attempt >= 3 || !/address already in use/.test(messageOf(err))) throw err;
       }
     }
   }

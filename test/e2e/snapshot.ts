@@ -1,6 +1,7 @@
 import { JsonObject } from '../../util/json';
 import { nameOf } from '../../util/meta';
 import { KubeApiError, KubeClient } from '../../kube/kube';
+import { messageOf } from '../../util/errors';
 
 /*
  * An existing cluster is left as the suite found it: the cluster-scoped objects a suite may create (namespaces, CRDs,
@@ -86,7 +87,7 @@ export class ClusterSnapshot {
           });
         } catch (err) {
           if (!(err instanceof KubeApiError && err.status === 404))
-            problems.push(`delete ${collection}/${name}: ${(err as Error).message}`);
+            problems.push(`delete ${collection}/${name}: ${messageOf(err)}`);
         }
       }
     }
