@@ -23,6 +23,7 @@ import {
   scalingRules,
   workloadNamespaces,
 } from './workloads';
+import { metadataOf } from '../util/meta';
 
 /** Workloads this suite runs; `npm run bench -- --only realistic` picks some. */
 export const workloads = ['realistic', 'crowded', 'copies', 'scaling'];
@@ -90,7 +91,7 @@ export function writeRuleFiles(rules: readonly JsonObject[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'modrule-bench-'));
   const byNamespace = new Map<string, JsonObject[]>();
   for (const r of rules) {
-    const ns = String((r.metadata as JsonObject).namespace);
+    const ns = String(metadataOf(r).namespace);
     byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), r]);
   }
   for (const [ns, list] of byNamespace) writeFileSync(join(dir, `${ns}.yaml`), stringifyManifests(list));
@@ -121,7 +122,7 @@ export function startListWatchServer(rules: readonly JsonObject[]): Promise<List
   const withVersion = (list: readonly JsonObject[]) =>
     list.map((o, i) => ({
       ...o,
-      metadata: { ...(o.metadata as JsonObject), uid: `uid-${i}`, resourceVersion: '1' },
+      metadata: { ...metadataOf(o), uid: `uid-${i}`, resourceVersion: '1' },
     }));
   const collections = new Map<string, string>([
     [

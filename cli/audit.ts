@@ -21,6 +21,7 @@ import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
 import { MODRULES_PATH } from '../config/owned';
 import { messageOf } from '../util/errors';
+import { metadataOf } from '../util/meta';
 
 const USAGE = `usage: modrule audit [--rules PATH...] [-n NS] [-l SELECTOR] [-o text|json|report] [--apply [--dry-run]]
 
@@ -165,7 +166,7 @@ async function loadStore(
       { limiter },
     );
     store.replaceNamespaces(namespaces);
-    return { store, namespaceNames: namespaces.map((n) => String((n.metadata as JsonObject).name)), notes };
+    return { store, namespaceNames: namespaces.map((n) => String(metadataOf(n).name)), notes };
   }
   try {
     await limiter.take();

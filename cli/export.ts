@@ -9,6 +9,7 @@ import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
+import { metadataOf } from '../util/meta';
 
 const USAGE = `usage: modrule export --native --rules PATH... [options]
 
@@ -72,7 +73,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     if (object.kind !== MODRULE_KIND) continue;
     const rule = cloneJson(object);
     if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = opts.namespace;
-    const namespace = String((rule.metadata as JsonObject).namespace);
+    const namespace = String(metadataOf(rule).namespace);
     const id = `${namespace}/${nameOf(rule) || '<unnamed>'}`;
     const analyzed = analyzeModRule(rule);
     const compiled = duplicates.length > 0 ? undefined : analyzed.rule;

@@ -1,6 +1,7 @@
 import { JsonObject } from '../util/json';
 import type { CompiledRule } from '../modrule/compile';
 import { DragnetMatch } from './dragnet';
+import { metadataOf } from '../util/meta';
 
 /** The API version of MutatingAdmissionPolicy and ValidatingAdmissionPolicy (GA; what Kubernetes 1.37 serves). */
 export const POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
@@ -138,7 +139,7 @@ export function validatingPolicy(
 
 /** The binding that puts a policy in force (everywhere its matchConstraints reach). */
 export function policyBinding(policy: JsonObject): JsonObject {
-  const name = String((policy.metadata as JsonObject).name);
+  const name = String(metadataOf(policy).name);
   const meta = policy.metadata as JsonObject;
   const validating = policy.kind === 'ValidatingAdmissionPolicy';
   return {
@@ -165,5 +166,5 @@ export function policyCollection(kind: string): string {
 
 /** The path of a policy or binding object. */
 export function policyPath(obj: JsonObject): string {
-  return `${policyCollection(String(obj.kind))}/${encodeURIComponent(String((obj.metadata as JsonObject).name))}`;
+  return `${policyCollection(String(obj.kind))}/${encodeURIComponent(String(metadataOf(obj).name))}`;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { JsonObject } from '../util/json';
 import { celString } from './cel';
+import { metadataOf } from '../util/meta';
 
 /*
  * How the operator knows a policy is in force, not just stored: the API server's admission plugins load policies
@@ -83,7 +84,7 @@ export function withProbe(policy: JsonObject): JsonObject {
 
 /** The token a written policy answers probes with. */
 export function tokenOf(policy: JsonObject): string {
-  const annotations = (policy.metadata as JsonObject).annotations as JsonObject | undefined;
+  const annotations = metadataOf(policy).annotations as JsonObject | undefined;
   return String(annotations?.[PROBED_ANNOTATION] ?? '');
 }
 

@@ -114,7 +114,7 @@ export type ApplyResult = 'created' | 'updated' | 'unchanged' | { refused: strin
  */
 export async function applyOwned(client: KubeClient, want: JsonObject): Promise<ApplyResult> {
   const path = policyPath(want);
-  const name = String((want.metadata as JsonObject).name);
+  const name = String(metadataOf(want).name);
   for (let attempt = 0; attempt < 3; attempt++) {
     let have: JsonObject | null = null;
     try {
@@ -132,8 +132,8 @@ export async function applyOwned(client: KubeClient, want: JsonObject): Promise<
       if (contains(have.spec, want.spec ?? null) && contains(have.metadata, want.metadata))
         return 'unchanged';
       const meta = {
-        ...(want.metadata as JsonObject),
-        resourceVersion: (have.metadata as JsonObject).resourceVersion,
+        ...metadataOf(want),
+        resourceVersion: metadataOf(have).resourceVersion,
       };
       await client.request('PUT', path, { body: { ...want, metadata: meta } });
       return 'updated';
@@ -158,7 +158,7 @@ export async function deleteOwned(client: KubeClient, kind: string, name: string
     const have = await client.request('GET', path);
     if (!isOwned(have)) return;
     // Only the object looked at: not one created under the same name meanwhile.
-    const uid = (have.metadata as JsonObject).uid;
+    const uid = metadataOf(have).uid;
     await client.request('DELETE', path, {
       body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid } },
     });
@@ -179,7 +179,7 @@ export async function probeInForce(
   namespace: string,
   labels?: Record<string, string>,
 ): Promise<boolean> {
-  const name = String((policy.metadata as JsonObject).name);
+  const name = String(metadataOf(policy).name);
   const token = tokenOf(policy);
   try {
     const created = await client.request(

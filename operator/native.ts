@@ -213,7 +213,7 @@ export class NativeController implements InformerHandlers {
 
   private async serve(key: string, raw: JsonObject, held: CompiledRule, fit: NativeFit): Promise<void> {
     const { client, store, status } = this.options;
-    const uid = String((raw.metadata as JsonObject).uid ?? '');
+    const uid = String(metadataOf(raw).uid ?? '');
     const state = this.states.get(key) ?? { native: false };
     this.states.set(key, state);
     const { policy, binding } = written(fit, uid);
@@ -340,7 +340,7 @@ export class NativeController implements InformerHandlers {
       state.acceptedAt = undefined;
       this.options.logger.warn('native policy changed or deleted behind the operator; back on the webhook', {
         rule: key,
-        object: `${String(obj.kind)}/${String((obj.metadata as JsonObject).name)}`,
+        object: `${String(obj.kind)}/${String(metadataOf(obj).name)}`,
       });
     }
     this.enqueue(key);

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
 import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
-import { objectKey } from '../util/meta';
+import { objectKey, metadataOf } from '../util/meta';
 import { ValidationProblem } from '../modrule/problems';
 import { Backoff, sleep } from '../kube/backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from '../kube/kube';
@@ -145,7 +145,7 @@ export class StatusReporter implements StatusFacets {
 
   /** Creates an Event; best-effort (logged at debug when it fails). */
   async postEvent(event: JsonObject): Promise<void> {
-    const ns = String((event.metadata as JsonObject).namespace);
+    const ns = String(metadataOf(event).namespace);
     try {
       await this.options.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {
         body: event,

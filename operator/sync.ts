@@ -1,4 +1,4 @@
-import { jsonEqual, JsonObject, JsonValue } from '../util/json';
+import { jsonEqual, JsonValue } from '../util/json';
 import { Logger } from '../util/logger';
 import { formatProblems, ValidationProblem } from '../modrule/problems';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
@@ -8,7 +8,7 @@ import { Informer, InformerHandlers } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { StatusReporter } from './status';
 import { MODRULES_PATH } from '../config/owned';
-import { nameOf, namespaceOf, objectKey } from '../util/meta';
+import { nameOf, namespaceOf, objectKey, metadataOf } from '../util/meta';
 
 export const NAMESPACES_PATH = '/api/v1/namespaces';
 export const NODES_PATH = '/api/v1/nodes';
@@ -119,7 +119,7 @@ export class ClusterSync {
           const problems = rejected.get(key) ?? [];
           if (problems.length > 0) logInvalid(namespace, name, problems);
           this.seen.set(key, {
-            uid: (item.metadata as JsonObject).uid ?? null,
+            uid: metadataOf(item).uid ?? null,
             spec: item.spec ?? null,
             problems,
           });
@@ -131,7 +131,7 @@ export class ClusterSync {
       upsert: (obj) => {
         const [namespace, name] = [namespaceOf(obj), nameOf(obj)];
         const key = objectKey(namespace, name);
-        const uid = (obj.metadata as JsonObject).uid ?? null;
+        const uid = metadataOf(obj).uid ?? null;
         const previous = this.seen.get(key);
         let problems: readonly ValidationProblem[];
         if (previous && previous.uid === uid && jsonEqual(previous.spec, obj.spec ?? null)) {

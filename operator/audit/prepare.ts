@@ -92,7 +92,7 @@ export async function prepareScan(
     (options.namespace !== undefined
       ? [options.namespace]
       : (await listAll(client, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace' }, options)).map(
-          (ns) => String((ns.metadata as JsonObject).name),
+          (ns) => String(metadataOf(ns).name),
         ));
   const plan = planScan(snapshot, discovery.resources, names, scope, { namespace: options.namespace });
   return {

@@ -121,7 +121,7 @@ export class ReportWriter {
       if (!built) continue;
       if (partial)
         (built.metadata as JsonObject).annotations = {
-          ...((built.metadata as JsonObject).annotations as JsonObject | undefined),
+          ...(metadataOf(built).annotations as JsonObject | undefined),
           [PARTIAL_ANNOTATION]: partial,
         };
       if (previous && sameReport(built, previous)) {
@@ -134,8 +134,8 @@ export class ReportWriter {
           try {
             if (previous) {
               const meta = {
-                ...(built.metadata as JsonObject),
-                resourceVersion: (previous.metadata as JsonObject).resourceVersion,
+                ...metadataOf(built),
+                resourceVersion: metadataOf(previous).resourceVersion,
               };
               await client.request('PUT', `${this.collection(ns)}/${REPORT_NAME}`, {
                 body: { ...built, metadata: meta },

@@ -6,6 +6,7 @@ import { applyPatch } from '../../patch/rfc6902';
 import { ListableResource } from '../../audit/types';
 import { JSON_PATCH, KubeApiError, KubeClient, RequestOptions, WatchHandle } from '../../kube/kube';
 import { messageOf } from '../../util/errors';
+import { metadataOf } from '../../util/meta';
 
 /** A request the fake received. */
 export interface FakeRequest {
@@ -138,7 +139,7 @@ export class FakeCluster implements KubeClient {
   /** Stores an object as the API server would (uid, resourceVersion); returns the stored copy. */
   put(object: JsonObject): JsonObject {
     const r = this.resourceFor(String(object.kind));
-    const meta = { ...(object.metadata as JsonObject) };
+    const meta = { ...metadataOf(object) };
     meta.uid ??= `uid-${String(meta.namespace ?? '')}-${String(meta.name)}`;
     meta.resourceVersion = String(++this.version);
     const stored: JsonObject = {
@@ -214,7 +215,7 @@ export class FakeCluster implements KubeClient {
     }
     if (method === 'POST') {
       const body = options.body as JsonObject;
-      const meta: JsonObject = { ...(body.metadata as JsonObject) };
+      const meta: JsonObject = { ...metadataOf(body) };
       if (route.namespace !== null) meta.namespace = route.namespace;
       if (store.has(`${route.namespace ?? ''}/${String(meta.name)}`))
         throw status(409, 'AlreadyExists', `"${String(meta.name)}" already exists`);
@@ -228,8 +229,8 @@ export class FakeCluster implements KubeClient {
     }
     if (method === 'PUT') {
       const body = options.body as JsonObject;
-      const rv = (body.metadata as JsonObject).resourceVersion;
-      if (rv !== (found.metadata as JsonObject).resourceVersion)
+      const rv = metadataOf(body).resourceVersion;
+      if (rv !== metadataOf(found).resourceVersion)
         throw status(
           409,
           'Conflict',
@@ -267,12 +268,10 @@ export class FakeCluster implements KubeClient {
     const items = [...this.objects.get(route.resource)!.values()]
       .filter((o) => route.namespace === null || (o.metadata as JsonObject).namespace === route.namespace)
       .filter((o) => {
-        const labels = ((o.metadata as JsonObject).labels ?? {}) as JsonObject;
+        const labels = (metadataOf(o).labels ?? {}) as JsonObject;
         return selector.every(([k, v]) => labels[k] === v);
       })
-      .sort((a, b) =>
-        String((a.metadata as JsonObject).name) < String((b.metadata as JsonObject).name) ? -1 : 1,
-      );
+      .sort((a, b) => (String(metadataOf(a).name) < String(metadataOf(b).name) ? -1 : 1));
     const page = items.slice(start, start + limit).map((o) => {
       // List items carry no apiVersion/kind, as the API server sends them.
       const { apiVersion: _a, kind: _k, ...rest } = cloneJson(o);

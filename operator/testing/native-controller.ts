@@ -10,6 +10,7 @@ import { ClusterSync } from '../sync';
 import { eventually } from './eventually';
 import { FakeApiServer, FakeResource } from './fake-apiserver';
 import { modRule, namespace } from './objects';
+import { metadataOf } from '../../util/meta';
 
 /*
  * The native controller wired as operator/start.ts wires it (ClusterSync feeding the store and telling the
@@ -157,7 +158,7 @@ export async function ownedWatchesCaughtUp(h: NativeHarness): Promise<void> {
       },
       spec: {},
     });
-    const rv = String((barrier.metadata as JsonObject).resourceVersion);
+    const rv = String(metadataOf(barrier).resourceVersion);
     await eventually(() => h.native.policiesVersion() === rv);
   }
 }
