@@ -195,6 +195,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   });
   if (status) degraded?.attach(status);
   failing.start();
+  let certs: SelfSignedCertificates | null = null;
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
     degraded?.stop();
@@ -220,7 +221,6 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     .catch((err: Error) => logger.error('native policies failed to start', { error: err.message }));
   void rules.synced.then(() => logger.info('initial ModRules, Namespaces and Nodes loaded; ready'));
 
-  let certs: SelfSignedCertificates | null = null;
   let served: TlsSource;
   try {
     if (config.certMode === 'self') {
