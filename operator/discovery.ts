@@ -6,6 +6,7 @@ import { Backoff, sleep } from '../kube/backoff';
 import { Informer } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { messageOf } from '../util/errors';
+import { Debouncer, SingleFlight } from '../util/coalesce';
 
 /** Discovery as the scope reads it: the current catalog (null until loaded) and its changes. */
 export interface CatalogSource {
@@ -37,12 +38,17 @@ export class Discovery {
   private readonly listeners = new Set<() => void>();
   private readonly crds: Informer;
   private readonly stopping = new AbortController();
-  private timer: NodeJS.Timeout | null = null;
   private interval: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly debounce: Debouncer;
+  private readonly flight: SingleFlight;
+  private readonly backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
 
   constructor(private readonly options: DiscoveryOptions) {
+    this.flight = new SingleFlight(
+      () => this.refresh(),
+      () => this.stopping.signal.aborted,
+    );
+    this.debounce = new Debouncer(() => this.flight.run(), { quietMs: options.debounceMs ?? 500 });
     const refresh = () => this.schedule();
     this.crds = new Informer({
       client: options.client,
@@ -76,43 +82,27 @@ export class Discovery {
 
   async stop(): Promise<void> {
     this.stopping.abort();
-    if (this.timer) clearTimeout(this.timer);
+    this.debounce.cancel();
     if (this.interval) clearInterval(this.interval);
-    await Promise.all([this.crds.stop(), this.running]);
+    await Promise.all([this.crds.stop(), this.flight.idle()]);
   }
 
-  private schedule(delayMs = this.options.debounceMs ?? 500): void {
-    if (this.stopping.signal.aborted) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.refresh();
-    }, delayMs);
+  private schedule(delayMs?: number): void {
+    if (!this.stopping.signal.aborted) this.debounce.trigger(delayMs);
   }
 
-  /** Reads discovery (once more if asked again meanwhile), retrying with backoff until one read succeeds. */
-  private refresh(): void {
-    if (this.running) {
-      this.again = true;
-      return;
+  /** Reads discovery once (the flight runs it again if asked meanwhile); a failure retries after a backoff. */
+  private async refresh(): Promise<void> {
+    try {
+      this.use(await this.read());
+      this.backoff.reset();
+    } catch (err) {
+      this.options.logger.warn('cannot read API discovery; will retry', {
+        error: messageOf(err),
+      });
+      this.flight.again();
+      await sleep(this.backoff.next(), this.stopping.signal);
     }
-    this.running = (async () => {
-      const backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
-      do {
-        this.again = false;
-        try {
-          this.use(await this.read());
-          backoff.reset();
-        } catch (err) {
-          this.options.logger.warn('cannot read API discovery; will retry', {
-            error: messageOf(err),
-          });
-          this.again = true;
-          await sleep(backoff.next(), this.stopping.signal);
-        }
-      } while (this.again && !this.stopping.signal.aborted);
-      this.running = null;
-    })();
   }
 
   private use(next: ResourceCatalog): void {

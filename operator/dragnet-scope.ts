@@ -26,6 +26,7 @@ import {
   MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
 } from '../config/owned';
 import type { CatalogSource } from './discovery';
+import { Debouncer, SingleFlight } from '../util/coalesce';
 
 export interface DragnetScopeOptions {
   client: KubeClient;
@@ -85,10 +86,8 @@ export class DragnetScopeController {
   private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
   private readonly writer: RegistrationWriter;
   private readonly unsubscribe: Array<() => void> = [];
-  private timer: NodeJS.Timeout | null = null;
-  private firstPending = 0;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly debounce: Debouncer;
+  private readonly flight: SingleFlight;
   private stopped = false;
   private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
   private retryTimer: NodeJS.Timeout | null = null;
@@ -105,6 +104,15 @@ export class DragnetScopeController {
   private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: DragnetScopeOptions) {
+    this.flight = new SingleFlight(
+      () => this.run(),
+      () => this.stopped,
+    );
+    this.debounce = new Debouncer(() => this.flight.run(), {
+      quietMs: options.debounceMs ?? 200,
+      maxDelayMs: options.maxDelayMs ?? 2000,
+      now: () => this.now(),
+    });
     this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
     this.live = new LiveRegistration(options);
@@ -194,9 +202,10 @@ export class DragnetScopeController {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe) u();
-    for (const t of [this.timer, this.retryTimer]) if (t) clearTimeout(t);
+    this.debounce.cancel();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     this.live.stop();
-    await Promise.all([this.informer.stop(), this.running]);
+    await Promise.all([this.informer.stop(), this.flight.idle()]);
   }
 
   /** Calls `listener` when what covers() answers may have changed. */
@@ -218,45 +227,25 @@ export class DragnetScopeController {
 
   /** Computes after a quiet time, but not later than maxDelayMs after the first change. */
   private schedule(): void {
-    if (this.stopped) return;
-    const now = this.now();
-    if (!this.timer) this.firstPending = now;
-    else clearTimeout(this.timer);
-    const wait = Math.min(
-      this.options.debounceMs ?? 200,
-      Math.max(0, this.firstPending + (this.options.maxDelayMs ?? 2000) - now),
-    );
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.run();
-    }, wait);
+    if (!this.stopped) this.debounce.trigger();
   }
 
-  private run(): void {
-    if (this.running) {
-      this.again = true;
-      return;
+  /** One computation (the flight runs it again if asked meanwhile); a failure schedules another after a backoff. */
+  private async run(): Promise<void> {
+    try {
+      await this.reconcile();
+      this.backoff.reset();
+      this.failing = null;
+    } catch (err) {
+      this.failing = messageOf(err);
+      this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
+        error: this.failing,
+      });
+      this.metrics?.writes.inc({ result: 'failed' });
+      if (this.retryTimer) clearTimeout(this.retryTimer);
+      this.retryTimer = setTimeout(() => this.schedule(), this.backoff.next());
+      this.retryTimer.unref();
     }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.reconcile();
-          this.backoff.reset();
-          this.failing = null;
-        } catch (err) {
-          this.failing = messageOf(err);
-          this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
-            error: this.failing,
-          });
-          this.metrics?.writes.inc({ result: 'failed' });
-          if (this.retryTimer) clearTimeout(this.retryTimer);
-          this.retryTimer = setTimeout(() => this.schedule(), this.backoff.next());
-          this.retryTimer.unref();
-        }
-      } while (this.again && !this.stopped);
-      this.running = null;
-    })();
   }
 
   private async reconcile(): Promise<void> {
@@ -324,7 +313,7 @@ export class DragnetScopeController {
             'the API server stored another dragnet registration; trying a coarser one',
             { precision: result?.precision, next },
           );
-          this.again = true;
+          this.flight.again();
         } else await this.giveUp(stored, live.configured);
         return;
       }
@@ -338,7 +327,7 @@ export class DragnetScopeController {
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) {
         this.metrics?.writes.inc({ result: 'conflict' });
-        this.again = true; // someone wrote first: decide again on what they wrote
+        this.flight.again(); // someone wrote first: decide again on what they wrote
         return;
       }
       // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
@@ -353,7 +342,7 @@ export class DragnetScopeController {
           next,
           error: messageOf(err).slice(0, 2000),
         });
-        this.again = true;
+        this.flight.again();
         return;
       }
       // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
