@@ -61,6 +61,8 @@ export class AdmittedRules implements StoreFreshness {
           registers: [options.registry],
         })
       : null;
+    // Both series exist from the start, so the first wait is an increase Prometheus (and the dashboard) can see.
+    for (const result of ['caught_up', 'timed_out']) this.waits?.inc({ result }, 0);
   }
 
   private now(): number {

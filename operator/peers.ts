@@ -83,6 +83,8 @@ export class PeerNotifier {
           registers: [options.registry],
         })
       : null;
+    // Both series exist from the start, so the first notice is an increase Prometheus can see.
+    for (const result of ['ok', 'failed']) this.sent?.inc({ result }, 0);
   }
 
   start(): void {
