@@ -60,6 +60,10 @@ export class ConfirmedRules {
  */
 export class ReadyGate implements StatusSink {
   private readonly held = new Map<string, Held>();
+  // The spec (uid/generation) of each rule last let through in force: a status write changes the resourceVersion
+  // but not what the registration must send, so it is not held again (after an API server restart the scope may
+  // be backing off, and a native rule's status write was shown NotInForce).
+  private readonly inForce = new Map<string, string>();
   private readonly unsubscribe: () => void;
   private timer: NodeJS.Timeout | null = null;
 
@@ -78,7 +82,12 @@ export class ReadyGate implements StatusSink {
     const key = keyOf(rule);
     const version = metaString(rule, 'resourceVersion');
     const before = this.held.get(key);
-    if (problems.length > 0 || this.coverage.covers(version) || this.confirmedAtAdmission(rule)) {
+    const spec = `${metaString(rule, 'uid')}/${generationOf(rule) ?? ''}`;
+    const covered =
+      this.inForce.get(key) === spec || this.coverage.covers(version) || this.confirmedAtAdmission(rule);
+    if (problems.length > 0 || covered) {
+      if (covered) this.inForce.set(key, spec);
+      else this.inForce.delete(key);
       this.let(key, before);
       this.inner.report(rule, problems);
       return;
@@ -125,6 +134,7 @@ export class ReadyGate implements StatusSink {
   }
 
   forget(namespace: string, name: string): void {
+    this.inForce.delete(`${namespace}/${name}`);
     this.let(`${namespace}/${name}`, this.held.get(`${namespace}/${name}`));
     this.inner.forget(namespace, name);
   }
@@ -138,11 +148,13 @@ export class ReadyGate implements StatusSink {
     this.unsubscribe();
     if (this.timer) clearInterval(this.timer);
     this.held.clear();
+    this.inForce.clear();
   }
 
   private release(): void {
     for (const [key, h] of this.held)
       if (this.coverage.covers(h.version)) {
+        this.inForce.set(key, `${metaString(h.rule, 'uid')}/${generationOf(h.rule) ?? ''}`);
         this.let(key, h);
         this.inner.report(h.rule, h.problems);
       }

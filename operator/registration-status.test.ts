@@ -75,4 +75,27 @@ describe('the registration facet', () => {
     gate.stop();
     status.stop();
   });
+  test('a status write to a rule in force is not held again (same spec, new resourceVersion); a spec change is', () => {
+    const reported: string[] = [];
+    const sink: StatusSink = {
+      report: (r) => void reported.push(String((r.metadata as JsonObject).resourceVersion)),
+      forget: () => undefined,
+    };
+    let covered = true;
+    const gate = new ReadyGate(sink, { covers: () => covered, onChange: () => () => undefined });
+    const at = (resourceVersion: string, generation: number) => ({
+      ...labelRule('team-a', 'native'),
+      metadata: { name: 'native', namespace: 'team-a', uid: 'u-1', generation, resourceVersion },
+    });
+    gate.report(at('7', 1), []);
+    // The registration's computation is behind (an API server restart, a backoff): status writes pass at once.
+    covered = false;
+    gate.report(at('8', 1), []);
+    expect(reported).toEqual(['7', '8']);
+    // An edit of the spec waits for the registration again.
+    gate.report(at('9', 2), []);
+    expect(reported).toEqual(['7', '8']);
+    expect(gate.waiting).toBe(1);
+    gate.stop();
+  });
 });

@@ -168,7 +168,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
       started,
     );
     expect(got).toMatch(/^NAME\s+TYPE\s+TIER\s+READY\s+SERVED\s+STATUS\s+AGE\n/);
-    expect(got).toMatch(/typo\s+Patch\s+0\s+True\s+in effect, but kind Deploymnet/);
+    expect(got).toMatch(/typo\s+Patch\s+0\s+True\s+Webhook\s+in effect, but kind Deploymnet/);
     expect(described).toMatch(/Reason:\s+KindNotServed\s+Status:\s+True\s+Type:\s+UnknownKind/);
     expect(described).toContain("the dragnet's registration sends the webhook every resource of namespace");
     const fixed = Date.now();
@@ -181,7 +181,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
         g.includes('ModRule is valid and in effect') && /Reason:\s+KindsServed\s+Status:\s+False/.test(d),
       fixed,
     );
-    expect(after.got).toMatch(/typo\s+Patch\s+0\s+True\s+ModRule is valid and in effect/);
+    expect(after.got).toMatch(/typo\s+Patch\s+0\s+True\s+Webhook\s+ModRule is valid and in effect/);
   });
 
   it('a kind no CRD serves yet: UnknownKind until its CRD is installed', async () => {
@@ -239,7 +239,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
       failedAt,
     );
     expect(got).toMatch(
-      /divides\s+Patch\s+0\s+True\s+in effect, but failing at run time: \d+ errors? in the last 5m on replica \S+/,
+      /divides\s+Patch\s+0\s+True\s+Webhook\s+in effect, but failing at run time: \d+ errors? in the last 5m on replica \S+/,
     );
     expect(described).toMatch(/Reason:\s+RunTimeErrors\s+Status:\s+True\s+Type:\s+Failing/);
     expect(described).toMatch(new RegExp(`on ConfigMap ${NS}/divide-\\S+ \\(CREATE\\): .*divide by zero`));
@@ -274,7 +274,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
     const { got, described } = await shows(
       'quarantine shown',
       'heavy',
-      (g, d) => /heavy\s+Patch\s+0\s+False\s+quarantined until/.test(g) && /ModRuleQuarantined/.test(d),
+      (g, d) => /heavy\s+Patch\s+0\s+False\s+Webhook\s+quarantined until/.test(g) && /ModRuleQuarantined/.test(d),
       triggered,
     );
     expect(got).toMatch(
@@ -286,7 +286,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
     await shows(
       'quarantine cleared',
       'heavy',
-      (g) => /heavy\s+Patch\s+0\s+True\s+ModRule is valid and in effect/.test(g),
+      (g) => /heavy\s+Patch\s+0\s+True\s+Webhook\s+ModRule is valid and in effect/.test(g),
       fixed,
     );
   });
