@@ -274,7 +274,8 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
     const { got, described } = await shows(
       'quarantine shown',
       'heavy',
-      (g, d) => /heavy\s+Patch\s+0\s+False\s+Webhook\s+quarantined until/.test(g) && /ModRuleQuarantined/.test(d),
+      (g, d) =>
+        /heavy\s+Patch\s+0\s+False\s+Webhook\s+quarantined until/.test(g) && /ModRuleQuarantined/.test(d),
       triggered,
     );
     expect(got).toMatch(
