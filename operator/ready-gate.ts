@@ -64,6 +64,11 @@ export class ReadyGate implements StatusSink {
   // but not what the registration must send, so it is not held again (after an API server restart the scope may
   // be backing off, and a native rule's status write was shown NotInForce).
   private readonly inForce = new Map<string, string>();
+  // Each rule's spec and the first resourceVersion it was seen at: what the registration must cover. Coverage is
+  // asked for that version, not the latest: another replica's status writes move the resourceVersion faster than
+  // this replica's computation follows, and waiting for the latest one never ended (two replicas wrote each other's
+  // Ready back and forth).
+  private readonly specs = new Map<string, { spec: string; version: string }>();
   private readonly unsubscribe: () => void;
   private timer: NodeJS.Timeout | null = null;
 
@@ -80,13 +85,19 @@ export class ReadyGate implements StatusSink {
 
   report(rule: JsonObject, problems: readonly ValidationProblem[]): void {
     const key = keyOf(rule);
-    const version = metaString(rule, 'resourceVersion');
+    // Without a generation (an API server that sets none) every version may be a new spec.
+    const generation = generationOf(rule);
+    const spec = generation === undefined ? null : `${metaString(rule, 'uid')}/${generation}`;
+    const seen = this.specs.get(key);
+    const version = spec !== null && seen?.spec === spec ? seen.version : metaString(rule, 'resourceVersion');
+    if (spec !== null) this.specs.set(key, { spec, version });
     const before = this.held.get(key);
-    const spec = `${metaString(rule, 'uid')}/${generationOf(rule) ?? ''}`;
     const covered =
-      this.inForce.get(key) === spec || this.coverage.covers(version) || this.confirmedAtAdmission(rule);
+      (spec !== null && this.inForce.get(key) === spec) ||
+      this.coverage.covers(version) ||
+      this.confirmedAtAdmission(rule);
     if (problems.length > 0 || covered) {
-      if (covered) this.inForce.set(key, spec);
+      if (covered && spec !== null) this.inForce.set(key, spec);
       else this.inForce.delete(key);
       this.let(key, before);
       this.inner.report(rule, problems);
@@ -135,6 +146,7 @@ export class ReadyGate implements StatusSink {
 
   forget(namespace: string, name: string): void {
     this.inForce.delete(`${namespace}/${name}`);
+    this.specs.delete(`${namespace}/${name}`);
     this.let(`${namespace}/${name}`, this.held.get(`${namespace}/${name}`));
     this.inner.forget(namespace, name);
   }
@@ -149,12 +161,14 @@ export class ReadyGate implements StatusSink {
     if (this.timer) clearInterval(this.timer);
     this.held.clear();
     this.inForce.clear();
+    this.specs.clear();
   }
 
   private release(): void {
     for (const [key, h] of this.held)
       if (this.coverage.covers(h.version)) {
-        this.inForce.set(key, `${metaString(h.rule, 'uid')}/${generationOf(h.rule) ?? ''}`);
+        const generation = generationOf(h.rule);
+        if (generation !== undefined) this.inForce.set(key, `${metaString(h.rule, 'uid')}/${generation}`);
         this.let(key, h);
         this.inner.report(h.rule, h.problems);
       }

@@ -98,4 +98,31 @@ describe('the registration facet', () => {
     expect(gate.waiting).toBe(1);
     gate.stop();
   });
+  test("another replica's status writes do not move what a held rule waits for (the version its spec was first seen at)", () => {
+    const reported: string[] = [];
+    const sink: StatusSink = {
+      report: (r) => void reported.push(String((r.metadata as JsonObject).resourceVersion)),
+      forget: () => undefined,
+    };
+    // This replica's registration covers rules up to resourceVersion 10.
+    let coveredUpTo = 0;
+    const listeners: Array<() => void> = [];
+    const gate = new ReadyGate(sink, {
+      covers: (v) => Number(v) <= coveredUpTo,
+      onChange: (l) => (listeners.push(l), () => undefined),
+    });
+    const at = (resourceVersion: string) => ({
+      ...labelRule('team-a', 'team'),
+      metadata: { name: 'team', namespace: 'team-a', uid: 'u-1', generation: 1, resourceVersion },
+    });
+    gate.report(at('10'), []);
+    // The other replica writes the status again and again: 11, 12, ... (same spec).
+    for (let v = 11; v <= 20; v++) gate.report(at(String(v)), []);
+    expect(reported).toEqual([]);
+    coveredUpTo = 10;
+    listeners.forEach((l) => l());
+    // Let through with the latest version it holds, though the registration was computed at 10 only.
+    expect(reported).toEqual(['20']);
+    gate.stop();
+  });
 });

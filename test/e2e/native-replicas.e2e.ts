@@ -5,6 +5,7 @@ import { SCOPE_ANNOTATION } from '../../scope/ownership';
 import { policyCollection } from '../../native';
 import { apply, remove, waitFor } from './cluster';
 import { E2E_CLUSTER, MODRULES, NativeCluster } from './native-cluster';
+import { messageOf } from '../../util/errors';
 
 /*
  * Two operator replicas writing the same policies, bindings, statuses and dragnet registration: once settled,
@@ -124,7 +125,17 @@ describeCluster('two operator replicas serving rules natively', () => {
           },
           120_000,
           5000,
-        );
+        ).catch((err: unknown) => {
+          // What kept being written, by kind and name, and the last writes.
+          const tally = new Map<string, number>();
+          for (const w of all.writes) {
+            const key = w.split(' ').slice(0, 3).join(' ');
+            tally.set(key, (tally.get(key) ?? 0) + 1);
+          }
+          throw new Error(
+            `${messageOf(err)}: ${all.writes.length} writes: ${JSON.stringify([...tally])}; last: ${all.writes.slice(-10).join(', ')}`,
+          );
+        });
         measured['settled after'] =
           `${Date.now() - started} ms, ${all.writes.length} writes of rules, policies, bindings and the registration`;
       } finally {
