@@ -2,12 +2,12 @@ import { Registry } from 'prom-client';
 import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
-import { RunningWebhook, startWebhookServer } from '../webhook/server';
-import { MemoryTlsSource } from '../webhook/tls';
+import { RunningWebhook } from '../webhook/server';
 import { AdmittedRules } from './admitted-rules';
 import { createKubeClient } from '../kube/kube';
 import { PeerNotifier } from './peers';
 import { FakeApiServer } from './testing/fake-apiserver';
+import { startTestServer } from '../webhook/testing';
 
 describe('replicas tell each other of the rules they admit', () => {
   let api: FakeApiServer;
@@ -24,14 +24,7 @@ describe('replicas tell each other of the rules they admit', () => {
       clusterNamespace: 'kubemod-system',
       checkAfterMs: 60_000,
     });
-    peer = await startWebhookServer({
-      store: new RuleStore(),
-      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
+    peer = await startTestServer(new RuleStore(), certs, {
       peer: { key: () => 'shared', receive: (notice) => held.admit(notice, null) },
     });
   });

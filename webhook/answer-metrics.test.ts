@@ -1,12 +1,10 @@
 import { Registry } from 'prom-client';
 import { loadFixture } from '../fixtures/load';
-import { silentLogger } from '../util/logger';
 import { RuleSnapshot, RuleStore } from '../store/rules';
 import { AnswerMetrics } from './answer-metrics';
 import { generateCertificates } from './certs';
-import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
-import { makeReview, send } from './testing';
-import { MemoryTlsSource } from './tls';
+import { RunningWebhook, WEBHOOK_PATHS } from './server';
+import { makeReview, send, startTestServer } from './testing';
 
 /** Every sample of a metric as `labels value` lines, from the Prometheus text a scrape returns. */
 function samples(text: string, metric: string): Record<string, number> {
@@ -59,14 +57,7 @@ describe('fail-open answers of the webhook server', () => {
   });
 
   async function start(store: RuleStore, rulesLoaded?: Promise<void>): Promise<RunningWebhook> {
-    server = await startWebhookServer({
-      store,
-      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
+    server = await startTestServer(store, certs, {
       rulesLoaded,
     });
     return server;

@@ -1,15 +1,13 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { JsonObject } from '../util/json';
-import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { HEAVY_SPECS, heavyObject, HeavySpec, modRule, neighbourRule } from '../fixtures/heavy';
 import { admit } from '../engine/admit';
 import { RequestBudget, UNTIMED_BUDGET } from '../util/budget';
 import { generateCertificates } from './certs';
-import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
-import { decodePatch, makeReview, postReview } from './testing';
-import { MemoryTlsSource } from './tls';
+import { RunningWebhook, WEBHOOK_PATHS } from './server';
+import { decodePatch, makeReview, postReview, startTestServer } from './testing';
 
 // A heavy rule fails alone even on a busy machine. Another process spins on every core while each heavy rule of the
 // catalogue, in a namespace of its own beside an ordinary rule, is sent the object it is heavy on, five times: the
@@ -72,15 +70,7 @@ describe('a heavy rule next to an ordinary one, while another process loads ever
       neighbourRule(ns(h.name), NEIGHBOUR),
     ]);
     expect(store.replaceRules(rules)).toEqual([]);
-    server = await startWebhookServer({
-      store,
-      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
-    });
+    server = await startTestServer(store, certs);
     spinner = await startSpinner();
   });
 

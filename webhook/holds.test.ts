@@ -1,11 +1,9 @@
 import { JsonObject } from '../util/json';
-import { silentLogger } from '../util/logger';
 import { ReferenceReader, ReferenceSource } from '../store/references';
 import { RuleStore } from '../store/rules';
 import { generateCertificates } from './certs';
-import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
-import { decodePatch, makeReview, postReview } from './testing';
-import { MemoryTlsSource } from './tls';
+import { RunningWebhook, WEBHOOK_PATHS } from './server';
+import { decodePatch, makeReview, postReview, startTestServer } from './testing';
 
 /*
  * The holds before a dragnet answer: rules admitted a moment ago reach the store first, then the references the
@@ -69,14 +67,7 @@ describe('the holds before a dragnet answer', () => {
 
   async function start(store: RuleStore, references: ReferenceSource, landAfterMs: number) {
     let landing: Promise<void> | null = null;
-    server = await startWebhookServer({
-      store,
-      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
+    server = await startTestServer(store, certs, {
       references,
       // The rule was admitted a moment ago: the store has it `landAfterMs` later (its informer's event).
       storeFreshness: {

@@ -1,7 +1,6 @@
 import { connect, TLSSocket } from 'node:tls';
 import { AdmissionReview } from './admission';
 import { benignRule, bigConfigMap, deepObject, moderateRules, smallConfigMap } from '../fixtures/hostile';
-import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { generateCertificates, GeneratedCertificates } from './certs';
 import { NamespaceFairness } from './fairness';
@@ -12,8 +11,7 @@ import {
   startWebhookServer,
   WEBHOOK_PATHS,
 } from './server';
-import { decodePatch, makeReview, postReview, send } from './testing';
-import { MemoryTlsSource } from './tls';
+import { decodePatch, makeReview, postReview, send, startTestServer } from './testing';
 
 // Issue 12's budget, issue 24's shares: with a budget of 200,000 steps a rule's share is 20,000. Twelve rules of
 // ~18,000 steps each fit their shares and exhaust the request together (what demotes a namespace).
@@ -27,14 +25,7 @@ beforeAll(() => {
 async function start(extra: Partial<Parameters<typeof startWebhookServer>[0]> = {}): Promise<RunningWebhook> {
   const store = new RuleStore();
   expect(store.replaceRules([...moderate(), benignRule('evil'), benignRule('good')])).toEqual([]);
-  return startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
+  return startTestServer(store, certs, {
     ...extra,
   });
 }

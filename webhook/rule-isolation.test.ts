@@ -1,13 +1,11 @@
 import { JsonObject } from '../util/json';
-import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { HEAVY_SPECS, modRule, neighbourRule } from '../fixtures/heavy';
 import { bigConfigMap, smallConfigMap } from '../fixtures/hostile';
 import { generateCertificates, GeneratedCertificates } from './certs';
 import { QuarantineChange, RuleQuarantine } from './quarantine';
-import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
-import { decodePatch, makeReview, postReview, send } from './testing';
-import { MemoryTlsSource } from './tls';
+import { RunningWebhook, WEBHOOK_PATHS } from './server';
+import { decodePatch, makeReview, postReview, send, startTestServer } from './testing';
 
 // Issue 24 over HTTP: a heavy rule fails alone, and once it keeps doing so it is quarantined by itself (warned on
 // every answer it would have taken part in, counted), instead of its namespace being demoted. The budget binds on
@@ -23,14 +21,7 @@ const spec = (name: string) => HEAVY_SPECS.find((h) => h.name === name)!.spec;
 async function start(rules: JsonObject[], quarantine?: RuleQuarantine): Promise<RunningWebhook> {
   const store = new RuleStore();
   expect(store.replaceRules(rules)).toEqual([]);
-  return startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
+  return startTestServer(store, certs, {
     budget: { steps: 250_000, ms: 60_000 },
     // Demotion for slow requests or busy seconds depends on the machine: off. A request that exhausts its budget
     // still demotes (deterministic), and none here does.

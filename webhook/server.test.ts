@@ -18,7 +18,7 @@ import { generateCertificates, GeneratedCertificates } from './certs';
 import { parseManifests } from '../store/local/load';
 import { PodBindingEvent } from './podbinding';
 import { RunningWebhook, startWebhookServer, WEBHOOK_PATHS } from './server';
-import { decodePatch, makeReview, postReview, send } from './testing';
+import { decodePatch, makeReview, postReview, send, startTestServer } from './testing';
 import { FileTlsSource, MemoryTlsSource } from './tls';
 
 const EXAMPLES = join(__dirname, '..', 'examples', 'local');
@@ -606,14 +606,7 @@ describe('concurrency', () => {
         }),
       );
     local.replaceRules(setOf('a'));
-    const running = await startWebhookServer({
-      store: local,
-      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
+    const running = await startTestServer(local, certs, {
       // This is about which rule set answers: on a loaded machine no rule may fail on time, nor the namespace be
       // demoted for slow requests (a demoted request has 5 ms).
       budget: { steps: 1_000_000, ms: 60_000 },
@@ -776,15 +769,7 @@ describe('TLS', () => {
 
 describe('close', () => {
   it('finishes in-flight requests, then refuses new connections', async () => {
-    const running = await startWebhookServer({
-      store,
-      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
-    });
+    const running = await startTestServer(store, certs);
     const body = JSON.stringify(makeReview('CREATE', loadFixture('deployment')));
     const half = Math.floor(body.length / 2);
     // A request whose body is still arriving when close() is called.

@@ -4,6 +4,10 @@ import { PeerCertificate, TLSSocket } from 'node:tls';
 import { AdmissionApiVersion, AdmissionReview } from './admission';
 import { JsonObject } from '../util/json';
 import { AdmissionOperation } from '../modrule/types';
+import { silentLogger } from '../util/logger';
+import { RuleStore } from '../store/rules';
+import { RunningWebhook, startWebhookServer, WebhookServerOptions } from './server';
+import { MemoryTlsSource } from './tls';
 
 /** One HTTP exchange as a client saw it. */
 export interface ClientResponse {
@@ -125,4 +129,22 @@ export function makeReview(
 export function decodePatch(review: AdmissionReview): unknown[] {
   const p = review.response?.patch;
   return p ? (JSON.parse(Buffer.from(p, 'base64').toString('utf8')) as unknown[]) : [];
+}
+
+/** A webhook server for tests: on a free loopback port, ready, silent, serving `certs`; `options` override. */
+export function startTestServer(
+  store: RuleStore,
+  certs: { cert: string; key: string },
+  options: Partial<WebhookServerOptions> = {},
+): Promise<RunningWebhook> {
+  return startWebhookServer({
+    store,
+    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
+    port: 0,
+    host: '127.0.0.1',
+    healthPort: 0,
+    logger: silentLogger(),
+    isReady: () => true,
+    ...options,
+  });
 }
