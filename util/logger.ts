@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import winston from 'winston';
 
 /** The levels a user can pick with --log-level. */
@@ -50,3 +51,23 @@ export function silentLogger(): winston.Logger {
 }
 
 export type Logger = winston.Logger;
+
+/** One structured log line, as a memory logger keeps it. */
+export type LogLine = Record<string, unknown> & { level: string; message: string };
+
+/** A logger that keeps every line it is given, debug included (tests that look at logs). */
+export function memoryLogger(): { logger: winston.Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString('utf8')) as LogLine);
+      done();
+    },
+  });
+  const logger = winston.createLogger({
+    level: 'debug',
+    format: winston.format.json(),
+    transports: [new winston.transports.Stream({ stream })],
+  });
+  return { logger, lines };
+}

@@ -1,8 +1,6 @@
-import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
-import winston from 'winston';
 import { loadFixture } from '../fixtures/load';
-import { silentLogger } from '../util/logger';
+import { silentLogger, memoryLogger } from '../util/logger';
 import { Answer, isHttpAnswer } from './answer';
 import { AnswerMetrics } from './answer-metrics';
 import { RequestContext } from './context';
@@ -10,22 +8,6 @@ import { failOpen, Handler, handlerOf, layered, Wrapper } from './handler';
 import { handleMutateModRule } from './modrule';
 import { BadRequestError } from './review';
 import { makeReview } from './testing';
-
-function capturingLogger(): { logger: winston.Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
-      done();
-    },
-  });
-  const logger = winston.createLogger({
-    level: 'debug',
-    format: winston.format.json(),
-    transports: [new winston.transports.Stream({ stream })],
-  });
-  return { logger, lines };
-}
 
 const context = (): RequestContext =>
   new RequestContext(makeReview('CREATE', loadFixture('deployment')).request, 'dragnet', '/dragnet-webhook');
@@ -62,7 +44,7 @@ describe('layered', () => {
 
 describe('failOpen', () => {
   it('answers a BadRequestError with its HTTP status', async () => {
-    const { logger } = capturingLogger();
+    const { logger } = memoryLogger();
     const handler = failOpen(logger, new AnswerMetrics(new Registry()))(handlerOf(handleMutateModRule));
     const review = makeReview('CREATE', loadFixture('deployment'));
     delete review.request.object;
@@ -72,7 +54,7 @@ describe('failOpen', () => {
   });
 
   it('allows the request unchanged on any other failure, with a warning, a log line and a count', async () => {
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = memoryLogger();
     const registry = new Registry();
     const c = context();
     const answer = await failOpen(

@@ -3,13 +3,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { connect } from 'node:tls';
-import winston from 'winston';
 import { AdmissionReview } from './admission';
 import { loadFixture } from '../fixtures/load';
 import { cloneJson, JsonObject } from '../util/json';
-import { silentLogger } from '../util/logger';
+import { silentLogger, memoryLogger } from '../util/logger';
 import { withDefaults } from '../modrule/defaults';
 import { JsonPatchOperation } from '../patch/operation';
 import { applyPatch } from '../patch/rfc6902';
@@ -73,22 +71,6 @@ function populate(store: RuleStore): void {
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'failing' } },
   ]);
   store.replaceNodes(docs.filter((d) => d.kind === 'Node'));
-}
-
-function memoryLogger(): { logger: winston.Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
-      done();
-    },
-  });
-  const logger = winston.createLogger({
-    level: 'debug',
-    format: winston.format.json(),
-    transports: [new winston.transports.Stream({ stream })],
-  });
-  return { logger, lines };
 }
 
 function inNamespace(obj: JsonObject, namespace: string): JsonObject {

@@ -1,5 +1,3 @@
-import { Writable } from 'node:stream';
-import winston from 'winston';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { policyName, SERVE_ANNOTATION } from '../../native';
 import { RuleStore } from '../../store/rules';
@@ -11,6 +9,7 @@ import { eventually } from './eventually';
 import { FakeApiServer, FakeResource } from './fake-apiserver';
 import { modRule, namespace } from './objects';
 import { metadataOf } from '../../util/meta';
+import { memoryLogger, LogLine } from '../../util/logger';
 
 /*
  * The native controller wired as operator/start.ts wires it (ClusterSync feeding the store and telling the
@@ -19,26 +18,6 @@ import { metadataOf } from '../../util/meta';
 
 /** The namespace the tests' rules live in (the fake holds it, so policies are probed there). */
 export const NS = 'team';
-
-/** One structured log line. */
-export type LogLine = Record<string, unknown> & { level: string; message: string };
-
-/** A logger that keeps every line it is given. */
-export function memoryLogger(): { logger: winston.Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString('utf8')) as LogLine);
-      done();
-    },
-  });
-  const logger = winston.createLogger({
-    level: 'debug',
-    format: winston.format.json(),
-    transports: [new winston.transports.Stream({ stream })],
-  });
-  return { logger, lines };
-}
 
 /** What a test drives and looks at; `start` wires and starts it (after the test prepared the fake). */
 export interface NativeHarness {
