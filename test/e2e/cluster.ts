@@ -102,15 +102,20 @@ export class ClusterLedger {
       return made;
     }
     if (!this.previous.has(path) && !this.created.includes(path)) this.previous.set(path, existing);
-    const meta = {
-      ...(obj.metadata as JsonObject),
-      resourceVersion: (existing.metadata as JsonObject).resourceVersion,
-    };
-    // Fields the server assigned (a Service's clusterIP) must stay.
-    const spec =
-      isJsonObject(existing.spec) && isJsonObject(obj.spec) ? { ...existing.spec, ...obj.spec } : obj.spec;
-    const body = spec === undefined ? { ...obj, metadata: meta } : { ...obj, metadata: meta, spec };
-    return this.client.request('PUT', path, { body });
+    let current: JsonObject | undefined = existing;
+    return retryOnConflict(async () => {
+      current ??= await this.client.request('GET', path);
+      const meta = {
+        ...(obj.metadata as JsonObject),
+        resourceVersion: (current.metadata as JsonObject).resourceVersion,
+      };
+      // Fields the server assigned (a Service's clusterIP) must stay.
+      const spec =
+        isJsonObject(current.spec) && isJsonObject(obj.spec) ? { ...current.spec, ...obj.spec } : obj.spec;
+      current = undefined; // a conflict reads the newer version
+      const body = spec === undefined ? { ...obj, metadata: meta } : { ...obj, metadata: meta, spec };
+      return this.client.request('PUT', path, { body });
+    });
   }
 
   /** Records an object created elsewhere (by the operator, or by a test) for deletion at the end. */
@@ -260,20 +265,35 @@ export function webhookManifests(
   return { mutating, validating };
 }
 
+/** Runs a read-then-write, again on a 409 Conflict (someone, often the operator, wrote in between), as kubectl does. */
+export async function retryOnConflict<T>(write: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 409) || attempt >= attempts) throw err;
+    }
+  }
+}
+
 /** Creates an object, or replaces it (keeping its resourceVersion) when it exists. */
 export async function apply(client: KubeClient, collection: string, obj: JsonObject): Promise<JsonObject> {
   try {
     return await client.request('POST', collection, { body: obj });
   } catch (err) {
     if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-    const path = `${collection}/${String((obj.metadata as JsonObject).name)}`;
+  }
+  // It exists: replace it at its current version. The operator writes the rule's status concurrently, so a replace
+  // can meet a newer version.
+  const path = `${collection}/${String((obj.metadata as JsonObject).name)}`;
+  return retryOnConflict(async () => {
     const current = await client.request('GET', path);
     const meta = {
       ...(obj.metadata as JsonObject),
       resourceVersion: (current.metadata as JsonObject).resourceVersion,
     };
     return client.request('PUT', path, { body: { ...obj, metadata: meta } });
-  }
+  });
 }
 
 /** Deletes an object (dependents in the background); a missing one is fine. */
