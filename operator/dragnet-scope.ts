@@ -66,7 +66,7 @@ export interface DragnetScopeOptions {
   /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
   native?: { policiesVersion(): string | null; servingVersion(): string };
   /**
-   * Told each computation's per-rule reports (operator/unknown-kinds.ts); `narrowed` false when the registration is
+   * Told each computation's per-rule reports (operator/scope-findings.ts); `narrowed` false when the registration is
    * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
    */
   onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;

@@ -12,7 +12,7 @@ import { RegistrationStatus } from './registration-status';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
 import { ClusterSync, StatusSink } from './sync';
-import { UnknownKinds } from './unknown-kinds';
+import { ScopeFinding, UNKNOWN_KIND } from './scope-findings';
 
 /** The dragnet scope as the operator runs it: discovery, the registration writer, the Ready gate. */
 export interface RunningScope {
@@ -49,7 +49,7 @@ export function startDragnetScope(deps: {
   const { client, logger, registry, store, admitted } = deps;
   const discovery = new Discovery({ client, logger });
   // Rules naming kinds not served say so on their status (UnknownKind), from the scope's own per-rule reports.
-  const unknownKinds = new UnknownKinds(deps.status, registry);
+  const unknownKinds = new ScopeFinding(UNKNOWN_KIND, deps.status, registry);
   const scope = new DragnetScopeController({
     client,
     logger,

@@ -2,11 +2,11 @@ import { Gauge, Registry } from 'prom-client';
 import { splitKey } from '../util/meta';
 import { RuleScopeReport } from '../scope/compute';
 import { describeUnserved } from '../scope/unserved';
-import { Facet, StatusFacets } from './status-facets';
+import { Facet, FacetSource, StatusFacets } from './status-facets';
 
-// Kinds a rule names that the cluster does not serve, on the rule's status (condition UnknownKind) and in the
-// gauge modrule_rules_unknown_kind. The finding is the scope computation's (scope/unserved.ts, per rule in its
-// report): one analysis decides both the net and what the rule says about it.
+// What the scope computation finds about a rule, on its status and in a gauge: kinds the cluster does not serve
+// (condition UnknownKind, gauge modrule_rules_unknown_kind; scope/unserved.ts). The finding is the scope's own, per
+// rule in its report: one analysis decides both the net and what the rule says about it.
 
 export const UNKNOWN_KIND_REASON = 'KindNotServed';
 
@@ -42,38 +42,51 @@ export function unknownKindFacet(report: RuleScopeReport, narrowed: boolean): Fa
   };
 }
 
-/** Keeps the UnknownKind facet of every rule in step with the scope's reports. */
-export class UnknownKinds {
+/** What a finding is called on the status and in metrics. */
+export interface FindingSpec {
+  source: FacetSource;
+  /** The rule's facet, or undefined when the finding does not hold for it. */
+  facetOf: (report: RuleScopeReport, narrowed: boolean) => Facet | undefined;
+  gauge: { name: string; help: string };
+}
+
+/** The UnknownKind finding. */
+export const UNKNOWN_KIND: FindingSpec = {
+  source: 'unknownKind',
+  facetOf: unknownKindFacet,
+  gauge: {
+    name: 'modrule_rules_unknown_kind',
+    help: 'Valid ModRules naming a kind the cluster does not serve (condition UnknownKind).',
+  },
+};
+
+/** Keeps one finding's facet of every rule in step with the scope's reports, and counts the rules it holds for. */
+export class ScopeFinding {
   private readonly flagged = new Set<string>();
   private readonly gauge: Gauge | null;
 
   constructor(
+    private readonly spec: FindingSpec,
     private readonly status: StatusFacets | null,
     registry?: Registry,
   ) {
-    this.gauge = registry
-      ? new Gauge({
-          name: 'modrule_rules_unknown_kind',
-          help: 'Valid ModRules naming a kind the cluster does not serve (condition UnknownKind).',
-          registers: [registry],
-        })
-      : null;
+    this.gauge = registry ? new Gauge({ ...spec.gauge, registers: [registry] }) : null;
   }
 
-  /** Takes one scope computation's reports: sets the facet of rules naming unserved kinds, clears the others'. */
+  /** Takes one scope computation's reports: sets the facet of rules it holds for, clears the others'. */
   update(reports: readonly RuleScopeReport[], narrowed: boolean): void {
     const now = new Set<string>();
     for (const report of reports) {
-      const facet = unknownKindFacet(report, narrowed);
+      const facet = this.spec.facetOf(report, narrowed);
       if (!facet) continue;
       now.add(report.rule);
       const { namespace, name } = splitKey(report.rule);
-      this.status?.set(namespace, name, 'unknownKind', facet);
+      this.status?.set(namespace, name, this.spec.source, facet);
     }
     for (const key of this.flagged)
       if (!now.has(key)) {
         const { namespace, name } = splitKey(key);
-        this.status?.clear(namespace, name, 'unknownKind');
+        this.status?.clear(namespace, name, this.spec.source);
       }
     this.flagged.clear();
     for (const key of now) this.flagged.add(key);

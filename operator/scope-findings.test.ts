@@ -9,7 +9,7 @@ import { useClusterSync } from './testing/cluster-sync';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
 import { modRule } from './testing/objects';
-import { unknownKindFacet, UnknownKinds } from './unknown-kinds';
+import { ScopeFinding, UNKNOWN_KIND, unknownKindFacet } from './scope-findings';
 
 const kindRule = (name: string, kind: string) =>
   modRule('team', name, {
@@ -18,7 +18,7 @@ const kindRule = (name: string, kind: string) =>
     patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
   });
 
-/** The scope's per-rule reports for these rules, as DragnetScopeController hands them to UnknownKinds. */
+/** The scope's per-rule reports for these rules, as DragnetScopeController hands them to the findings. */
 function reportsOf(rules: JsonObject[], catalog = ResourceCatalog.builtin()) {
   return computeScope({
     rules: rules.map((r) => analyzeModRule(r).rule!),
@@ -48,7 +48,7 @@ describe('unknownKindFacet', () => {
   });
 });
 
-describe('UnknownKinds on the (fake) API server', () => {
+describe('the UnknownKind finding on the (fake) API server', () => {
   const harness = useClusterSync();
   let api: FakeApiServer;
   let status: StatusReporter;
@@ -59,7 +59,7 @@ describe('UnknownKinds on the (fake) API server', () => {
 
   it('shows UnknownKind and names it first in Ready, counts it, and clears it once the kind is served', async () => {
     const registry = new Registry();
-    const unknown = new UnknownKinds(status, registry);
+    const unknown = new ScopeFinding(UNKNOWN_KIND, status, registry);
     const rules = [kindRule('typo', 'Gadget'), kindRule('ok', 'Deployment')].map((r) =>
       api.put('modrules', r),
     );
