@@ -4,7 +4,8 @@ import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
 import { CompiledRule } from '../modrule/compile';
-import { RuleScopeReport } from '../scope/compute';
+import { reachOf, RuleScopeReport } from '../scope/compute';
+import { productsOf } from '../scope/products';
 import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
 import { dragnetOf, registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
@@ -163,6 +164,14 @@ export class DragnetScopeController {
   /** Makes the registration send an admitted rule's objects (ScopeWidener.ensure). */
   ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
     return this.widener.ensure(rule, widenBy, until);
+  }
+
+  /** Served kinds the rule names that the configured net never sends ([] until the net and discovery are read). */
+  outsideNet(rule: CompiledRule): string[] {
+    const live = this.live.scope();
+    const catalog = this.options.discovery.catalog();
+    if (!live || !catalog) return [];
+    return productsOf(reachOf(rule, this.options.clusterNamespace), live.configured.rules, catalog).outside;
   }
 
   /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */

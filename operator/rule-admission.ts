@@ -61,11 +61,19 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
     ]);
     waited?.observe((now() - start) / 1000);
     const key = objectKey(version.namespace, version.name);
+    const outside = deps.scope.outsideNet(rule);
+    // Admitted, but the net as installed never sends some of its kinds: as with KubeMod, now said (and on its status).
+    const outsideWarnings = outside.length
+      ? [
+          `modrule: kind ${outside.join(', ')} is outside the dragnet's configured net: the API server never sends ` +
+            `the webhook ${outside.length === 1 ? 'its' : 'their'} objects, so ModRule ${key} acts on none of them`,
+        ]
+      : [];
     switch (outcome.kind) {
       case 'covered':
       case 'widened':
         deps.confirmed.add(version.uid, version.generation);
-        return {};
+        return outsideWarnings.length ? { warnings: outsideWarnings } : {};
       case 'fallback':
         if (outcome.confirmed) deps.confirmed.add(version.uid, version.generation);
         deps.logger.warn('ModRule admitted through the configured net', {
@@ -74,6 +82,7 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
         });
         return {
           warnings: [
+            ...outsideWarnings,
             `modrule: the dragnet registration fell back to the configured (wide) net (${outcome.reason}); ` +
               `ModRule ${key} is in force through it${outcome.confirmed ? '' : ' as soon as the API server applies it'}`,
           ],

@@ -9,7 +9,7 @@ import { useClusterSync } from './testing/cluster-sync';
 import { eventually } from './testing/eventually';
 import { FakeApiServer } from './testing/fake-apiserver';
 import { modRule } from './testing/objects';
-import { ScopeFinding, UNKNOWN_KIND, unknownKindFacet } from './scope-findings';
+import { OUTSIDE_NET, ScopeFinding, UNKNOWN_KIND, unknownKindFacet } from './scope-findings';
 
 const kindRule = (name: string, kind: string) =>
   modRule('team', name, {
@@ -19,11 +19,15 @@ const kindRule = (name: string, kind: string) =>
   });
 
 /** The scope's per-rule reports for these rules, as DragnetScopeController hands them to the findings. */
-function reportsOf(rules: JsonObject[], catalog = ResourceCatalog.builtin()) {
+function reportsOf(
+  rules: JsonObject[],
+  catalog = ResourceCatalog.builtin(),
+  configured = defaultConfigured('kubemod-system'),
+) {
   return computeScope({
     rules: rules.map((r) => analyzeModRule(r).rule!),
     clusterNamespace: 'kubemod-system',
-    configured: defaultConfigured('kubemod-system'),
+    configured,
     catalog,
   }).rules;
 }
@@ -93,5 +97,52 @@ describe('the UnknownKind finding on the (fake) API server', () => {
     expect(conditions('typo')[1]).toMatchObject({ reason: 'KindsServed' });
     expect(unknown.size).toBe(0);
     expect((await registry.getSingleMetric('modrule_rules_unknown_kind')!.get()).values[0].value).toBe(0);
+  });
+});
+
+describe('the OutsideNet finding on the (fake) API server', () => {
+  const harness = useClusterSync();
+  let api: FakeApiServer;
+  let status: StatusReporter;
+  beforeEach(() => ({ api, status } = harness));
+
+  const conditions = (name: string) =>
+    ((api.get('modrules', 'team', name)?.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
+
+  it('shows OutsideNet for a served kind the configured net leaves out, counts it, and clears it once the net sends it', async () => {
+    const registry = new Registry();
+    const outside = new ScopeFinding(OUTSIDE_NET, status, registry);
+    const rules = [kindRule('leases', 'Lease'), kindRule('ok', 'Deployment')].map((r) =>
+      api.put('modrules', r),
+    );
+    for (const r of rules) status.report(r, []);
+    // The bundle's net (KubeMod's list) has no leases.
+    outside.update(reportsOf(rules), true);
+    await eventually(() => conditions('leases').length === 2);
+    expect(conditions('leases')).toEqual([
+      expect.objectContaining({
+        type: 'Ready',
+        status: 'True',
+        message: "in effect, but kind Lease is outside the dragnet's configured net",
+      }),
+      expect.objectContaining({ type: 'OutsideNet', status: 'True', reason: 'OutsideConfiguredNet' }),
+    ]);
+    expect(String(conditions('leases')[1].message)).toContain('the rule acts on none of them');
+    await eventually(() => conditions('ok').length === 1);
+    const gauge = async () =>
+      (await registry.getSingleMetric('modrule_rules_outside_net')!.get()).values[0].value;
+    expect(await gauge()).toBe(1);
+    // The net is widened to every resource (as docs/install.md shows): the condition clears (kept, False).
+    const wide = defaultConfigured('kubemod-system');
+    const everything = { ...wide, rules: wide.rules.map((r) => ({ ...r, resources: ['*'] })) };
+    status.report(api.get('modrules', 'team', 'leases')!, []);
+    outside.update(reportsOf(rules, ResourceCatalog.builtin(), everything), true);
+    await eventually(() => conditions('leases')[1]?.status === 'False');
+    expect(conditions('leases')[0]).toMatchObject({
+      status: 'True',
+      message: 'ModRule is valid and in effect',
+    });
+    expect(conditions('leases')[1]).toMatchObject({ reason: 'InConfiguredNet' });
+    expect(await gauge()).toBe(0);
   });
 });

@@ -5,7 +5,8 @@ import { describeUnserved } from '../scope/unserved';
 import { Facet, FacetSource, StatusFacets } from './status-facets';
 
 // What the scope computation finds about a rule, on its status and in a gauge: kinds the cluster does not serve
-// (condition UnknownKind, gauge modrule_rules_unknown_kind; scope/unserved.ts). The finding is the scope's own, per
+// (condition UnknownKind, gauge modrule_rules_unknown_kind; scope/unserved.ts), and served kinds the configured
+// net leaves out (condition OutsideNet, gauge modrule_rules_outside_net; scope/products.ts). The finding is the scope's own, per
 // rule in its report: one analysis decides both the net and what the rule says about it.
 
 export const UNKNOWN_KIND_REASON = 'KindNotServed';
@@ -42,6 +43,28 @@ export function unknownKindFacet(report: RuleScopeReport, narrowed: boolean): Fa
   };
 }
 
+export const OUTSIDE_NET_REASON = 'OutsideConfiguredNet';
+
+/**
+ * The OutsideNet facet of one rule, or undefined when the configured net sends every served kind it names: the API
+ * server never calls the webhook for the others, so the rule would miss all their objects without a word.
+ */
+export function outsideNetFacet(report: RuleScopeReport): Facet | undefined {
+  if (report.outside.length === 0) return undefined;
+  const kinds = report.outside.join(', ');
+  return {
+    condition: {
+      type: 'OutsideNet',
+      reason: OUTSIDE_NET_REASON,
+      message:
+        `kind ${kinds} is outside the dragnet's configured net. The API server never sends the webhook ` +
+        `${report.outside.length === 1 ? 'its' : 'their'} objects (the dragnet MutatingWebhookConfiguration as ` +
+        `installed leaves ${report.outside.length === 1 ? 'it' : 'them'} out), so the rule acts on none of them; ` +
+        "add its resource to the configured net's rules to bring it in (docs/install.md, Target resources).",
+    },
+  };
+}
+
 /** What a finding is called on the status and in metrics. */
 export interface FindingSpec {
   source: FacetSource;
@@ -57,6 +80,16 @@ export const UNKNOWN_KIND: FindingSpec = {
   gauge: {
     name: 'modrule_rules_unknown_kind',
     help: 'Valid ModRules naming a kind the cluster does not serve (condition UnknownKind).',
+  },
+};
+
+/** The OutsideNet finding. */
+export const OUTSIDE_NET: FindingSpec = {
+  source: 'outsideNet',
+  facetOf: outsideNetFacet,
+  gauge: {
+    name: 'modrule_rules_outside_net',
+    help: "Valid ModRules naming a served kind the dragnet's configured net never sends (condition OutsideNet).",
   },
 };
 

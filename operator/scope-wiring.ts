@@ -12,7 +12,7 @@ import { RegistrationStatus } from './registration-status';
 import type { ScopeMode } from '../scope/ownership';
 import { StatusReporter } from './status';
 import { ClusterSync, StatusSink } from './sync';
-import { ScopeFinding, UNKNOWN_KIND } from './scope-findings';
+import { OUTSIDE_NET, ScopeFinding, UNKNOWN_KIND } from './scope-findings';
 
 /** The dragnet scope as the operator runs it: discovery, the registration writer, the Ready gate. */
 export interface RunningScope {
@@ -48,8 +48,9 @@ export function startDragnetScope(deps: {
 }): RunningScope {
   const { client, logger, registry, store, admitted } = deps;
   const discovery = new Discovery({ client, logger });
-  // Rules naming kinds not served say so on their status (UnknownKind), from the scope's own per-rule reports.
-  const unknownKinds = new ScopeFinding(UNKNOWN_KIND, deps.status, registry);
+  // Rules naming kinds not served, or kinds the configured net leaves out, say so on their status (UnknownKind,
+  // OutsideNet), from the scope's own per-rule reports.
+  const findings = [UNKNOWN_KIND, OUTSIDE_NET].map((f) => new ScopeFinding(f, deps.status, registry));
   const scope = new DragnetScopeController({
     client,
     logger,
@@ -68,7 +69,7 @@ export function startDragnetScope(deps: {
     admitted,
     probeNamespace: deps.podNamespace,
     onScope: (reports, narrowed) => {
-      unknownKinds.update(reports, narrowed);
+      for (const finding of findings) finding.update(reports, narrowed);
       registration.setRules(reports.map((r) => r.rule));
     },
   });

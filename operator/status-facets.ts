@@ -21,6 +21,7 @@ export const FACET_SOURCES = [
   'registration',
   'references',
   'unknownKind',
+  'outsideNet',
   'failing',
   'serving',
 ] as const;
@@ -32,6 +33,10 @@ export type FacetSource = (typeof FACET_SOURCES)[number];
  */
 export const CONDITION_TYPES = {
   UnknownKind: { reason: 'KindsServed', message: 'every kind the rule names is served' },
+  OutsideNet: {
+    reason: 'InConfiguredNet',
+    message: "the dragnet's configured net sends every kind the rule names",
+  },
   Failing: { reason: 'NotFailing', message: 'no run-time error in the recent window' },
   ReferenceMissing: { reason: 'ReferencesFound', message: 'every object the rule refers to exists' },
   WideFallback: { reason: 'Narrowed', message: 'the dragnet registration follows the rules again' },

@@ -308,6 +308,29 @@ describe('computeScope', () => {
     expect(result.registration.matchConditions[0]).toEqual(configured.matchConditions[0]);
     expect(sends(result, request('CREATE', 'Deployment', 'prod', { e2e: 'true' }))).toBe(true);
     expect(sends(result, request('CREATE', 'Deployment', 'prod'))).toBe(false);
+    // The served kind the net leaves out is named on the rule's report (its status says so: OutsideNet).
+    expect(result.rules[0].outside).toEqual(['ConfigMap']);
+    expect(result.rules[0].notes).toContain('kind ConfigMap outside the configured net');
+    const configMapsOnly = computeScope({
+      rules: [
+        kindRule('team', 'cm', 'ConfigMap'),
+        kindRule('team', 'widget', 'Widget'),
+        kindRule('team', 'd', 'Deployment'),
+      ],
+      clusterNamespace: 'kubemod-system',
+      configured,
+      catalog: ResourceCatalog.builtin([WIDGET_CRD]),
+    });
+    expect(new Map(configMapsOnly.rules.map((r) => [r.rule, r.outside]))).toEqual(
+      new Map([
+        ['team/cm', ['ConfigMap']],
+        ['team/widget', ['Widget']],
+        ['team/d', []],
+      ]),
+    );
+    expect(configMapsOnly.rules.find((r) => r.rule === 'team/cm')!.notes).toContain(
+      'outside the configured net: the API server never sends its objects',
+    );
   });
 
   test('renders conditions the API server accepts: only request fields, JSON-quoted strings', () => {

@@ -79,6 +79,8 @@ export interface RuleScopeReport {
   notes: string[];
   /** Kinds it names that discovery does not serve (the scope fails wide for them); [] before discovery. */
   unserved: UnservedKind[];
+  /** Served kinds it names that the configured net never sends to the webhook (the rule misses their objects). */
+  outside: string[];
 }
 
 /** The computed registration and how it came about. */
@@ -121,7 +123,7 @@ function describeNamespaces(reach: RuleReach): string {
 }
 
 function report(reach: RuleReach, group: ShapeGroup): RuleScopeReport {
-  const { resources, notes, unserved } = group;
+  const { resources, notes, unserved, outside } = group;
   return {
     rule: reach.rule,
     operations: [...reach.operations],
@@ -130,6 +132,7 @@ function report(reach: RuleReach, group: ShapeGroup): RuleScopeReport {
     cluster: reach.cluster,
     notes: notes.length === 0 ? (reach.notes as string[]) : [...reach.notes, ...notes],
     unserved,
+    outside,
   };
 }
 
@@ -145,6 +148,7 @@ interface ShapeGroup {
   products: Product[];
   notes: string[];
   unserved: UnservedKind[];
+  outside: string[];
   resources: string[];
   any: boolean;
   names: Set<string>;
@@ -159,7 +163,10 @@ function groupByShape(
 ): { groups: ShapeGroup[]; reports: RuleScopeReport[]; index: ScopeIndex } {
   // By shape, then by decline CEL (strings hash once; a concatenation would hash again at every computation).
   const byShape = new Map<string, Map<string, ShapeGroup>>();
-  const products = new Map<string, Pick<ShapeGroup, 'products' | 'notes' | 'unserved' | 'resources'>>();
+  const products = new Map<
+    string,
+    Pick<ShapeGroup, 'products' | 'notes' | 'unserved' | 'outside' | 'resources'>
+  >();
   const reports: RuleScopeReport[] = [];
   for (const rule of input.rules) {
     const reach = reachOf(rule, input.clusterNamespace);

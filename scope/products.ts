@@ -21,6 +21,8 @@ interface Want {
   group: string;
   resource: string;
   scope: RuleScope;
+  /** The served kind it stands for (null: a kind's fail-wide want, or no kind pinned). */
+  kind: string | null;
 }
 
 function intersectScope(a: RuleScope, b: RuleScope): RuleScope | null {
@@ -67,21 +69,22 @@ export function intersectRule(
 }
 
 /**
- * A rule's share of the net: its wants meet every rule of the configured net; notes say where it fails wide, and
- * `unserved` which of its kinds discovery does not serve.
+ * A rule's share of the net: its wants meet every rule of the configured net; notes say where it fails wide,
+ * `unserved` which of its kinds discovery does not serve, and `outside` which served kinds the configured net never
+ * sends (the rule can never act on their objects through the webhook).
  */
 export function productsOf(
   reach: RuleReach,
   configured: readonly WebhookRule[],
   catalog: ResourceCatalog | null,
-): { products: Product[]; notes: string[]; unserved: UnservedKind[] } {
+): { products: Product[]; notes: string[]; unserved: UnservedKind[]; outside: string[] } {
   const notes: string[] = [];
   const unserved: UnservedKind[] = [];
   const namespaced = !isEmptyNamespaceSet(reach.namespaces);
   const reachScope: RuleScope | null =
     namespaced && reach.cluster ? '*' : namespaced ? 'Namespaced' : reach.cluster ? 'Cluster' : null;
   if (!reachScope || reach.operations.size === 0 || reach.kinds?.size === 0 || reach.groups?.size === 0)
-    return { products: [], notes, unserved };
+    return { products: [], notes, unserved, outside: [] };
   const wants: Want[] = [];
   const groups = reach.groups ? [...reach.groups].sort() : ['*'];
   if (reach.kinds) {
@@ -91,29 +94,38 @@ export function productsOf(
         // Unknown to discovery (not installed yet, or discovery not loaded): fail wide for this rule's kind.
         notes.push(`kind ${kind} is not served${catalog ? '' : ' (no discovery yet)'}: every resource`);
         if (catalog) unserved.push(unservedKind(kind, reach.groups, catalog));
-        for (const group of groups) wants.push({ group, resource: '*', scope: reachScope });
+        for (const group of groups) wants.push({ group, resource: '*', scope: reachScope, kind: null });
         continue;
       }
       for (const r of served) {
         const scope = intersectScope(reachScope, r.namespaced ? 'Namespaced' : 'Cluster');
-        if (scope) wants.push({ group: r.group, resource: r.resource, scope });
+        if (scope) wants.push({ group: r.group, resource: r.resource, scope, kind });
       }
       // Groups discovery could not read may serve the kind too: all of their resources.
       for (const group of catalog?.missingGroups ?? [])
-        if (!reach.groups || reach.groups.has(group)) wants.push({ group, resource: '*', scope: reachScope });
+        if (!reach.groups || reach.groups.has(group))
+          wants.push({ group, resource: '*', scope: reachScope, kind: null });
     }
   } else {
-    for (const group of groups) wants.push({ group, resource: '*', scope: reachScope });
+    for (const group of groups) wants.push({ group, resource: '*', scope: reachScope, kind: null });
   }
   const products: Product[] = [];
-  for (const want of wants)
+  const sent = new Set<string>();
+  const servedKinds = new Set<string>();
+  for (const want of wants) {
+    if (want.kind !== null) servedKinds.add(want.kind);
     for (const rule of configured) {
       const p = intersectRule(rule, want, reach.operations);
-      if (p) products.push(p);
+      if (!p) continue;
+      products.push(p);
+      if (want.kind !== null) sent.add(want.kind);
     }
+  }
+  const outside = [...servedKinds].filter((k) => !sent.has(k));
   if (reach.kinds && products.length === 0 && wants.length > 0)
     notes.push('outside the configured net: the API server never sends its objects');
-  return { products, notes, unserved };
+  else if (outside.length > 0) notes.push(`kind ${outside.join(', ')} outside the configured net`);
+  return { products, notes, unserved, outside };
 }
 
 /**

@@ -184,7 +184,36 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
     expect(after.got).toMatch(/typo\s+Patch\s+0\s+True\s+Webhook\s+ModRule is valid and in effect/);
   });
 
-  it('a kind no CRD serves yet: UnknownKind until its CRD is installed', async () => {
+  it('a served kind outside the configured net: a warning on apply, OutsideNet within 5 s, gone once the rule moves into the net', async () => {
+    const started = Date.now();
+    // Leases are served, but not in the bundle's net (KubeMod's list): the API server never sends them.
+    const applied = await applyRule(kindRule('leases', 'Lease'));
+    expect(applied.stderr).toContain(
+      "Warning: modrule: kind Lease is outside the dragnet's configured net: the API server never sends the webhook its objects",
+    );
+    const { got, described } = await shows(
+      'kind outside the net shown',
+      'leases',
+      (g, d) =>
+        g.includes("in effect, but kind Lease is outside the dragnet's configured net") &&
+        /OutsideNet/.test(d),
+      started,
+    );
+    expect(got).toMatch(/leases\s+Patch\s+0\s+True\s+Webhook\s+in effect, but kind Lease is outside/);
+    expect(described).toMatch(/Reason:\s+OutsideConfiguredNet\s+Status:\s+True\s+Type:\s+OutsideNet/);
+    const fixed = Date.now();
+    const quiet = await applyRule(kindRule('leases', 'ConfigMap'));
+    expect(quiet.stderr).not.toContain('Warning');
+    await shows(
+      'kind outside the net cleared',
+      'leases',
+      (g, d) =>
+        g.includes('ModRule is valid and in effect') && /Reason:\s+InConfiguredNet\s+Status:\s+False/.test(d),
+      fixed,
+    );
+  });
+
+  it('a kind no CRD serves yet: UnknownKind until its CRD is installed, then OutsideNet (the net has no custom resources)', async () => {
     await applyRule(kindRule('gadgets', GADGET_KIND));
     await shows('unserved kind shown', 'gadgets', (g) => g.includes(`kind ${GADGET_KIND} is not served`));
     const installed = Date.now();
@@ -215,10 +244,13 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
       },
     });
     // The CRD is established and discovery read again (0.5 s after the CRD event): within 5 s on an idle machine.
+    // Served now, but the bundle's net (KubeMod's list) has no custom resources: the rule says that instead.
     await shows(
       'unserved kind cleared by its CRD',
       'gadgets',
-      (g, d) => g.includes('ModRule is valid and in effect') && /KindsServed/.test(d),
+      (g, d) =>
+        g.includes(`in effect, but kind ${GADGET_KIND} is outside the dragnet's configured net`) &&
+        /Reason:\s+KindsServed\s+Status:\s+False\s+Type:\s+UnknownKind/.test(d),
       installed,
     );
   });
