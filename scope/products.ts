@@ -68,6 +68,41 @@ export function intersectRule(
   return { groups, versions: [...configured.apiVersions].sort(), resources, operations: ops, scope };
 }
 
+/** What a rule wants before it meets the net: per kind the resources discovery serves it as (or all, failing wide). */
+function wantsOf(
+  reach: RuleReach,
+  reachScope: RuleScope,
+  catalog: ResourceCatalog | null,
+): { wants: Want[]; notes: string[]; unserved: UnservedKind[] } {
+  const notes: string[] = [];
+  const unserved: UnservedKind[] = [];
+  const wants: Want[] = [];
+  const groups = reach.groups ? [...reach.groups].sort() : ['*'];
+  const everything = (kind: string | null) => {
+    for (const group of groups) wants.push({ group, resource: '*', scope: reachScope, kind });
+  };
+  if (!reach.kinds) everything(null);
+  for (const kind of reach.kinds ? [...reach.kinds].sort() : []) {
+    const served = catalog ? servedResources(kind, reach.groups, catalog) : [];
+    if (served.length === 0) {
+      // Unknown to discovery (not installed yet, or discovery not loaded): fail wide for this rule's kind.
+      notes.push(`kind ${kind} is not served${catalog ? '' : ' (no discovery yet)'}: every resource`);
+      if (catalog) unserved.push(unservedKind(kind, reach.groups, catalog));
+      everything(null);
+      continue;
+    }
+    for (const r of served) {
+      const scope = intersectScope(reachScope, r.namespaced ? 'Namespaced' : 'Cluster');
+      if (scope) wants.push({ group: r.group, resource: r.resource, scope, kind });
+    }
+    // Groups discovery could not read may serve the kind too: all of their resources.
+    for (const group of catalog?.missingGroups ?? [])
+      if (!reach.groups || reach.groups.has(group))
+        wants.push({ group, resource: '*', scope: reachScope, kind: null });
+  }
+  return { wants, notes, unserved };
+}
+
 /**
  * A rule's share of the net: its wants meet every rule of the configured net; notes say where it fails wide,
  * `unserved` which of its kinds discovery does not serve, and `outside` which served kinds the configured net never
@@ -78,37 +113,12 @@ export function productsOf(
   configured: readonly WebhookRule[],
   catalog: ResourceCatalog | null,
 ): { products: Product[]; notes: string[]; unserved: UnservedKind[]; outside: string[] } {
-  const notes: string[] = [];
-  const unserved: UnservedKind[] = [];
   const namespaced = !isEmptyNamespaceSet(reach.namespaces);
   const reachScope: RuleScope | null =
     namespaced && reach.cluster ? '*' : namespaced ? 'Namespaced' : reach.cluster ? 'Cluster' : null;
   if (!reachScope || reach.operations.size === 0 || reach.kinds?.size === 0 || reach.groups?.size === 0)
-    return { products: [], notes, unserved, outside: [] };
-  const wants: Want[] = [];
-  const groups = reach.groups ? [...reach.groups].sort() : ['*'];
-  if (reach.kinds) {
-    for (const kind of [...reach.kinds].sort()) {
-      const served = catalog ? servedResources(kind, reach.groups, catalog) : [];
-      if (served.length === 0) {
-        // Unknown to discovery (not installed yet, or discovery not loaded): fail wide for this rule's kind.
-        notes.push(`kind ${kind} is not served${catalog ? '' : ' (no discovery yet)'}: every resource`);
-        if (catalog) unserved.push(unservedKind(kind, reach.groups, catalog));
-        for (const group of groups) wants.push({ group, resource: '*', scope: reachScope, kind: null });
-        continue;
-      }
-      for (const r of served) {
-        const scope = intersectScope(reachScope, r.namespaced ? 'Namespaced' : 'Cluster');
-        if (scope) wants.push({ group: r.group, resource: r.resource, scope, kind });
-      }
-      // Groups discovery could not read may serve the kind too: all of their resources.
-      for (const group of catalog?.missingGroups ?? [])
-        if (!reach.groups || reach.groups.has(group))
-          wants.push({ group, resource: '*', scope: reachScope, kind: null });
-    }
-  } else {
-    for (const group of groups) wants.push({ group, resource: '*', scope: reachScope, kind: null });
-  }
+    return { products: [], notes: [], unserved: [], outside: [] };
+  const { wants, notes, unserved } = wantsOf(reach, reachScope, catalog);
   const products: Product[] = [];
   const sent = new Set<string>();
   const servedKinds = new Set<string>();
