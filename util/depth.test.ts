@@ -36,7 +36,7 @@ spec:
 `;
 
 describe('object depth', () => {
-  test('deeperThan counts levels of objects and arrays, iteratively', () => {
+  test('deeperThan counts levels of objects and arrays, and stops at the limit', () => {
     expect(deeperThan(nested(10), 10)).toBe(false);
     expect(deeperThan(nested(11), 10)).toBe(true);
     expect(deeperThan([[[]]], 3)).toBe(false);
