@@ -24,7 +24,7 @@ import { describeCluster, E2eCluster, startCluster } from './target';
  */
 
 const prometheusBin = prometheusTool('prometheus');
-const describeLocal = prometheusBin ? describeCluster : describe.skip;
+const describeMonitoring = prometheusBin ? describeCluster : describe.skip;
 const settings = e2eSettings();
 const run = randomBytes(3).toString('hex');
 const NS = `monitoring-e2e-${run}`;
@@ -37,7 +37,7 @@ const CONFIGMAPS = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 const DRAGNET_TIMEOUT_SECONDS = 3;
 const measured: Record<string, string> = {};
 
-describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (namespace ${NS})`, () => {
+describeMonitoring(`monitoring: the alerts and the dashboard on a live Prometheus (namespace ${NS})`, () => {
   let cp: E2eCluster;
   let admin: KubeClient;
   let ledger: ClusterLedger;
