@@ -9,6 +9,7 @@ import {
   e2eSettings,
   webhookManifests,
 } from './cluster';
+import { webhookHostFor } from './target';
 
 describe('e2e manifests', () => {
   const { mutating, validating } = webhookManifests('https://172.18.0.1:9443', 'modrule-e2e-x');
@@ -41,11 +42,23 @@ describe('e2e manifests', () => {
   });
 
   it('reads its settings from the environment', () => {
-    expect(e2eSettings({ E2E_WEBHOOK_HOST: '10.0.0.1', E2E_WEBHOOK_PORT: '10443' })).toEqual({
-      webhookHost: '10.0.0.1',
-      webhookPort: 10443,
-      clusterNamespace: 'kubemod-system',
+    expect(e2eSettings({ E2E_CLUSTER_NAMESPACE: 'modrule-e2e' })).toEqual({
+      clusterNamespace: 'modrule-e2e',
     });
+    // Not a second source of truth for the webhook's address: target.ts alone knows it (a loopback API server).
+    expect(e2eSettings({ E2E_WEBHOOK_HOST: '10.0.0.1' })).toEqual({ clusterNamespace: 'kubemod-system' });
+  });
+
+  it("calls webhooks on loopback when the API server is there (start.sh's cluster), else at the kind gateway", () => {
+    expect(webhookHostFor('https://127.0.0.1:6443', false, {})).toBe('127.0.0.1');
+    expect(webhookHostFor('https://localhost:6443', false, {})).toBe('127.0.0.1');
+    expect(webhookHostFor('https://127.0.0.1:6443', false, { E2E_WEBHOOK_HOST: '10.0.0.1' })).toBe(
+      '10.0.0.1',
+    );
+    expect(webhookHostFor('https://172.18.0.2:6443', false, {})).toBe('172.18.0.1');
+    expect(webhookHostFor('https://127.0.0.1:40000', true, { E2E_WEBHOOK_HOST: '10.0.0.1' })).toBe(
+      '127.0.0.1',
+    );
   });
 });
 

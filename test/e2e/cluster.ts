@@ -5,22 +5,15 @@ import { isJsonObject, JsonObject } from '../../util/json';
 import { KubeApiError, KubeClient } from '../../kube/kube';
 import { messageOf } from '../../util/errors';
 
-/** Where the API server can reach the operator that the e2e suite runs on this machine. */
+/** Settings of the operator the e2e suite runs; where the API server reaches it is target.ts's to say. */
 export interface E2eSettings {
-  /** Host/IP the cluster's API server can reach this process at (kind: the docker network gateway). */
-  webhookHost: string;
-  webhookPort: number;
   /** Namespace for cluster-wide rules and the certificate Secret. */
   clusterNamespace: string;
 }
 
-/** Reads E2E_WEBHOOK_HOST, E2E_WEBHOOK_PORT, E2E_CLUSTER_NAMESPACE. */
+/** Reads E2E_CLUSTER_NAMESPACE (the webhook's host and port: E2eCluster.webhookHost and webhookPort()). */
 export function e2eSettings(env: Record<string, string | undefined> = process.env): E2eSettings {
-  return {
-    webhookHost: env.E2E_WEBHOOK_HOST || '172.18.0.1',
-    webhookPort: Number(env.E2E_WEBHOOK_PORT || 9443),
-    clusterNamespace: env.E2E_CLUSTER_NAMESPACE || 'kubemod-system',
-  };
+  return { clusterNamespace: env.E2E_CLUSTER_NAMESPACE || 'kubemod-system' };
 }
 
 const ROOT = join(__dirname, '..', '..');

@@ -1,32 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { silentLogger } from '../../util/logger';
 import { stringifyManifests } from '../../util/yaml';
 import { PATCHED_BY_ANNOTATION } from '../../engine/record';
-import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
-import { kubeConfigAccess, loadKubeConfig } from '../../kube/kubeconfig';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { runProcess } from '../cli';
 import { apply, ClusterLedger, e2eSettings, remove, waitFor, webhookManifests } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
 import { installBundle } from './install';
 import { kubectl } from './kubectl';
+import { describeCluster, E2eCluster, startCluster } from './target';
 
 /*
  * Which rule changed an object, on a real API server with kubectl: the opt-in record (modrule.io/patched-by) under
  * client-side and server-side apply, `kubectl diff` and label edits; `modrule explain` on live objects as a separate
  * process reading the kubeconfig; what `kubectl apply` shows of an invalid ModRule; the Served column.
- * - KUBEBUILDER_ASSETS set: its own etcd + kube-apiserver on free loopback ports (kubectl from the same folder);
- * - else KUBECONFIG set: that cluster (kubectl on PATH). Nothing is restarted; every name is unique to the run, and
- *   what the run creates is deleted (what it replaces is put back).
+ * On a control plane of its own or an existing cluster (target.ts). Nothing is restarted; every name is unique to the
+ * run, and what the run creates is deleted (what it replaces is put back).
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const CLUSTER = Boolean(ASSETS || process.env.KUBECONFIG);
-const describeCluster = CLUSTER ? describe : describe.skip;
 const settings = e2eSettings();
 const run = randomBytes(3).toString('hex');
 const NS = `explain-e2e-${run}`;
@@ -81,7 +75,7 @@ const annotation = (o: JsonObject) =>
   (meta(o).annotations as JsonObject | undefined)?.[PATCHED_BY_ANNOTATION];
 
 describeCluster(`which rule changed an object, on a real API server (namespace ${NS})`, () => {
-  let cp: LocalControlPlane | null = null;
+  let cp: E2eCluster | null = null;
   let admin: KubeClient;
   let ledger: ClusterLedger;
   let operator: RunningOperator | null = null;
@@ -92,21 +86,12 @@ describeCluster(`which rule changed an object, on a real API server (namespace $
   const get = (path: string) => admin.request('GET', path);
 
   beforeAll(async () => {
-    let kc: KubeConfig;
-    let host = settings.webhookHost;
-    let port = settings.webhookPort;
-    if (ASSETS) {
-      cp = await LocalControlPlane.start(ASSETS);
-      kc = cp.kubeConfig();
-      kubeconfig = cp.kubeConfigPath;
-      kubectlBin = cp.kubectl ?? 'kubectl';
-      host = '127.0.0.1';
-      port = await freePort();
-    } else {
-      kc = await loadKubeConfig();
-      kubeconfig = String(process.env.KUBECONFIG);
-    }
-    admin = createKubeClient(kubeConfigAccess(kc));
+    cp = await startCluster();
+    kubeconfig = cp.kubeConfigPath;
+    kubectlBin = cp.kubectl ?? 'kubectl';
+    const host = cp.webhookHost;
+    const port = await cp.webhookPort();
+    admin = cp.admin();
     ledger = new ClusterLedger(admin);
     await installBundle(admin, ledger);
     await ledger.apply({
@@ -129,7 +114,7 @@ describeCluster(`which rule changed an object, on a real API server (namespace $
         podNamespace: settings.clusterNamespace,
         webhookPort: port,
         healthPort: 0,
-        host: ASSETS ? '127.0.0.1' : '0.0.0.0',
+        host: cp.listenHost,
         certMode: 'self',
         certDir: '',
         extraHosts: [host],

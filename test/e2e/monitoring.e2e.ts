@@ -6,26 +6,25 @@ import { parse } from 'yaml';
 import { JsonObject } from '../../util/json';
 import { silentLogger } from '../../util/logger';
 import { InClusterAccess } from '../../kube/incluster';
-import { createKubeClient, KubeClient } from '../../kube/kube';
-import { kubeConfigAccess } from '../../kube/kubeconfig';
+import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { concreteQuery, dashboardQueries, pendingMetricsOf } from '../monitoring';
 import { prometheusTool } from '../prometheus';
 import { bundleObjects, ClusterLedger, e2eSettings, webhookManifests, waitFor } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
-import { fastAlerts, PrometheusServer, serviceMonitorJob } from './prometheus';
+import { apiServerJob, fastAlerts, PrometheusServer, serviceMonitorJob } from './prometheus';
 import { configMap, gateModRuleList, onLabel, rule, yamlFile } from './monitoring-fixtures';
+import { describeCluster, E2eCluster, startCluster } from './target';
 
 /*
  * The dashboard and alerts of config/monitoring against a real Prometheus server (Debian's package) scraping the
  * operator as the ServiceMonitor would, and the API server's own metrics, on a real Kubernetes 1.37 API server. A
  * replica that cannot load its rules answers fail-open, a ModRule fails at run time, heavy rules get quarantined:
- * the alerts fire and resolve, and every query of the dashboard parses and returns series.
+ * the alerts fire and resolve, and every query of the dashboard parses and returns series. Prometheus runs on this
+ * machine beside the operator: a control plane of its own or an existing cluster (target.ts) both do.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const prometheusBin = ASSETS ? prometheusTool('prometheus') : null;
-const describeLocal = ASSETS && prometheusBin ? describe : describe.skip;
+const prometheusBin = prometheusTool('prometheus');
+const describeMonitoring = prometheusBin ? describeCluster : describe.skip;
 const settings = e2eSettings();
 const run = randomBytes(3).toString('hex');
 const NS = `monitoring-e2e-${run}`;
@@ -38,8 +37,8 @@ const CONFIGMAPS = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 const DRAGNET_TIMEOUT_SECONDS = 3;
 const measured: Record<string, string> = {};
 
-describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (namespace ${NS})`, () => {
-  let cp: LocalControlPlane;
+describeMonitoring(`monitoring: the alerts and the dashboard on a live Prometheus (namespace ${NS})`, () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
   let ledger: ClusterLedger;
   let operator: RunningOperator | null = null;
@@ -58,8 +57,8 @@ describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (na
 
   beforeAll(async () => {
     const started = Date.now();
-    cp = await LocalControlPlane.start(ASSETS);
-    admin = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
+    cp = await startCluster();
+    admin = cp.admin();
     ledger = new ClusterLedger(admin);
     dir = mkdtempSync(join(tmpdir(), 'modrule-monitoring-e2e-'));
     const reports = [
@@ -76,7 +75,7 @@ describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (na
         kind: 'Namespace',
         metadata: { name: ns, labels: { [SCOPE_LABEL]: 'true' } },
       });
-    const webhookUrl = `https://127.0.0.1:${await freePort()}`;
+    const webhookUrl = `https://${cp.webhookHost}:${await cp.webhookPort()}`;
     const { mutating, validating } = webhookManifests(webhookUrl, SCOPE_LABEL);
     for (const hook of mutating.webhooks as JsonObject[])
       if (hook.name === 'dragnet.kubemod.io') hook.timeoutSeconds = DRAGNET_TIMEOUT_SECONDS;
@@ -107,7 +106,7 @@ describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (na
       },
     );
     writeFileSync(join(dir, 'token'), String((token.status as JsonObject).token), { mode: 0o600 });
-    writeFileSync(join(dir, 'ca.crt'), readFileSync(join(cp.kubeConfigPath, '..', 'ca.crt')));
+    writeFileSync(join(dir, 'ca.crt'), cp.caCert() ?? '');
     const gate = gateModRuleList(createKubeClient(new InClusterAccess(cp.server, { dir })));
     release = gate.release;
     operator = await startOperator(
@@ -116,10 +115,10 @@ describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (na
         podNamespace: CLUSTER_NS,
         webhookPort: Number(new URL(webhookUrl).port),
         healthPort: 0,
-        host: '127.0.0.1',
+        host: cp.listenHost,
         certMode: 'self',
         certDir: '',
-        extraHosts: ['127.0.0.1'],
+        extraHosts: [cp.webhookHost],
         // Steps only (a rule's share: 20,000), so which rules run out does not depend on the machine.
         budget: { steps: 200_000, ms: 30_000 },
         reports: { format: 'openreports', intervalSeconds: 5, debounceMs: 300, qps: 100 },
@@ -128,23 +127,10 @@ describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (na
     );
 
     // Prometheus: the operator as the ServiceMonitor scrapes it, and the API server as kube-prometheus-stack does.
-    const kubeconfig = parse(readFileSync(cp.kubeConfigPath, 'utf8')) as JsonObject;
-    const adminToken = String((((kubeconfig.users as JsonObject[])[0].user as JsonObject) ?? {}).token);
-    writeFileSync(join(dir, 'apiserver-token'), adminToken, { mode: 0o600 });
     prometheus = await PrometheusServer.start(
       prometheusBin!,
       dir,
-      [
-        serviceMonitorJob(operator.webhook.healthPort, 'kubemod-operator-e2e'),
-        {
-          job_name: 'apiserver',
-          scheme: 'https',
-          scrape_interval: '1s',
-          tls_config: { ca_file: join(dir, 'ca.crt') },
-          authorization: { credentials_file: join(dir, 'apiserver-token') },
-          static_configs: [{ targets: [new URL(cp.server).host] }],
-        },
-      ],
+      [serviceMonitorJob(operator.webhook.healthPort, 'kubemod-operator-e2e'), apiServerJob(cp, dir)],
       fastAlerts(2),
     );
     await waitFor('the CA in the webhook configurations', async () => {
@@ -290,18 +276,25 @@ describeLocal(`monitoring: the alerts and the dashboard on a live Prometheus (na
   }, 90_000);
 
   it('a pod binding is seen by the pod-binding webhook', async () => {
-    // No controller-manager here makes the namespace's default ServiceAccount, which a Pod needs.
-    await ledger.apply({
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: { name: 'default', namespace: NS },
-    });
+    // A Pod needs its namespace's default ServiceAccount: an existing cluster's controller-manager has made it,
+    // an own control plane has none. It goes with the namespace.
+    await admin
+      .request('POST', `/api/v1/namespaces/${NS}/serviceaccounts`, {
+        body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
+      })
+      .catch((err: unknown) => {
+        if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+      });
     await admin.request('POST', `/api/v1/namespaces/${NS}/pods`, {
       body: {
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name: 'bound' },
-        spec: { containers: [{ name: 'c', image: 'registry.invalid/none:1' }] },
+        // No scheduler serves this name: the cluster's own may not bind the Pod before the test does.
+        spec: {
+          schedulerName: 'modrule-e2e-none',
+          containers: [{ name: 'c', image: 'registry.invalid/none:1' }],
+        },
       },
     });
     await admin.request('POST', `/api/v1/namespaces/${NS}/pods/bound/binding`, {

@@ -1,32 +1,27 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import type { KubeConfig } from '@kubernetes/client-node';
 import winston from 'winston';
 import { JsonObject } from '../../util/json';
 import { nameOf } from '../../util/meta';
-import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
-import { kubeConfigAccess, loadKubeConfig } from '../../kube/kubeconfig';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { policyCollection, RULE_ANNOTATION, SERVE_ANNOTATION } from '../../native';
-import { apply, ClusterLedger, e2eSettings, remove, waitFor, webhookManifests } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
+import { apply, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
+import { freePort } from './controlplane';
 import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
+import { messageOf } from '../../util/errors';
+import { E2eCluster, startCluster } from './target';
 
 /*
- * A cluster for the native-serving e2e cases, in either of the suite's modes: KUBEBUILDER_ASSETS (a control plane of
- * its own, which it may restart) or KUBECONFIG (an existing cluster: the operator in this process is called at
- * E2E_WEBHOOK_HOST:E2E_WEBHOOK_PORT, objects have names unique to the run, and everything is removed afterwards).
+ * A cluster for the native-serving e2e cases, in either of the suite's modes (target.ts): a control plane of its own,
+ * which it may restart, or an existing cluster (the operator in this process is called at E2eCluster.webhookHost,
+ * objects have names unique to the run, and everything is removed afterwards).
  * The bundle is installed as a user would (webhooks by URL, scoped to one labelled namespace, so the policies,
  * which take the dragnet's net, only touch that namespace too); operators run with the bundle's ServiceAccount and
  * a logger the cases can read.
  */
-
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-/** Whether the suite can run here, and whether it owns the control plane (restarts, API server metrics). */
-export const E2E_CLUSTER = Boolean(ASSETS || process.env.KUBECONFIG);
-export const E2E_LOCAL = Boolean(ASSETS);
 
 export const MODRULES = (ns: string) => `/apis/api.kubemod.io/v1beta1/namespaces/${ns}/modrules`;
 
@@ -56,30 +51,27 @@ export class NativeCluster {
   readonly operators: Array<RunningOperator | null> = [];
   readonly logs: LogLine[] = [];
   private readonly dirs: string[] = [];
+  readonly admin: KubeClient;
+  private readonly ledger: ClusterLedger;
 
   private constructor(
-    readonly cp: LocalControlPlane | null,
-    readonly admin: KubeClient,
-    private readonly kc: KubeConfig,
-    private readonly ledger: ClusterLedger,
+    readonly cluster: E2eCluster,
     readonly ns: string,
     private readonly webhook: { host: string; port: number },
-  ) {}
+  ) {
+    this.admin = cluster.admin();
+    this.ledger = new ClusterLedger(this.admin);
+  }
 
   /** Sets up the cluster and one operator (`--native-policies opt-in`). */
   static async start(prefix: string): Promise<NativeCluster> {
     const run = randomBytes(3).toString('hex');
     const ns = `${prefix}-${run}`;
-    const settings = e2eSettings();
-    const cp = ASSETS ? await LocalControlPlane.start(ASSETS) : null;
+    const cp = await startCluster();
     try {
-      const kc = cp ? cp.kubeConfig() : await loadKubeConfig();
-      const admin = createKubeClient(kubeConfigAccess(kc));
-      const ledger = new ClusterLedger(admin);
-      const webhook = cp
-        ? { host: '127.0.0.1', port: await freePort() }
-        : { host: settings.webhookHost, port: settings.webhookPort };
-      const cluster = new NativeCluster(cp, admin, kc, ledger, ns, webhook);
+      const webhook = { host: cp.webhookHost, port: await cp.webhookPort() };
+      const cluster = new NativeCluster(cp, ns, webhook);
+      const { admin, ledger } = cluster;
       await installBundle(admin, ledger);
       await ledger.apply({
         apiVersion: 'v1',
@@ -98,7 +90,7 @@ export class NativeCluster {
       await remove(admin, `${MODRULES(ns)}/probe`);
       return cluster;
     } catch (err) {
-      await cp?.stop();
+      await cp.stop();
       throw err;
     }
   }
@@ -107,7 +99,12 @@ export class NativeCluster {
   async startOperator(): Promise<number> {
     const free = this.operators.indexOf(null);
     const replica = free < 0 ? this.operators.length : free;
-    const sa = await serviceAccountClient(this.admin, this.kc, 'kubemod-system', 'kubemod-operator');
+    const sa = await serviceAccountClient(
+      this.admin,
+      this.cluster.kubeConfig(),
+      'kubemod-system',
+      'kubemod-operator',
+    );
     if (sa.dir) this.dirs.push(sa.dir);
     const port = replica === 0 ? this.webhook.port : await freePort();
     const operator = await startOperator(
@@ -116,7 +113,7 @@ export class NativeCluster {
         podNamespace: 'kubemod-system',
         webhookPort: port,
         healthPort: 0,
-        host: this.cp ? '127.0.0.1' : '0.0.0.0',
+        host: this.cluster.listenHost,
         certMode: 'self',
         certDir: '',
         extraHosts: [this.webhook.host],
@@ -179,10 +176,9 @@ export class NativeCluster {
     return values.filter((v) => v.labels.endpoint === 'dragnet').reduce((s, v) => s + v.value, 0);
   }
 
-  /** The API server's metrics (null on an existing cluster: the suite does not assume it may read them). */
+  /** The API server's metrics (null where the kubeconfig's user may not read them). */
   async apiServerMetrics(): Promise<string | null> {
-    if (!this.cp) return null;
-    const { status, body } = await this.cp.get('/metrics');
+    const { status, body } = await this.cluster.get('/metrics');
     return status === 200 ? body : null;
   }
 
@@ -211,7 +207,11 @@ export class NativeCluster {
     for (let i = 0; i < this.operators.length; i++) await this.stopOperator(i);
     problems.push(...(await this.ledger.restore()));
     for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
-    await this.cp?.stop();
+    try {
+      await this.cluster.stop();
+    } catch (err) {
+      problems.push(messageOf(err));
+    }
     return problems;
   }
 }

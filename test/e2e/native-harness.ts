@@ -22,11 +22,12 @@ import {
 } from '../../native';
 
 import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
-import { bundleObjects, waitFor } from './cluster';
+import { bundleObjects, retryOnConflict, waitFor } from './cluster';
 import { freePort } from './controlplane';
 import { scrape, webhookCalls } from './metrics';
-import { NATIVE_DRAGNET, ReachRecord, ReachTracker } from './native-reach';
+import { ApiServerCounts, NATIVE_DRAGNET, ReachRecord, ReachTracker } from './native-reach';
 import { E2eCluster, startCluster } from './target';
+import { HARNESS_MANAGER, othersEntries, withoutOthersFields } from './native-writers';
 
 /*
  * The differential harness: one control plane, the dragnet webhook served in-process from a RuleStore, and native
@@ -68,8 +69,7 @@ export interface CaseResult {
   readonly propagationMs: number;
   /** The native side's writes: did each reach the webhook, as predicted, exactly where a guard leaves it there. */
   readonly reach: readonly ReachRecord[];
-  /** The API server's own counts for the native side's webhook during those writes: calls, match-condition errors. */
-  readonly apiServer: { calls: number; conditionErrors: number };
+  readonly apiServer: ApiServerCounts;
 }
 
 /** Labels of the "labelled" namespace pair: what add-flavor and the selector examples look for. */
@@ -200,7 +200,7 @@ export class DifferentialHarness {
         affected: 0,
         propagationMs: 0,
         reach: [],
-        apiServer: { calls: 0, conditionErrors: 0 },
+        apiServer: { calls: 0, conditionErrors: 0, answered: 0, otherWriters: false },
       };
     // Each policy also answers the operator's probe (an Event): the probe shows it in force, where an object's
     // outcome can come from the residual webhook rule while the policy is not loaded yet (seen under load).
@@ -259,6 +259,7 @@ export class DifferentialHarness {
     const propagationMs = Date.now() - started;
     const comparisons: Comparison[] = [];
     const before = await scrape(this.cp);
+    const answeredBefore = await this.reach.calls();
     this.reach.records.length = 0;
     for (let i = 0; i < inputs.length; i++) {
       const native = await this.send(c.id, 'native', inputs[i]);
@@ -270,6 +271,8 @@ export class DifferentialHarness {
     const apiServer = {
       calls: delta('apiserver_admission_webhook_request_total'),
       conditionErrors: delta('apiserver_admission_match_condition_evaluation_errors_total'),
+      answered: (await this.reach.calls()) - answeredBefore,
+      otherWriters: !this.cp.own,
     };
     const reach = [...this.reach.records];
     for (const x of compiledAll) {
@@ -345,20 +348,15 @@ export class DifferentialHarness {
   private async probe(id: number, p: Probe): Promise<Outcome> {
     if (p.step === 0) return (await this.send(id, 'native', p.input, true))[p.target][0];
     const targets = isClusterScoped(p.input) ? [undefined] : this.namespaces(id, 'native');
-    const obj = instantiate(p.input, id, 'native', targets[p.target]);
+    const obj = instantiate(p.input, id, 'native', targets[p.target], !this.cp.own);
     let created: JsonObject;
     try {
-      created = await this.client.request('POST', collectionOf(obj), { body: obj });
+      created = await this.client.request('POST', collectionOf(obj), { body: obj, query: WRITE });
     } catch (err) {
       return { rejected: rejection(err) };
     }
     try {
-      return {
-        stored: await this.client.request('PUT', pathOf(created), {
-          body: touched(created),
-          query: { dryRun: 'All' },
-        }),
-      };
+      return { stored: await this.update(created, true) };
     } catch (err) {
       return { rejected: rejection(err) };
     } finally {
@@ -404,7 +402,7 @@ export class DifferentialHarness {
     for (const ns of targets) {
       const out: Outcome[] = [];
       all.push(out);
-      const obj = instantiate(input, id, side, ns);
+      const obj = instantiate(input, id, side, ns, !this.cp.own);
       let created: JsonObject;
       const tracked = <T>(op: 'CREATE' | 'UPDATE', o: JsonObject, write: () => Promise<T>) =>
         side === 'native' && !dryRun ? this.reach.track(op, o, write) : write();
@@ -412,7 +410,7 @@ export class DifferentialHarness {
         created = await tracked('CREATE', obj, () =>
           this.client.request('POST', collectionOf(obj), {
             body: obj,
-            query: dryRun ? { dryRun: 'All' } : undefined,
+            query: dryRun ? { ...WRITE, dryRun: 'All' } : WRITE,
           }),
         );
         out.push({ stored: created });
@@ -422,27 +420,35 @@ export class DifferentialHarness {
         continue;
       }
       if (dryRun) continue;
-      const meta = created.metadata as JsonObject;
-      const updated = {
-        ...created,
-        metadata: {
-          ...meta,
-          annotations: { ...((meta.annotations as JsonObject) ?? {}), 'modrule-diff/updated': 'yes' },
-        },
-      };
       try {
-        out.push({
-          stored: await tracked('UPDATE', updated, () =>
-            this.client.request('PUT', pathOf(created), { body: updated }),
-          ),
-        });
+        out.push({ stored: await tracked('UPDATE', touched(created), () => this.update(created)) });
       } catch (err) {
         out.push({ rejected: rejection(err) });
       }
     }
     return all;
   }
+
+  /**
+   * The update the harness sends: the stored object with one more annotation. Another writer (a cluster's
+   * controllers, its scheduler) may have written since: then from a fresh read, as kubectl does.
+   */
+  private update(created: JsonObject, dryRun = false): Promise<JsonObject> {
+    let current: JsonObject | undefined = created;
+    return retryOnConflict(async () => {
+      current ??= await this.client.request('GET', pathOf(created));
+      const body = touched(current);
+      current = undefined; // a conflict reads the newer version
+      return this.client.request('PUT', pathOf(created), {
+        body,
+        query: dryRun ? { ...WRITE, dryRun: 'All' } : WRITE,
+      });
+    });
+  }
 }
+
+/** The harness's writes, under its own field manager: what other writers set is told apart by theirs. */
+const WRITE = { fieldManager: HARNESS_MANAGER };
 
 const COLLECTIONS: Record<string, string> = {
   Namespace: '/api/v1/namespaces',
@@ -567,10 +573,19 @@ function isClusterScoped(o: JsonObject): boolean {
 }
 
 /** The object as one side sends it: in the side's namespace (or renamed, cluster-scoped), with the side's labels. */
-function instantiate(input: JsonObject, id: number, side: Side, namespace: string | undefined): JsonObject {
+function instantiate(
+  input: JsonObject,
+  id: number,
+  side: Side,
+  namespace: string | undefined,
+  collected = false,
+): JsonObject {
   const obj = cloneJson(input);
   const meta = (obj.metadata ?? {}) as JsonObject;
   for (const f of SERVER_FIELDS) delete meta[f];
+  // `collected`: a garbage collector runs (an existing cluster), and deletes an object whose owner does not exist (a
+  // corpus Pod's ReplicaSet) between its create and its update, on one side and not the other.
+  if (collected) delete meta.ownerReferences;
   if (namespace) meta.namespace = namespace;
   else meta.name = `${String(meta.name)}-${id}-${sideLetter(side)}`;
   meta.labels = { ...((meta.labels as JsonObject) ?? {}), [SIDE]: side, [CASE]: String(id) };
@@ -613,10 +628,13 @@ function describeObject(o: JsonObject): string {
   return `${String(o.kind)} ${String(meta.name)}${last ? ' (with last-applied-configuration)' : ''}`;
 }
 
-/** The stored object without what differs between any two creates (and between the sides' names). */
-export function normalize(o: Outcome, id: number, side: Side): JsonValue {
+/**
+ * The stored object without what differs between any two creates (and between the sides' names), nor the fields
+ * `others` (managedFields entries of other writers, of both sides compared) own.
+ */
+export function normalize(o: Outcome, id: number, side: Side, others?: JsonObject[]): JsonValue {
   if ('rejected' in o) return { rejected: renameSide(o.rejected, id, side) };
-  const obj = cloneJson(o.stored);
+  const obj = withoutOthersFields(cloneJson(o.stored), others);
   const meta = obj.metadata as JsonObject;
   for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation'])
     delete meta[f];
@@ -647,9 +665,25 @@ function sideLetter(side: Side): string {
   return side === 'web' ? 'w' : side === 'native' ? 'n' : 'x';
 }
 
+const othersOf = (outcomes: Outcome[]) =>
+  outcomes.flatMap((o) => ('stored' in o ? othersEntries(o.stored) : []));
+
 /** Whether two sides' outcomes are the same once normalized. */
 export function sameOutcome(a: Outcome, sideA: Side, b: Outcome, sideB: Side, id: number): boolean {
-  return JSON.stringify(normalize(a, id, sideA)) === JSON.stringify(normalize(b, id, sideB));
+  const others = othersOf([a, b]);
+  return JSON.stringify(normalize(a, id, sideA, others)) === JSON.stringify(normalize(b, id, sideB, others));
+}
+
+/** How one object's outcomes (create, update per target) differ between the sides: "path: web | native" lines. */
+export function mismatchOf(c: Comparison, id: number): string[] {
+  const web: JsonValue[] = [];
+  const native: JsonValue[] = [];
+  for (let i = 0; i < Math.max(c.web.length, c.native.length); i++) {
+    const others = othersOf([c.web[i], c.native[i]].filter((o) => o !== undefined));
+    if (c.web[i]) web.push(normalize(c.web[i], id, 'web', others));
+    if (c.native[i]) native.push(normalize(c.native[i], id, 'native', others));
+  }
+  return JSON.stringify(web) === JSON.stringify(native) ? [] : jsonDiff(web, native);
 }
 
 /** Where two JSON values differ: "path: a | b" lines (values cut to 160 characters). */

@@ -417,6 +417,7 @@ describeCluster('the operator serving ModRules natively (opt-in)', () => {
   });
 });
 
+// Own control plane only: it starts an API server with the admission policy APIs turned off.
 describeOwn('the operator on an API server without admission policies', () => {
   let cp: E2eCluster;
   let admin: KubeClient;

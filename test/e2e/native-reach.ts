@@ -200,7 +200,7 @@ export class ReachTracker {
   }
 
   /** Dragnet requests the side's webhook answered so far. */
-  private async calls(): Promise<number> {
+  async calls(): Promise<number> {
     const metric = this.deps.registry.getSingleMetric('modrule_webhook_requests_total');
     if (!metric) return 0;
     const { values } = await metric.get();
@@ -208,15 +208,23 @@ export class ReachTracker {
   }
 }
 
+/** The native side's webhook during a case's native-side writes, as the API server and the webhook counted it. */
+export interface ApiServerCounts {
+  /** Calls the API server counted, and match conditions it could not evaluate. */
+  readonly calls: number;
+  readonly conditionErrors: number;
+  /** Calls the webhook answered. */
+  readonly answered: number;
+  /** Others write the case's objects too (an existing cluster's controllers): their writes reach the webhook too. */
+  readonly otherWriters: boolean;
+}
+
 /**
  * What is wrong with a case's native-side writes: one that reached the webhook other than predicted, a prediction
- * other than "a guard leaves it there", a match condition the API server could not evaluate, or calls the API
- * server counted other than the webhook's own count.
+ * other than "a guard leaves it there", a match condition the API server could not evaluate, calls the API server
+ * counted other than the webhook's own count, or (with no other writers) calls other than the case's writes made.
  */
-export function reachProblems(
-  records: readonly ReachRecord[],
-  apiServer: { calls: number; conditionErrors: number },
-): string[] {
+export function reachProblems(records: readonly ReachRecord[], apiServer: ApiServerCounts): string[] {
   const out: string[] = [];
   for (const r of records) {
     if (r.reached !== r.predicted) out.push(`${r.object}: reached ${r.reached}, predicted ${r.predicted}`);
@@ -226,7 +234,9 @@ export function reachProblems(
   if (apiServer.conditionErrors !== 0)
     out.push(`the API server could not evaluate the match conditions ${apiServer.conditionErrors} times`);
   const reached = records.filter((r) => r.reached).length;
-  if (apiServer.calls !== reached)
-    out.push(`the API server counted ${apiServer.calls} calls, the webhook ${reached}`);
+  if (apiServer.calls !== apiServer.answered)
+    out.push(`the API server counted ${apiServer.calls} calls, the webhook answered ${apiServer.answered}`);
+  if (!apiServer.otherWriters && apiServer.answered !== reached)
+    out.push(`the webhook answered ${apiServer.answered} calls, the case's writes made ${reached}`);
   return out;
 }

@@ -4,7 +4,8 @@ import { WatchHandle } from '../../kube/kube';
 import { SCOPE_ANNOTATION } from '../../scope/ownership';
 import { policyCollection } from '../../native';
 import { apply, remove, waitFor } from './cluster';
-import { E2E_CLUSTER, MODRULES, NativeCluster } from './native-cluster';
+import { MODRULES, NativeCluster } from './native-cluster';
+import { describeCluster } from './target';
 import { messageOf } from '../../util/errors';
 
 /*
@@ -15,7 +16,6 @@ import { messageOf } from '../../util/errors';
  * once the policy is back. Runs against an existing cluster too.
  */
 
-const describeCluster = E2E_CLUSTER ? describe : describe.skip;
 const QUIET_MS = Number(process.env.NATIVE_REPLICAS_QUIET_MS || 60_000);
 const CONFIG =
   '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kubemod-mutating-webhook-configuration';

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { JsonObject } from '../../util/json';
 import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
-import { createKubeClient, KubeClient } from '../../kube/kube';
-import { kubeConfigAccess } from '../../kube/kubeconfig';
+import { KubeClient } from '../../kube/kube';
 import { compileNative, defaultDragnetMatch, residualRule } from '../../native';
 import { RuleStore } from '../../store/rules';
 import { ResourceCatalog } from '../../scope/catalog';
@@ -11,19 +10,17 @@ import { defaultConfigured } from '../../scope/defaults';
 import { withRegistration } from '../../scope/registration';
 import { sendsRequest } from '../../scope/sends';
 import { remove } from './cluster';
-import { LocalControlPlane } from './controlplane';
 import { probeWebhook } from './probes';
+import { describeCluster, E2eCluster, startCluster } from './target';
 
 /*
  * 10,000 native rules in 1,000 namespaces: the registration the operator computes for their residual rules (their
  * guards in the match conditions) is taken by a 1.37 API server, and sends a probe webhook exactly the requests it
  * predicts, with and without kubectl's last-applied annotation. Once from one template (it fits: one guard set),
- * once with 10,000 different guards (it coarsens, with a message, and still sends what it predicts). Local control
- * plane only: the probe listens on loopback.
+ * once with 10,000 different guards (it coarsens, with a message, and still sends what it predicts). A control plane
+ * of its own or an existing cluster (target.ts): only dry-run writes, and four namespaces removed at the end.
  */
 
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const describeLocal = ASSETS ? describe : describe.skip;
 const run = randomBytes(3).toString('hex');
 const measured: Record<string, string> = {};
 
@@ -56,13 +53,13 @@ function residuals(distinct: boolean): { rules: ReturnType<RuleStore['allRules']
   return { rules: store.allRules(), names };
 }
 
-describeLocal('10,000 native rules in 1,000 namespaces on the API server', () => {
-  let cp: LocalControlPlane;
+describeCluster('10,000 native rules in 1,000 namespaces on the API server', () => {
+  let cp: E2eCluster;
   let admin: KubeClient;
 
   beforeAll(async () => {
-    cp = await LocalControlPlane.start(ASSETS);
-    admin = createKubeClient(kubeConfigAccess(cp.kubeConfig()));
+    cp = await startCluster();
+    admin = cp.admin();
   }, 120_000);
 
   afterAll(async () => {
@@ -84,7 +81,7 @@ describeLocal('10,000 native rules in 1,000 namespaces on the API server', () =>
       catalog: ResourceCatalog.builtin(),
     });
     const took = Date.now() - started;
-    const probe = await probeWebhook();
+    const probe = await probeWebhook(cp.webhookHost);
     const config = `modrule-native-scale-${label}-${run}`;
     try {
       const body = {

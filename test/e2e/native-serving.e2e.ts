@@ -5,8 +5,9 @@ import { KubeApiError } from '../../kube/kube';
 import { policyCollection } from '../../native';
 import { apply, remove, waitFor } from './cluster';
 import { webhookCalls } from './metrics';
-import { E2E_CLUSTER, E2E_LOCAL, MODRULES, NativeCluster } from './native-cluster';
+import { MODRULES, NativeCluster } from './native-cluster';
 import { readyOf, servedBy } from './native-setup';
+import { describeCluster, itOwn } from './target';
 
 /*
  * Native rules on the real API server, beyond equivalence (native-differential) and hand-over (native-operator):
@@ -14,11 +15,9 @@ import { readyOf, servedBy } from './native-setup';
  * does for it, an API server that refuses conditions on objects makes the registration step down (and the rule
  * says so), deleting a native rule is quiet, and with every operator replica stopped the API server keeps
  * patching and rejecting by the policies (objects kubectl applied, the residual ones, are admitted unpatched, as
- * the dragnet fails open). Runs against an existing cluster too (KUBECONFIG); the API server restart is local only.
+ * the dragnet fails open). Runs against an existing cluster too (target.ts).
  */
 
-const describeCluster = E2E_CLUSTER ? describe : describe.skip;
-const itLocal = E2E_LOCAL ? it : it.skip;
 const applied = { [LAST_APPLIED_ANNOTATION]: '{"metadata":{}}\n' };
 const measured: Record<string, string> = {};
 
@@ -264,10 +263,11 @@ describeCluster('native rules and the dragnet webhook', () => {
     expect(labelsOf(await cm(applied)).team).toBe('platform');
   });
 
-  itLocal('an API server restart keeps serving the policies, and the rules stay native', async () => {
+  // Own control plane only: it restarts the API server.
+  itOwn('an API server restart keeps serving the policies, and the rules stay native', async () => {
     await native('team');
-    await c.cp!.restartApiServer();
-    await c.cp!.waitReady();
+    await c.cluster.own!.restartApiServer();
+    await c.cluster.own!.waitReady();
     expect(labelsOf(await waitFor('a ConfigMap after the restart', () => cm())).team).toBe('platform');
     const r = await native('team');
     expect(readyOf(r)?.reason).toBe('Native');

@@ -126,8 +126,8 @@ describeCluster(`operator against a real API server (namespace ${NS})`, () => {
   let operatorClient: KubeClient;
   let ledger: ClusterLedger;
   let operator: RunningOperator | null = null;
-  let webhookPort = settings.webhookPort;
-  let webhookHost = settings.webhookHost;
+  let webhookPort = 0;
+  let webhookHost = '';
   let webhookUrl = '';
   let serviceAccountDir = '';
   /** Labels of namespaces that existed before the run (the bundle relabels them): must be the same after. */

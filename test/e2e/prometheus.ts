@@ -5,6 +5,7 @@ import { parse, stringify } from 'yaml';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { bundleObjects } from './cluster';
 import { freePort } from './controlplane';
+import { E2eCluster } from './target';
 
 // A real Prometheus server (Debian's prometheus package) for the monitoring e2e: scrape configuration derived from
 // config/monitoring/service_monitor.yaml, alerts.yaml with shorter `for:` and evaluation interval, the HTTP API.
@@ -64,6 +65,38 @@ export function serviceMonitorJob(port: number, pod: string): JsonObject {
       },
     ],
   };
+}
+
+/**
+ * The scrape job kube-prometheus-stack has for the API server, as the kubeconfig's user: a token (an own control
+ * plane) or a client certificate (start.sh's cluster, kind); its files go to dir.
+ */
+export function apiServerJob(cluster: E2eCluster, dir: string): JsonObject {
+  const user = cluster.kubeConfig().getCurrentUser();
+  const file = (name: string, text: string | Buffer) => {
+    writeFileSync(join(dir, name), text, { mode: 0o600 });
+    return join(dir, name);
+  };
+  const pem = (data?: string, path?: string) =>
+    data ? Buffer.from(data, 'base64') : path ? readFileSync(path) : null;
+  const ca = cluster.caCert();
+  const tls: JsonObject = ca ? { ca_file: file('apiserver-ca.crt', ca) } : {};
+  const job: JsonObject = {
+    job_name: 'apiserver',
+    scheme: 'https',
+    scrape_interval: '1s',
+    tls_config: tls,
+    static_configs: [{ targets: [new URL(cluster.server).host] }],
+  };
+  const cert = pem(user?.certData, user?.certFile);
+  const key = pem(user?.keyData, user?.keyFile);
+  if (user?.token) job.authorization = { credentials_file: file('apiserver-token', user.token) };
+  else if (cert && key) {
+    tls.cert_file = file('apiserver-client.crt', cert);
+    tls.key_file = file('apiserver-client.key', key);
+  } else
+    throw new Error("e2e: the kubeconfig's user has neither a token nor a client certificate for Prometheus");
+  return job;
 }
 
 /** A running Prometheus server and its HTTP API. */

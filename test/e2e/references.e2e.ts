@@ -1,31 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { JsonObject } from '../../util/json';
 import { parseYamlDocuments } from '../../util/yaml';
 import { createLogger, silentLogger } from '../../util/logger';
-import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
-import { kubeConfigAccess, loadKubeConfig } from '../../kube/kubeconfig';
+import { KubeApiError, KubeClient } from '../../kube/kube';
 import { DEFAULT_OWNER_KINDS } from '../../operator/references/owners';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { ClusterLedger, e2eSettings, remove, waitFor, webhookManifests } from './cluster';
-import { freePort, LocalControlPlane } from './controlplane';
 import { serviceAccountClient } from './credentials';
 import { installBundle } from './install';
+import { describeCluster, E2eCluster, startCluster } from './target';
 
 /*
  * Rules that read other objects, on a real API server with the control plane's own controllers: a Deployment's
  * ReplicaSet and Pods get labels copied through syntheticRefs.owner (two levels), a CronJob's Job too; a central
  * ConfigMap's edit reaches the next object within a second, its deletion shows on the rule's status; tenant rules
  * naming another namespace, and Secrets without the flag, are refused at admission; an owner of a kind the operator
- * may not read leaves a clear status. Own control plane (KUBEBUILDER_ASSETS, with kube-controller-manager) or an
- * existing cluster (KUBECONFIG): unique names, nothing restarted, everything it made removed at the end.
+ * may not read leaves a clear status. Own control plane (with kube-controller-manager) or an existing cluster
+ * (target.ts): unique names, nothing restarted, everything it made removed at the end.
  */
-
-const ASSETS = process.env.KUBEBUILDER_ASSETS || '';
-const CLUSTER = Boolean(ASSETS || process.env.KUBECONFIG);
-const describeCluster = CLUSTER ? describe : describe.skip;
 
 const settings = e2eSettings();
 const run = randomBytes(3).toString('hex');
@@ -50,7 +44,7 @@ const items = async (client: KubeClient, path: string): Promise<JsonObject[]> =>
   ((await client.request('GET', path)).items ?? []) as JsonObject[];
 
 describeCluster(`rules that read other objects (namespace ${NS})`, () => {
-  let cp: LocalControlPlane | null = null;
+  let cp: E2eCluster | null = null;
   let admin: KubeClient;
   let ledger: ClusterLedger;
   let operator: RunningOperator | null = null;
@@ -70,18 +64,11 @@ describeCluster(`rules that read other objects (namespace ${NS})`, () => {
 
   beforeAll(async () => {
     const started = Date.now();
-    let kc: KubeConfig;
-    let host = settings.webhookHost;
-    let port = settings.webhookPort;
-    if (ASSETS) {
-      cp = await LocalControlPlane.start(ASSETS, { controllerManager: true });
-      kc = cp.kubeConfig();
-      host = '127.0.0.1';
-      port = await freePort();
-    } else {
-      kc = await loadKubeConfig();
-    }
-    admin = createKubeClient(kubeConfigAccess(kc));
+    cp = await startCluster({ controllerManager: true });
+    const kc = cp.kubeConfig();
+    const host = cp.webhookHost;
+    const port = await cp.webhookPort();
+    admin = cp.admin();
     ledger = new ClusterLedger(admin);
     await installBundle(admin, ledger);
     // The opt-in RBAC for owners and ConfigMaps; Secrets stay off (no flag, no RBAC).
@@ -110,7 +97,7 @@ describeCluster(`rules that read other objects (namespace ${NS})`, () => {
         podNamespace: settings.clusterNamespace,
         webhookPort: port,
         healthPort: 0,
-        host: ASSETS ? '127.0.0.1' : '0.0.0.0',
+        host: cp.listenHost,
         certMode: 'self',
         certDir: '',
         extraHosts: [host],

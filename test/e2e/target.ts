@@ -87,16 +87,22 @@ function rawGet(kc: KubeConfig, path: string): Promise<{ status: number; body: s
   });
 }
 
+/**
+ * Where an API server at `server` reaches this process's webhooks: loopback for an own control plane, else
+ * E2E_WEBHOOK_HOST, else loopback when the API server is on loopback too, else the kind network's gateway.
+ */
+export function webhookHostFor(server: string, own: boolean, env = process.env): string {
+  if (own) return '127.0.0.1';
+  return env.E2E_WEBHOOK_HOST || (LOOPBACK.has(new URL(server).hostname) ? '127.0.0.1' : '172.18.0.1');
+}
+
 /** Starts a control plane (own mode) or connects to the existing one; throws in mode 'none'. */
 export async function startCluster(options: ControlPlaneOptions = {}): Promise<E2eCluster> {
   if (E2E_MODE === 'none') throw new Error('e2e: neither KUBEBUILDER_ASSETS nor KUBECONFIG is set');
   const cp = E2E_MODE === 'own' ? await LocalControlPlane.start(ASSETS, options) : null;
   const kc = cp ? cp.kubeConfig() : await loadKubeConfig();
   const cluster = kc.getCurrentCluster()!;
-  const host = new URL(cluster.server).hostname;
-  const webhookHost = cp
-    ? '127.0.0.1'
-    : process.env.E2E_WEBHOOK_HOST || (LOOPBACK.has(host) ? '127.0.0.1' : '172.18.0.1');
+  const webhookHost = webhookHostFor(cluster.server, !!cp);
   let fixedPortTaken = false;
   const admin = createKubeClient(kubeConfigAccess(kc));
   const snapshot = cp ? null : await ClusterSnapshot.take(admin);
