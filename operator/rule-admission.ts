@@ -8,6 +8,7 @@ import { AdmittedRules, RuleVersion } from './admitted-rules';
 import { DragnetScopeController } from './dragnet-scope';
 import { PeerNotifier } from './peers';
 import { ConfirmedRules } from './ready-gate';
+import { outsideNetPhrase } from './scope-findings';
 
 export interface RuleAdmissionDeps {
   store: RuleStore;
@@ -63,10 +64,10 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
     const key = objectKey(version.namespace, version.name);
     const outside = deps.scope.outsideNet(rule);
     // Admitted, but the net as installed never sends some of its kinds: as with KubeMod, now said (and on its status).
+    const phrase = outsideNetPhrase(outside);
     const outsideWarnings = outside.length
       ? [
-          `modrule: kind ${outside.join(', ')} is outside the dragnet's configured net: the API server never sends ` +
-            `the webhook ${outside.length === 1 ? 'its' : 'their'} objects, so ModRule ${key} acts on none of them`,
+          `modrule: ${phrase.head}: the API server never sends the webhook ${phrase.objects}, so ModRule ${key} acts on none of them`,
         ]
       : [];
     switch (outcome.kind) {

@@ -52,7 +52,7 @@ describe('unknownKindFacet', () => {
   });
 });
 
-describe('the UnknownKind finding on the (fake) API server', () => {
+describe('ScopeFinding on the (fake) API server', () => {
   const harness = useClusterSync();
   let api: FakeApiServer;
   let status: StatusReporter;
@@ -60,6 +60,9 @@ describe('the UnknownKind finding on the (fake) API server', () => {
 
   const conditions = (name: string) =>
     ((api.get('modrules', 'team', name)?.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
+  /** A finding's gauge, as exported. */
+  const gauge = async (registry: Registry, name: string) =>
+    (await registry.getSingleMetric(name)!.get()).values[0].value;
 
   it('shows UnknownKind and names it first in Ready, counts it, and clears it once the kind is served', async () => {
     const registry = new Registry();
@@ -79,7 +82,14 @@ describe('the UnknownKind finding on the (fake) API server', () => {
       expect.objectContaining({ type: 'UnknownKind', status: 'True', reason: 'KindNotServed' }),
     ]);
     await eventually(() => conditions('ok').length === 1);
-    expect((await registry.getSingleMetric('modrule_rules_unknown_kind')!.get()).values[0].value).toBe(1);
+    expect(await gauge(registry, 'modrule_rules_unknown_kind')).toBe(1);
+    await eventually(() => api.list('events').length === 1);
+    expect(api.list('events')[0]).toMatchObject({
+      type: 'Warning',
+      reason: 'ModRuleKindNotServed',
+      involvedObject: { kind: 'ModRule', name: 'typo' },
+      message: expect.stringContaining('kind Gadget is not served'),
+    });
     // A CRD declares the kind: the next computation clears it (kept, False).
     const gadgets = {
       apiVersion: 'apiextensions.k8s.io/v1',
@@ -96,18 +106,8 @@ describe('the UnknownKind finding on the (fake) API server', () => {
     });
     expect(conditions('typo')[1]).toMatchObject({ reason: 'KindsServed' });
     expect(unknown.size).toBe(0);
-    expect((await registry.getSingleMetric('modrule_rules_unknown_kind')!.get()).values[0].value).toBe(0);
+    expect(await gauge(registry, 'modrule_rules_unknown_kind')).toBe(0);
   });
-});
-
-describe('the OutsideNet finding on the (fake) API server', () => {
-  const harness = useClusterSync();
-  let api: FakeApiServer;
-  let status: StatusReporter;
-  beforeEach(() => ({ api, status } = harness));
-
-  const conditions = (name: string) =>
-    ((api.get('modrules', 'team', name)?.status as JsonObject | undefined)?.conditions ?? []) as JsonObject[];
 
   it('shows OutsideNet for a served kind the configured net leaves out, counts it, and clears it once the net sends it', async () => {
     const registry = new Registry();
@@ -129,9 +129,18 @@ describe('the OutsideNet finding on the (fake) API server', () => {
     ]);
     expect(String(conditions('leases')[1].message)).toContain('the rule acts on none of them');
     await eventually(() => conditions('ok').length === 1);
-    const gauge = async () =>
-      (await registry.getSingleMetric('modrule_rules_outside_net')!.get()).values[0].value;
-    expect(await gauge()).toBe(1);
+    expect(await gauge(registry, 'modrule_rules_outside_net')).toBe(1);
+    await eventually(() => api.list('events').length === 1);
+    expect(api.list('events')[0]).toMatchObject({
+      type: 'Warning',
+      reason: 'ModRuleOutsideNet',
+      involvedObject: { kind: 'ModRule', name: 'leases' },
+      message: expect.stringContaining("kind Lease is outside the dragnet's configured net"),
+    });
+    // The next computations say the same: no second Event.
+    outside.update(reportsOf(rules), true);
+    await status.idle();
+    expect(api.list('events')).toHaveLength(1);
     // The net is widened to every resource (as docs/install.md shows): the condition clears (kept, False).
     const wide = defaultConfigured('kubemod-system');
     const everything = { ...wide, rules: wide.rules.map((r) => ({ ...r, resources: ['*'] })) };
@@ -143,6 +152,6 @@ describe('the OutsideNet finding on the (fake) API server', () => {
       message: 'ModRule is valid and in effect',
     });
     expect(conditions('leases')[1]).toMatchObject({ reason: 'InConfiguredNet' });
-    expect(await gauge()).toBe(0);
+    expect(await gauge(registry, 'modrule_rules_outside_net')).toBe(0);
   });
 });

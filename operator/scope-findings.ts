@@ -45,29 +45,38 @@ export function unknownKindFacet(report: RuleScopeReport, narrowed: boolean): Fa
 
 export const OUTSIDE_NET_REASON = 'OutsideConfiguredNet';
 
+/** How the status and the apply warning name kinds the configured net leaves out, and whose objects they are. */
+export function outsideNetPhrase(kinds: readonly string[]): { head: string; objects: string } {
+  return {
+    head: `kind ${kinds.join(', ')} is outside the dragnet's configured net`,
+    objects: kinds.length === 1 ? 'its objects' : 'their objects',
+  };
+}
+
 /**
  * The OutsideNet facet of one rule, or undefined when the configured net sends every served kind it names: the API
  * server never calls the webhook for the others, so the rule would miss all their objects without a word.
  */
 export function outsideNetFacet(report: RuleScopeReport): Facet | undefined {
   if (report.outside.length === 0) return undefined;
-  const kinds = report.outside.join(', ');
+  const { head, objects } = outsideNetPhrase(report.outside);
   return {
     condition: {
       type: 'OutsideNet',
       reason: OUTSIDE_NET_REASON,
       message:
-        `kind ${kinds} is outside the dragnet's configured net. The API server never sends the webhook ` +
-        `${report.outside.length === 1 ? 'its' : 'their'} objects (the dragnet MutatingWebhookConfiguration as ` +
+        `${head}. The API server never sends the webhook ${objects} (the dragnet MutatingWebhookConfiguration as ` +
         `installed leaves ${report.outside.length === 1 ? 'it' : 'them'} out), so the rule acts on none of them; ` +
         "add its resource to the configured net's rules to bring it in (docs/install.md, Target resources).",
     },
   };
 }
 
-/** What a finding is called on the status and in metrics. */
+/** What a finding is called on the status, in its Warning Event and in metrics. */
 export interface FindingSpec {
   source: FacetSource;
+  /** The reason of the Warning Event on a rule the finding starts to hold for (once per rule and message). */
+  eventReason: string;
   /** The rule's facet, or undefined when the finding does not hold for it. */
   facetOf: (report: RuleScopeReport, narrowed: boolean) => Facet | undefined;
   gauge: { name: string; help: string };
@@ -76,6 +85,7 @@ export interface FindingSpec {
 /** The UnknownKind finding. */
 export const UNKNOWN_KIND: FindingSpec = {
   source: 'unknownKind',
+  eventReason: 'ModRuleKindNotServed',
   facetOf: unknownKindFacet,
   gauge: {
     name: 'modrule_rules_unknown_kind',
@@ -86,6 +96,7 @@ export const UNKNOWN_KIND: FindingSpec = {
 /** The OutsideNet finding. */
 export const OUTSIDE_NET: FindingSpec = {
   source: 'outsideNet',
+  eventReason: 'ModRuleOutsideNet',
   facetOf: outsideNetFacet,
   gauge: {
     name: 'modrule_rules_outside_net',
@@ -93,14 +104,24 @@ export const OUTSIDE_NET: FindingSpec = {
   },
 };
 
-/** Keeps one finding's facet of every rule in step with the scope's reports, and counts the rules it holds for. */
+/** Where a finding's Warning Events go: StatusReporter.warnNamed. */
+export interface RuleWarnings {
+  /** False while the rule is not known yet (the finding tries again at the next computation). */
+  warnNamed(namespace: string, name: string, reason: string, message: string): boolean;
+}
+
+/**
+ * Keeps one finding's facet of every rule in step with the scope's reports, warns once per rule and message with an
+ * Event, and counts the rules it holds for.
+ */
 export class ScopeFinding {
-  private readonly flagged = new Set<string>();
+  /** Rules the finding holds for now, with the message their Event carried ('' until one was sent). */
+  private readonly flagged = new Map<string, string>();
   private readonly gauge: Gauge | null;
 
   constructor(
     private readonly spec: FindingSpec,
-    private readonly status: StatusFacets | null,
+    private readonly status: (StatusFacets & RuleWarnings) | null,
     registry?: Registry,
   ) {
     this.gauge = registry ? new Gauge({ ...spec.gauge, registers: [registry] }) : null;
@@ -108,21 +129,26 @@ export class ScopeFinding {
 
   /** Takes one scope computation's reports: sets the facet of rules it holds for, clears the others'. */
   update(reports: readonly RuleScopeReport[], narrowed: boolean): void {
-    const now = new Set<string>();
+    const now = new Map<string, string>();
     for (const report of reports) {
       const facet = this.spec.facetOf(report, narrowed);
       if (!facet) continue;
-      now.add(report.rule);
       const { namespace, name } = splitKey(report.rule);
       this.status?.set(namespace, name, this.spec.source, facet);
+      const message = facet.condition?.message ?? '';
+      const warned = this.flagged.get(report.rule) === message;
+      now.set(
+        report.rule,
+        warned || this.status?.warnNamed(namespace, name, this.spec.eventReason, message) ? message : '',
+      );
     }
-    for (const key of this.flagged)
+    for (const key of this.flagged.keys())
       if (!now.has(key)) {
         const { namespace, name } = splitKey(key);
         this.status?.clear(namespace, name, this.spec.source);
       }
     this.flagged.clear();
-    for (const key of now) this.flagged.add(key);
+    for (const [key, message] of now) this.flagged.set(key, message);
     this.gauge?.set(now.size);
   }
 

@@ -115,8 +115,18 @@ export class StatusReporter implements StatusFacets {
   /** A Warning Event on a rule, written once per distinct message (e.g. a policy the API server refused). */
   async warn(rule: JsonObject, reason: string, message: string): Promise<void> {
     const id = identity(rule);
-    if (!id) return;
-    await this.postEvent(
+    if (id) await this.warnOnce(id, reason, message);
+  }
+
+  /** warn() for a rule known by name (sent in the background); false while it is not reported yet: try again. */
+  warnNamed(namespace: string, name: string, reason: string, message: string): boolean {
+    const id = this.identityOf(namespace, name);
+    if (id) void this.warnOnce(id, reason, message);
+    return id !== undefined;
+  }
+
+  private warnOnce(id: RuleIdentity, reason: string, message: string): Promise<void> {
+    return this.postEvent(
       warningEvent(id, reason, message, `${id.uid}\n${reason}\n${message}`, this.now(), this.instance),
     );
   }

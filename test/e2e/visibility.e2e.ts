@@ -153,7 +153,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
       throw new Error(`e2e: the cluster is not as it was found:\n${problems.join('\n')}`);
   });
 
-  it('a misspelled kind: a warning on apply, UnknownKind with "did you mean" within 5 s, gone within 5 s of the fix', async () => {
+  it('a misspelled kind: a warning on apply, UnknownKind with "did you mean" and an Event within 5 s, gone within 5 s of the fix', async () => {
     const started = Date.now();
     const applied = await applyRule(kindRule('typo', 'Deploymnet'));
     expect(applied.stderr).toContain(
@@ -164,7 +164,8 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
       'typo',
       (g, d) =>
         g.includes('in effect, but kind Deploymnet is not served (did you mean Deployment?)') &&
-        /UnknownKind/.test(d),
+        /UnknownKind/.test(d) &&
+        /Warning\s+ModRuleKindNotServed/.test(d),
       started,
     );
     expect(got).toMatch(/^NAME\s+TYPE\s+TIER\s+READY\s+SERVED\s+STATUS\s+AGE\n/);
@@ -184,7 +185,7 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
     expect(after.got).toMatch(/typo\s+Patch\s+0\s+True\s+Webhook\s+ModRule is valid and in effect/);
   });
 
-  it('a served kind outside the configured net: a warning on apply, OutsideNet within 5 s, gone once the rule moves into the net', async () => {
+  it('a served kind outside the configured net: a warning on apply, OutsideNet and an Event within 5 s, gone once the rule moves into the net', async () => {
     const started = Date.now();
     // Leases are served, but not in the bundle's net (KubeMod's list): the API server never sends them.
     const applied = await applyRule(kindRule('leases', 'Lease'));
@@ -196,7 +197,8 @@ describeCluster(`ModRule status on kubectl get/describe (namespace ${NS})`, () =
       'leases',
       (g, d) =>
         g.includes("in effect, but kind Lease is outside the dragnet's configured net") &&
-        /OutsideNet/.test(d),
+        /OutsideNet/.test(d) &&
+        /Warning\s+ModRuleOutsideNet/.test(d),
       started,
     );
     expect(got).toMatch(/leases\s+Patch\s+0\s+True\s+Webhook\s+in effect, but kind Lease is outside/);
