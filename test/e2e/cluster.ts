@@ -95,20 +95,21 @@ export class ClusterLedger {
       return made;
     }
     if (!this.previous.has(path) && !this.created.includes(path)) this.previous.set(path, existing);
-    let current: JsonObject | undefined = existing;
-    return retryOnConflict(async () => {
-      current ??= await this.client.request('GET', path);
-      const meta = {
-        ...(obj.metadata as JsonObject),
-        resourceVersion: (current.metadata as JsonObject).resourceVersion,
-      };
-      // Fields the server assigned (a Service's clusterIP) must stay.
-      const spec =
-        isJsonObject(current.spec) && isJsonObject(obj.spec) ? { ...current.spec, ...obj.spec } : obj.spec;
-      current = undefined; // a conflict reads the newer version
-      const body = spec === undefined ? { ...obj, metadata: meta } : { ...obj, metadata: meta, spec };
-      return this.client.request('PUT', path, { body });
-    });
+    return replaceFresh(
+      this.client,
+      path,
+      (current) => {
+        const meta = {
+          ...(obj.metadata as JsonObject),
+          resourceVersion: (current.metadata as JsonObject).resourceVersion,
+        };
+        // Fields the server assigned (a Service's clusterIP) must stay.
+        const spec =
+          isJsonObject(current.spec) && isJsonObject(obj.spec) ? { ...current.spec, ...obj.spec } : obj.spec;
+        return spec === undefined ? { ...obj, metadata: meta } : { ...obj, metadata: meta, spec };
+      },
+      { first: existing },
+    );
   }
 
   /** Records an object created elsewhere (by the operator, or by a test) for deletion at the end. */
@@ -258,13 +259,24 @@ export function webhookManifests(
   return { mutating, validating };
 }
 
-/** Runs a read-then-write, again on a 409 Conflict (someone, often the operator, wrote in between), as kubectl does. */
-export async function retryOnConflict<T>(write: () => Promise<T>, attempts = 5): Promise<T> {
+/**
+ * Replaces the object at `path` with `build(current)`; on a 409 Conflict (someone, often the operator, wrote in
+ * between) reads it again and retries, as kubectl does. `first`: the object as just read, for the first attempt.
+ */
+export async function replaceFresh(
+  client: KubeClient,
+  path: string,
+  build: (current: JsonObject) => JsonObject,
+  options: { first?: JsonObject; query?: Record<string, string> } = {},
+): Promise<JsonObject> {
+  let current = options.first;
   for (let attempt = 1; ; attempt++) {
+    current ??= await client.request('GET', path);
     try {
-      return await write();
+      return await client.request('PUT', path, { body: build(current), query: options.query });
     } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 409) || attempt >= attempts) throw err;
+      if (!(err instanceof KubeApiError && err.status === 409) || attempt >= 5) throw err;
+      current = undefined;
     }
   }
 }
@@ -279,14 +291,13 @@ export async function apply(client: KubeClient, collection: string, obj: JsonObj
   // It exists: replace it at its current version. The operator writes the rule's status concurrently, so a replace
   // can meet a newer version.
   const path = `${collection}/${String((obj.metadata as JsonObject).name)}`;
-  return retryOnConflict(async () => {
-    const current = await client.request('GET', path);
-    const meta = {
+  return replaceFresh(client, path, (current) => ({
+    ...obj,
+    metadata: {
       ...(obj.metadata as JsonObject),
       resourceVersion: (current.metadata as JsonObject).resourceVersion,
-    };
-    return client.request('PUT', path, { body: { ...obj, metadata: meta } });
-  });
+    },
+  }));
 }
 
 /** Deletes an object (dependents in the background); a missing one is fine. */

@@ -22,7 +22,7 @@ import {
 } from '../../native';
 
 import { FUZZ_API_VERSION, FUZZ_KIND } from '../../native/testing/generate';
-import { bundleObjects, retryOnConflict, waitFor } from './cluster';
+import { bundleObjects, replaceFresh, waitFor } from './cluster';
 import { freePort } from './controlplane';
 import { scrape, webhookCalls } from './metrics';
 import { ApiServerCounts, NATIVE_DRAGNET, ReachRecord, ReachTracker } from './native-reach';
@@ -434,15 +434,9 @@ export class DifferentialHarness {
    * controllers, its scheduler) may have written since: then from a fresh read, as kubectl does.
    */
   private update(created: JsonObject, dryRun = false): Promise<JsonObject> {
-    let current: JsonObject | undefined = created;
-    return retryOnConflict(async () => {
-      current ??= await this.client.request('GET', pathOf(created));
-      const body = touched(current);
-      current = undefined; // a conflict reads the newer version
-      return this.client.request('PUT', pathOf(created), {
-        body,
-        query: dryRun ? { ...WRITE, dryRun: 'All' } : WRITE,
-      });
+    return replaceFresh(this.client, pathOf(created), touched, {
+      first: created,
+      query: dryRun ? { ...WRITE, dryRun: 'All' } : WRITE,
     });
   }
 }
