@@ -13,7 +13,7 @@ import { computeScope } from '../../scope/compute';
 import { ResourceCatalog } from '../../scope/catalog';
 import { sendsRequest } from '../../scope/sends';
 import { kindRule } from '../../scope/testing';
-import { apply, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
+import { apply, ClusterLedger, remove, replaceFresh, waitFor, webhookManifests } from './cluster';
 import { freePort } from './controlplane';
 import { describeCluster, E2eCluster, startCluster } from './target';
 import { serviceAccountClient } from './credentials';
@@ -322,13 +322,15 @@ describeCluster('the dragnet scope on a real API server', () => {
     await writeConfigMaps(admin, TENANT, 5, 1);
     expect((await calls()) - before).toBe(5);
     // KubeMod's list has no widgets: the user adds them to the net, as by editing the bundle and applying it.
-    const edited = await admin.request('GET', MUTATING);
-    const hooks = edited.webhooks as JsonObject[];
-    const at = hooks.findIndex((h) => h.name === DRAGNET);
     const net = registrationOf(dragnetOf(manifests.mutating)!.webhook);
     net.rules[0].resources.push('widgets');
-    hooks[at] = withRegistration(hooks[at], net);
-    await admin.request('PUT', MUTATING, { body: edited });
+    // The operator may write the configuration meanwhile (a 409): then from a fresh read.
+    await replaceFresh(admin, MUTATING, (current) => {
+      const hooks = [...(current.webhooks as JsonObject[])];
+      const at = hooks.findIndex((h) => h.name === DRAGNET);
+      hooks[at] = withRegistration(hooks[at], net);
+      return { ...current, webhooks: hooks };
+    });
     // The edit is the configured net now; the unknown kind still gets all of it (widgets included) in TENANT.
     await waitFor('the scope within the edited net', async () => (await live()).ours, 10_000, 20);
     expect((await live()).resources).toEqual(expect.arrayContaining(['configmaps', 'secrets', 'widgets']));
