@@ -26,14 +26,14 @@ e2e:
 clean:
 	rm -rf dist coverage
 
-# bundle.yaml is generated from config/: never edit it by hand. config/build.ts assembles exactly what
+# bundle.yaml is generated from config/: never edit it by hand. bundle/build.ts assembles exactly what
 # `kubectl kustomize config/default` does, sets the operator image to $(IMAGE) (refusing an invalid reference) and
 # refuses a bundle whose ports cannot work (metrics port = webhook port); a failed build leaves bundle.yaml as it was.
 # It also writes config/monitoring/prometheus_rule.yaml from config/monitoring/alerts.yaml.
 bundle:
 	npm run build --silent
-	node dist/config/build.js config/default --image '$(IMAGE)' --output bundle.yaml
-	node dist/config/monitoring.js config/monitoring
+	node dist/bundle/build.js config/default --image '$(IMAGE)' --output bundle.yaml
+	node dist/bundle/monitoring.js config/monitoring
 
 # Same layout either way: the Dockerfile's build stage and buildah both run image/rootfs.ts (docs/install.md).
 image:

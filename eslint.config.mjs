@@ -32,7 +32,7 @@ const NOT_YET = {
     'cli/testfile.ts', // parseTestSpec 118
     'jsonpath/operators.ts', // compileBinary 109
     'jsonpath/steps.ts', // compileSegments 148
-    'modrule/compile.ts', // analyzeModRule 164
+    'rule/compile.ts', // analyzeModRule 164
     'operator/audit/scan.ts', // scanCluster 111
     'kube/kube.ts', // createKubeClient 160
     'operator/start.ts', // startOperator 180
@@ -46,8 +46,8 @@ const NOT_YET = {
     'engine/patch.ts', // resolveOne 8
     'engine/reject-phase.ts', // runRejectRules 8
     'jsonpath/steps.ts', // an arrow function 6
-    'modrule/compile-match.ts', // constructor 6
-    'modrule/interned-rule.ts', // constructor 6, internedRule 8
+    'rule/compile-match.ts', // constructor 6
+    'rule/interned-rule.ts', // constructor 6, internedRule 8
     'native/guard.ts', // everyElementGuard 6, valueGuard 6, pathGuard 7
     'native/patch.ts', // literalOperation 7
     'native/predicate.ts', // typedGuard 6
@@ -65,10 +65,10 @@ const NOT_YET = {
     'cli/apply.ts', // run 29
     'cli/validate.ts', // validatePaths 26
     'engine/differential.test.ts', // referenceAdmit 45
-    'modrule/compile-match.ts', // compileMatchItem 27
-    'modrule/compile-patch.ts', // compilePatchOperation 32
-    'modrule/compile.ts', // analyzeModRule 55
-    'modrule/references.ts', // compileReference 43
+    'rule/compile-match.ts', // compileMatchItem 27
+    'rule/compile-patch.ts', // compilePatchOperation 32
+    'rule/compile.ts', // analyzeModRule 55
+    'rule/references.ts', // compileReference 43
     'native/predicate.ts', // binaryPredicate 27
     'operator/audit/reports.ts', // write 27
     'operator/dragnet-scope.ts', // reconcile 39

@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { compileLabelSelector, CompiledLabelSelector } from '../modrule/labelselector';
+import { compileLabelSelector, CompiledLabelSelector } from '../rule/labelselector';
 import { readLive } from '../scope/ownership';
 import { dragnetOf } from '../scope/registration';
 import { ruleMatches, selectorMatches } from '../scope/sends';

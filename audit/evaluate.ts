@@ -3,7 +3,7 @@ import { admit, AdmissionInput, AdmissionOutcome, QuarantineCheck, RuleRef } fro
 import { isIgnored, prepare, scopeOf } from '../engine/subject';
 import { NO_REFERENCES, ReferenceReader, ReferenceViews } from '../engine/references';
 import { applyOperationsShared, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from '../engine/patch';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { RuleSnapshot } from '../store/rules';
 import { rejectionMessage } from '../engine/rejection';
 import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';

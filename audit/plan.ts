@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { IGNORE_LABEL } from '../modrule/types';
+import { IGNORE_LABEL } from '../rule/types';
 import { RuleSnapshot } from '../store/rules';
 import { namespaceLabels } from '../store/target';
 import { InstalledNet } from './dragnet';

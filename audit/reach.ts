@@ -1,4 +1,4 @@
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { itemPin, PinnedField, pinnedValues } from '../scope/pins';
 import { apiVersionOf, ListableResource } from './types';
 

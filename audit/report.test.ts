@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { JsonObject } from '../util/json';
-import { crdValidator } from '../config/schema';
+import { crdValidator } from '../bundle/schema';
 import {
   MAX_REPORT_BYTES,
   OMITTED_ANNOTATION,

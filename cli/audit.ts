@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
+import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_API_VERSION, MODRULE_KIND } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { ReferenceCaches } from '../operator/references/caches';
 import { silentLogger } from '../util/logger';
@@ -19,7 +19,7 @@ import { AuditSummary, auditOutput, progressLine } from './audit-output';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
-import { MODRULES_PATH } from '../config/owned';
+import { MODRULES_PATH } from '../kube/owned';
 import { messageOf } from '../util/errors';
 import { metadataOf } from '../util/meta';
 

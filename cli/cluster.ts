@@ -1,6 +1,6 @@
 import { JsonObject } from '../util/json';
 import { namespaceOf, metadataOf } from '../util/meta';
-import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
+import { CLUSTER_SCOPED_KINDS } from '../rule/kinds';
 import { ReferenceObjects, referencesFrom } from '../store/references';
 import { RuleStore } from '../store/rules';
 

@@ -11,7 +11,7 @@ import {
   MODRULE_API_VERSION,
   MODRULE_KIND,
   NODE_REF_ANNOTATION,
-} from '../modrule/types';
+} from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { apiVersionOf, ListableResource } from '../audit/types';
 import { ClusterAccess } from '../kube/access';
@@ -26,7 +26,7 @@ import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { formatExplanation, palette, shortValue, wantColor } from './explain';
 import { CommandIO, UsageError } from './io';
-import { modRulesPath } from '../config/owned';
+import { modRulesPath } from '../kube/owned';
 
 const USAGE = `usage: modrule explain TYPE/NAME | TYPE NAME [-n NS] [--rules PATH...] [options]
 

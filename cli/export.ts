@@ -1,7 +1,7 @@
 import { stringifyManifests } from '../util/yaml';
 import { cloneJson, isJsonObject, JsonObject } from '../util/json';
-import { analyzeModRule } from '../modrule/compile';
-import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
+import { analyzeModRule } from '../rule/compile';
+import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../rule/types';
 import { compileNative, defaultDragnetMatch, NativeReason, policyName } from '../native';
 import { loadPaths } from './load';
 import { nameOf } from './objects';

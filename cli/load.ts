@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { ManifestSyntaxError, parseManifestEntries } from '../util/yaml';
 import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
 import { cloneJson, isJsonObject, JsonObject } from '../util/json';
-import { MODRULE_KIND } from '../modrule/types';
+import { MODRULE_KIND } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { ReadObject } from './duplicates';
 import { nameOf, namespaceOf } from './objects';

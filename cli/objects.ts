@@ -1,7 +1,7 @@
 import { AdmissionInput, AdmissionOutcome } from '../engine/admit';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { AdmissionOperation } from '../modrule/types';
-import { CLUSTER_SCOPED_KINDS } from '../modrule/kinds';
+import { AdmissionOperation } from '../rule/types';
+import { CLUSTER_SCOPED_KINDS } from '../rule/kinds';
 import { metadataOf } from '../util/meta';
 
 // One object as the offline commands (apply, post-render, test) admit it, standing in for what the API server

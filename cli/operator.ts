@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { createLogger, Logger, LogLevel } from '../util/logger';
-import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { loadClusterAccess } from '../kube/credentials';
 import { SERVICE_ACCOUNT_DIR } from '../kube/incluster';
 import { createKubeClient, KubeClient } from '../kube/kube';

@@ -1,6 +1,6 @@
 import { JsonObject } from '../util/json';
 import { stringifyManifests } from '../util/yaml';
-import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, ScopeResult } from '../scope/compute';
@@ -13,7 +13,7 @@ import { warnDuplicateKeys } from './duplicates';
 import { parsePathCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, UsageError } from './io';
-import { DRAGNET_WEBHOOK } from '../config/owned';
+import { DRAGNET_WEBHOOK } from '../kube/owned';
 
 const USAGE = `usage: modrule scope PATH... [--namespace NS] [--cluster-namespace NS] [--configuration FILE]
                      [--output text|json]

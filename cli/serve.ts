@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createLogger, Logger, LogLevel } from '../util/logger';
-import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { generateCertificates } from '../webhook/certs';
 import { LoadReport, LocalRuleSource } from '../store/local/source';

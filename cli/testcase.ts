@@ -4,7 +4,7 @@ import { stringify } from 'yaml';
 import { admit, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
 import { JsonObject, JsonValue } from '../util/json';
-import { AdmissionOperation } from '../modrule/types';
+import { AdmissionOperation } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import type { ReferenceObjects } from '../store/references';
 import { standInCluster } from './cluster';

@@ -2,7 +2,7 @@
 // names the file and the field, so a typo cannot silently turn a check off.
 import { dirname, resolve } from 'node:path';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { AdmissionOperation } from '../modrule/types';
+import { AdmissionOperation } from '../rule/types';
 
 /** apiVersion and kind of a test file. */
 export const TEST_API_VERSION = 'modrule.io/v1alpha1';

@@ -4,7 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import { JsonObject, JsonValue } from '../util/json';
 import { ManifestSyntaxError, parseYamlDocuments } from '../util/yaml';
 import { DuplicateKey, duplicateKeyProblem } from '../util/yaml-duplicates';
-import { AdmissionOperation } from '../modrule/types';
+import { AdmissionOperation } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { loadPaths, loadRules, parseDocuments } from './load';
 import { identity, nameOf, scope } from './objects';

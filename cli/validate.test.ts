@@ -31,8 +31,8 @@ describe('modrule validate', () => {
     join(ROOT, 'examples'),
     ...['helm', 'local', 'namespace-selector', 'testing'].map((d) => join(ROOT, 'examples', d)),
     ...readdirSync(join(ROOT, 'examples', 'kubemod')).map((d) => join(ROOT, 'examples', 'kubemod', d)),
-    ...readdirSync(join(ROOT, 'config', 'testdata', 'valid')).map((f) =>
-      join(ROOT, 'config', 'testdata', 'valid', f),
+    ...readdirSync(join(ROOT, 'bundle', 'testdata', 'valid')).map((f) =>
+      join(ROOT, 'bundle', 'testdata', 'valid', f),
     ),
   ];
   test.each(exampleSets)('the shipped example %s is valid and draws no warnings', async (path) => {
@@ -43,10 +43,10 @@ describe('modrule validate', () => {
   });
 
   // Offline and in the cluster the same rules must be refused: compare with the webhook's own answer.
-  const invalidDir = join(ROOT, 'config', 'testdata', 'invalid');
+  const invalidDir = join(ROOT, 'bundle', 'testdata', 'invalid');
   const invalid = readdirSync(invalidDir).filter((f) => f.endsWith('.yaml'));
   test.each(invalid)(
-    'config/testdata/invalid/%s: refused exactly when the webhook refuses it',
+    'bundle/testdata/invalid/%s: refused exactly when the webhook refuses it',
     async (file) => {
       const path = join(invalidDir, file);
       const object = parse(readFileSync(path, 'utf8')) as JsonObject;

@@ -1,11 +1,11 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { excerpt } from '../util/excerpt';
 import { LocatedDocument, parseLocatedDocuments } from '../util/yaml';
-import { analyzeModRule, CompiledRule } from '../modrule/compile';
-import { findShadowedRules, lintModRule } from '../modrule/lint';
-import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../modrule/types';
-import { validateModRule } from '../modrule/validate';
-import { DEFAULT_REFERENCE_POLICY, ReferencePolicy } from '../modrule/references';
+import { analyzeModRule, CompiledRule } from '../rule/compile';
+import { findShadowedRules, lintModRule } from '../rule/lint';
+import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../rule/types';
+import { validateModRule } from '../rule/validate';
+import { DEFAULT_REFERENCE_POLICY, ReferencePolicy } from '../rule/references';
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { allowSecretsHelp } from './cluster';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { loadFixture } from '../fixtures/load';
 import { JsonObject } from '../util/json';
-import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { escapeToken } from '../patch/pointer';
 import { RuleStore } from '../store/rules';
 import { AdmissionOutcome } from './admit';

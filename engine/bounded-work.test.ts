@@ -1,7 +1,7 @@
 import { BudgetExhaustedError, RequestBudget } from '../util/budget';
 import { JsonValue } from '../util/json';
-import { compileModRule } from '../modrule/compile';
-import { ModRule } from '../modrule/types';
+import { compileModRule } from '../rule/compile';
+import { ModRule } from '../rule/types';
 import { itemMatches } from './match';
 import { applyOperations } from './patch';
 

@@ -3,8 +3,8 @@
 // matched item by item, and a deep copy of the object per rule. Both must give the same outcome.
 import fc from 'fast-check';
 import { cloneJson, isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
-import { CompiledRule } from '../modrule/compile';
-import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { CompiledRule } from '../rule/compile';
+import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { applyPatch } from '../patch/rfc6902';
 import { createPatch } from '../patch/diff';
 import { applyKubeModOperation } from '../patch/kubemod';

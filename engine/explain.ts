@@ -4,8 +4,8 @@
 // admit() decides; the rest (select results, compared values) is detail for the reader.
 import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { formatGoValue } from '../jsonpath';
-import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
-import { AdmissionOperation, IGNORE_LABEL } from '../modrule/types';
+import { CompiledMatchItem, CompiledRule } from '../rule/compile';
+import { AdmissionOperation, IGNORE_LABEL } from '../rule/types';
 import { formatPointer } from '../patch/pointer';
 import { itemMatches, ruleMatches, valueMatches } from './match';
 import { applyOperations, Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';

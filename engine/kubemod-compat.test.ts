@@ -5,8 +5,8 @@
 import { parseAllDocuments } from 'yaml';
 import { loadFixture } from '../fixtures/load';
 import { cloneJson, JsonObject, JsonValue } from '../util/json';
-import { LAST_APPLIED_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
-import { validateModRule } from '../modrule/validate';
+import { LAST_APPLIED_ANNOTATION, NODE_REF_ANNOTATION } from '../rule/types';
+import { validateModRule } from '../rule/validate';
 import { AdmissionOutcome } from './admit';
 import { admitChecked, AdmitOptions, storeFromYaml } from './testing';
 

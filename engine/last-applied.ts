@@ -1,5 +1,5 @@
 import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
-import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { applyOperationsShared, ResolvedOperation } from './patch';
 import { stableStringify } from './stable-stringify';
 import { annotationsOf, SYNTHETIC_REFS } from './subject';

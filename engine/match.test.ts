@@ -1,8 +1,8 @@
 import { parse } from 'yaml';
 import { loadFixture } from '../fixtures/load';
 import { JsonObject, JsonValue } from '../util/json';
-import { compileModRule } from '../modrule/compile';
-import { ModRule } from '../modrule/types';
+import { compileModRule } from '../rule/compile';
+import { ModRule } from '../rule/types';
 import { itemMatches, ruleMatches } from './match';
 
 function item(yaml: string) {

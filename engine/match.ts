@@ -1,6 +1,6 @@
 import { JsonValue } from '../util/json';
 import { RequestBudget } from '../util/budget';
-import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
+import { CompiledMatchItem, CompiledRule } from '../rule/compile';
 import { formatGoValue as goString } from '../jsonpath';
 import { SelectCache } from '../jsonpath/select-cache';
 

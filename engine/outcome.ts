@@ -1,6 +1,6 @@
 import { JsonObject } from '../util/json';
-import { CompiledRule } from '../modrule/compile';
-import { AdmissionOperation } from '../modrule/types';
+import { CompiledRule } from '../rule/compile';
+import { AdmissionOperation } from '../rule/types';
 import { JsonPatchOperation } from '../patch/operation';
 
 /** What the engine needs from an admission request. */

@@ -1,7 +1,7 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { BudgetExhaustedError, RequestBudget, RuleBudgetExhaustedError } from '../util/budget';
-import { CompiledRule } from '../modrule/compile';
-import { AdmissionOperation } from '../modrule/types';
+import { CompiledRule } from '../rule/compile';
+import { AdmissionOperation } from '../rule/types';
 import { RuleIndex } from '../store/rule-index';
 import { SelectCache } from '../jsonpath/select-cache';
 import { ruleMatches } from './match';

@@ -1,9 +1,9 @@
 import { JsonValue } from '../util/json';
 import { BudgetExhaustedError, RequestBudget } from '../util/budget';
-import { CompiledPatchOperation, CompiledRule, PathToken } from '../modrule/compile';
+import { CompiledPatchOperation, CompiledRule, PathToken } from '../rule/compile';
 import { applyKubeModOperation } from '../patch/kubemod';
 import { formatPointer } from '../patch/pointer';
-import { parseModRuleValue } from '../modrule/value';
+import { parseModRuleValue } from '../rule/value';
 import { hasOwn, setOwn } from '../patch/object';
 import { messageOf } from '../util/errors';
 

@@ -1,6 +1,6 @@
 import { cloneJson, JsonObject } from '../util/json';
 import { applyPatch } from '../patch/rfc6902';
-import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { admit, AdmissionOutcome } from './admit';
 import { PATCHED_BY_ANNOTATION } from './record';

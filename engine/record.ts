@@ -1,6 +1,6 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { metadataOf } from '../util/meta';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { RuleRef } from './outcome';
 
 // The record of which ModRules patched an object, kept on the object itself (opt-in: `--record-patched-by`): the

@@ -1,6 +1,6 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { metaString } from '../util/meta';
-import type { CompiledRule, RuleReferences } from '../modrule/compile';
+import type { CompiledRule, RuleReferences } from '../rule/compile';
 import type { ReferenceReader } from '../store/references';
 import { SelectCache } from '../jsonpath/select-cache';
 import { SYNTHETIC_REFS } from './subject';

@@ -1,8 +1,8 @@
 import { JsonValue } from '../util/json';
 import { BudgetExhaustedError, RequestBudget, RuleBudgetExhaustedError } from '../util/budget';
 import { MAX_OBJECT_DEPTH } from '../util/depth';
-import { CompiledRule } from '../modrule/compile';
-import { AdmissionOperation } from '../modrule/types';
+import { CompiledRule } from '../rule/compile';
+import { AdmissionOperation } from '../rule/types';
 import { RuleIndex } from '../store/rule-index';
 import { SelectCache } from '../jsonpath/select-cache';
 import { ruleMatches } from './match';

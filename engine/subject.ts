@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { IGNORE_LABEL, NODE_REF_ANNOTATION } from '../modrule/types';
+import { IGNORE_LABEL, NODE_REF_ANNOTATION } from '../rule/types';
 import { RuleSnapshot } from '../store/rules';
 
 // The object the rules see, and back: which namespace's rules apply, exemption, syntheticRefs and managedFields.

@@ -2,7 +2,7 @@
 // invariants every outcome must keep.
 import { parseAllDocuments } from 'yaml';
 import { cloneJson, JsonObject } from '../util/json';
-import { AdmissionOperation } from '../modrule/types';
+import { AdmissionOperation } from '../rule/types';
 import { applyPatch } from '../patch/rfc6902';
 import { RuleStore } from '../store/rules';
 import { admit, AdmissionOutcome } from './admit';

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parsePinnedImage } from '../config/image';
+import { parsePinnedImage } from '../bundle/image';
 import { archOf } from './arch';
 import { buildWithBuildah } from './buildah';
 import { assembleRootfs, RootfsInventory } from './rootfs';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { execFileSync } from 'node:child_process';
 import { isJsonObject, JsonObject } from '../util/json';
-import { analyzeModRule, CompiledRule } from '../modrule/compile';
+import { analyzeModRule, CompiledRule } from '../rule/compile';
 import { compileTemplate, compileSharedTemplate } from '../template';
 import { compileNative, defaultDragnetMatch, DRAGNET_RESOURCES, dragnetMatchOf } from '.';
 import { Guards } from './guard';

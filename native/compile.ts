@@ -1,7 +1,7 @@
 import { JsonObject } from '../util/json';
-import type { CompiledRule } from '../modrule/compile';
+import type { CompiledRule } from '../rule/compile';
 import { compileSharedTemplate } from '../template';
-import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { celString, UnsupportedValueError } from './cel';
 import { defaultDragnetMatch, DragnetMatch } from './dragnet';
 import { idempotenceProblem } from './effects';

@@ -1,6 +1,6 @@
 import { JsonObject } from '../util/json';
-import { analyzeModRule, CompiledRule } from '../modrule/compile';
-import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { analyzeModRule, CompiledRule } from '../rule/compile';
+import { LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { compileNative, residualRule } from '.';
 import { celTokens, comprehensionBodies, guardCelCost } from './cel-cost';
 import { declineOf, declineOfGuards, MAX_DECLINE_COST } from './decline';

@@ -1,5 +1,5 @@
 import { isJsonObject, JsonValue } from '../util/json';
-import type { CompiledRule } from '../modrule/compile';
+import type { CompiledRule } from '../rule/compile';
 import { guardCelCost } from './cel-cost';
 import { Guard, GuardCost } from './guard';
 import { residualGuards } from './residual';

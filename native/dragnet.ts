@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { DRAGNET_WEBHOOK } from '../config/owned';
+import { DRAGNET_WEBHOOK } from '../kube/owned';
 
 /**
  * What the dragnet webhook sees: a native policy must see exactly the same requests, or it would patch objects the

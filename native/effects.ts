@@ -1,5 +1,5 @@
 import { JsonValue } from '../util/json';
-import type { CompiledMatchItem, CompiledRule } from '../modrule/compile';
+import type { CompiledMatchItem, CompiledRule } from '../rule/compile';
 import { Token } from './path';
 import type { OperationEffect, Pattern } from './patch';
 import type { Read } from './select-context';

@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { analyzeModRule } from '../modrule/compile';
+import { analyzeModRule } from '../rule/compile';
 import { RuleStore } from '../store/rules';
 import { admit } from '../engine/admit';
 import { ruleMatches } from '../engine/match';

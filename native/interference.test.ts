@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { analyzeModRule, CompiledRule } from '../modrule/compile';
+import { analyzeModRule, CompiledRule } from '../rule/compile';
 import { compileNative, NativeFit } from './compile';
 import { effectsOf, interferenceProblem, OtherRule } from './interference';
 

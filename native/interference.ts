@@ -1,4 +1,4 @@
-import type { CompiledRule } from '../modrule/compile';
+import type { CompiledRule } from '../rule/compile';
 import type { ArgNode, Node, PipeNode } from '../template/ast';
 import type { JsonPathNode } from '../jsonpath';
 import { compileSharedTemplate } from '../template';

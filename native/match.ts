@@ -1,5 +1,5 @@
 import { JsonValue } from '../util/json';
-import type { CompiledMatchItem } from '../modrule/compile';
+import type { CompiledMatchItem } from '../rule/compile';
 import { and, celRegex, not, or } from './cel';
 import {
   celPrint,

@@ -1,8 +1,8 @@
 import { JsonValue } from '../util/json';
 import type { CompiledJsonPath } from '../jsonpath';
-import type { CompiledPatchOperation, CompiledRule } from '../modrule/compile';
+import type { CompiledPatchOperation, CompiledRule } from '../rule/compile';
 import { compileSharedTemplate } from '../template';
-import { parseModRuleValue } from '../modrule/value';
+import { parseModRuleValue } from '../rule/value';
 import { escapeToken } from '../patch/pointer';
 import { and, celString, celValue, not, or, ternary, UnsupportedValueError } from './cel';
 import { pathGuard } from './guard';

@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import type { CompiledRule } from '../modrule/compile';
+import type { CompiledRule } from '../rule/compile';
 import { DragnetMatch } from './dragnet';
 import { metadataOf } from '../util/meta';
 

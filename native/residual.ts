@@ -1,6 +1,6 @@
 import { isJsonObject, JsonValue } from '../util/json';
 import type { CompiledJsonPath, SelectResult } from '../jsonpath';
-import type { CompiledMatchItem, CompiledRule } from '../modrule/compile';
+import type { CompiledMatchItem, CompiledRule } from '../rule/compile';
 import type { Guards } from './guard';
 
 /*

@@ -1,5 +1,5 @@
-import type { CompiledRule } from '../modrule/compile';
-import type { LabelSelector } from '../modrule/labelselector';
+import type { CompiledRule } from '../rule/compile';
+import type { LabelSelector } from '../rule/labelselector';
 import { and, celString, or } from './cel';
 import { NoCelForm } from './values';
 

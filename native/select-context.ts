@@ -1,5 +1,5 @@
 import type { PathNode, Segment } from '../jsonpath';
-import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { everyElementGuard, Guard, Guards } from './guard';
 import { celShape, FieldPath, shapeHolds, Token } from './path';
 import { NoCelForm } from './values';

@@ -1,6 +1,6 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import type { Node } from '../template/ast';
-import { parseModRuleValue } from '../modrule/value';
+import { parseModRuleValue } from '../rule/value';
 import { celString, celValue } from './cel';
 import { Guard } from './guard';
 import { SelectContext } from './select-context';

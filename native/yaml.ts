@@ -7,7 +7,7 @@ import { boundedInputs, RenderedTemplate } from './template';
 import { NoCelForm } from './values';
 
 /*
- * A rendered patch value is parsed as YAML by the engine (modrule/value.ts), so `true`, `8080` or `a: b` would not be
+ * A rendered patch value is parsed as YAML by the engine (rule/value.ts), so `true`, `8080` or `a: b` would not be
  * strings. Compiled here: a plain scalar that can only be the string itself (the engine's own fast path: a letter,
  * then letters, digits, `_./-`, colons only inside, and not a YAML 1.1 keyword), or a "..."/'...' quoted scalar
  * without escapes. A guard checks the rendered text is one of those; other objects go to the webhook.

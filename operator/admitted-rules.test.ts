@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { RuleStore } from '../store/rules';
 import { AdmittedRules, RuleVersion } from './admitted-rules';
 import { createKubeClient } from '../kube/kube';

@@ -3,7 +3,7 @@ import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
 import { JsonObject } from '../util/json';
 import { generationOf, metaString, nameOf, namespaceOf, objectKey } from '../util/meta';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { StoreFreshness } from '../webhook/rule-admission';
 import { InformerHandlers } from '../kube/informer';
 import { KubeApiError, KubeClient } from '../kube/kube';

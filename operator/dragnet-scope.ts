@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { reachOf, RuleScopeReport } from '../scope/compute';
 import { productsOf } from '../scope/products';
 import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../scope/ownership';
@@ -25,7 +25,7 @@ import {
   DRAGNET_WEBHOOK,
   MUTATING_WEBHOOK_CONFIGURATION,
   MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
-} from '../config/owned';
+} from '../kube/owned';
 import type { CatalogSource } from './discovery';
 import { Debouncer, SingleFlight } from '../util/coalesce';
 

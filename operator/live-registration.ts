@@ -1,7 +1,7 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { compareVersions, liveCovers, LiveScope, readLive } from '../scope/ownership';
 import { dragnetOf, registrationHash } from '../scope/registration';
-import { DRAGNET_WEBHOOK } from '../config/owned';
+import { DRAGNET_WEBHOOK } from '../kube/owned';
 
 export interface LiveRegistrationOptions {
   webhookName?: string;

@@ -13,11 +13,11 @@ import {
   RULE_ANNOTATION,
   tokenOf,
 } from '../native';
-import { compileLabelSelector } from '../modrule/labelselector';
+import { compileLabelSelector } from '../rule/labelselector';
 import { RuleStore } from '../store/rules';
 import { namespaceLabels } from '../store/target';
 import { isTransient, KubeApiError, KubeClient } from '../kube/kube';
-import { DRAGNET_WEBHOOK, MUTATING_WEBHOOK_CONFIGURATIONS_PATH } from '../config/owned';
+import { DRAGNET_WEBHOOK, MUTATING_WEBHOOK_CONFIGURATIONS_PATH } from '../kube/owned';
 import { metadataOf } from '../util/meta';
 
 /*

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { Logger } from '../util/logger';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { RuleStore } from '../store/rules';
 import { BackoffOptions } from '../kube/backoff';
 import { KubeClient } from '../kube/kube';

@@ -1,8 +1,8 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { keyOf, nameOf, splitKey, metadataOf } from '../util/meta';
 import { messageOf } from '../util/errors';
-import { CompiledRule } from '../modrule/compile';
-import { formatProblems } from '../modrule/problems';
+import { CompiledRule } from '../rule/compile';
+import { formatProblems } from '../rule/problems';
 import {
   compileNative,
   defaultDragnetMatch,
@@ -39,7 +39,7 @@ import {
 } from './native-status';
 import { Serving } from './status';
 import { NativeControllerOptions, RuleState } from './native-types';
-import { MUTATING_WEBHOOK_CONFIGURATION } from '../config/owned';
+import { MUTATING_WEBHOOK_CONFIGURATION } from '../kube/owned';
 
 /*
  * Serves ModRules natively where they fit: compiles each rule that asks for it to a policy and binding,

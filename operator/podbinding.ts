@@ -1,6 +1,6 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
-import { INJECT_NODE_REF_ANNOTATION, NODE_REF_ANNOTATION } from '../modrule/types';
+import { INJECT_NODE_REF_ANNOTATION, NODE_REF_ANNOTATION } from '../rule/types';
 import { retry } from '../kube/backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from '../kube/kube';
 import { messageOf } from '../util/errors';

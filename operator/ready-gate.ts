@@ -1,6 +1,6 @@
 import { JsonObject } from '../util/json';
 import { generationOf, keyOf, metaString } from '../util/meta';
-import { ValidationProblem } from '../modrule/problems';
+import { ValidationProblem } from '../rule/problems';
 import { RegistrationStatus } from './registration-status';
 import { StatusSink } from './sync';
 

@@ -9,7 +9,7 @@ import {
   DRAGNET_WEBHOOK,
   MUTATING_WEBHOOK_CONFIGURATION,
   MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
-} from '../config/owned';
+} from '../kube/owned';
 
 export interface RegistrationWriterOptions {
   client: KubeClient;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { JsonObject } from '../util/json';
 import { generationOf, metaString, nameOf, namespaceOf } from '../util/meta';
-import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
+import { MODRULE_API_VERSION, MODRULE_KIND } from '../rule/types';
 import { isoSeconds, truncateMessage } from './status-facets';
 
 // The Warning Events the operator puts on ModRules, named after their content so that replicas create each once.

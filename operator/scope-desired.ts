@@ -2,7 +2,7 @@ import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } fro
 import { LiveScope } from '../scope/ownership';
 import { registrationHash } from '../scope/registration';
 import { Registration } from '../scope/types';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 
 /** What the desired registration is computed from (DragnetScopeOptions' part). */

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { JsonObject } from '../util/json';
-import { analyzeModRule } from '../modrule/compile';
+import { analyzeModRule } from '../rule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope } from '../scope/compute';
 import { defaultConfigured } from '../scope/defaults';

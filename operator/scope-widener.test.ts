@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { JsonObject } from '../util/json';
 import { silentLogger } from '../util/logger';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { readLive, stampAnnotations } from '../scope/ownership';
 import { dragnetOf, registrationHash, registrationOf, withRegistration } from '../scope/registration';

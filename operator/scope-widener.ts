@@ -1,6 +1,6 @@
 import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { reachOf } from '../scope/compute';
 import { addsNothing, ScopeIndex } from '../scope/cover';
 import { compareVersions, LiveScope, PendingRule, readLive, ScopeStamp } from '../scope/ownership';

@@ -17,7 +17,7 @@ import {
   MUTATING_WEBHOOK_CONFIGURATION,
   VALIDATING_WEBHOOK_CONFIGURATION,
   WEBHOOK_SERVICE_NAME,
-} from '../config/owned';
+} from '../kube/owned';
 import { messageOf } from '../util/errors';
 import { metadataOf } from '../util/meta';
 

@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { formatProblems, ValidationProblem } from '../modrule/problems';
+import { formatProblems, ValidationProblem } from '../rule/problems';
 import {
   ComposedStatus,
   Condition,

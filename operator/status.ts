@@ -3,13 +3,13 @@ import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
 import { Logger } from '../util/logger';
 import { messageOf } from '../util/errors';
 import { objectKey, metadataOf } from '../util/meta';
-import { ValidationProblem } from '../modrule/problems';
+import { ValidationProblem } from '../rule/problems';
 import { Backoff, sleep } from '../kube/backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from '../kube/kube';
 import { demotedRuleEvent, identity, invalidRuleEvent, RuleIdentity, warningEvent } from './rule-events';
 import { composeStatus, statusPatch, statusUpToDate } from './status-compose';
 import { Facet, FacetSource, READY_REASON_INVALID, StatusFacets } from './status-facets';
-import { modRuleStatusPath } from '../config/owned';
+import { modRuleStatusPath } from '../kube/owned';
 
 /**
  * Which path serves a valid rule that asked to be served natively (operator/native.ts): status.servedBy and the

@@ -1,13 +1,13 @@
 import { jsonEqual, JsonValue } from '../util/json';
 import { Logger } from '../util/logger';
-import { formatProblems, ValidationProblem } from '../modrule/problems';
-import { MODRULE_API_VERSION, MODRULE_KIND } from '../modrule/types';
+import { formatProblems, ValidationProblem } from '../rule/problems';
+import { MODRULE_API_VERSION, MODRULE_KIND } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { BackoffOptions } from '../kube/backoff';
 import { Informer, InformerHandlers } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { StatusReporter } from './status';
-import { MODRULES_PATH } from '../config/owned';
+import { MODRULES_PATH } from '../kube/owned';
 import { nameOf, namespaceOf, objectKey, metadataOf } from '../util/meta';
 
 export const NAMESPACES_PATH = '/api/v1/namespaces';

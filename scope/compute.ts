@@ -1,4 +1,4 @@
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { ResourceCatalog } from './catalog';
 import { coarsenOnce, couple, Coupled, declinedText, dropDeclines, ScopeLimits } from './clauses';
 import { Condition } from './condition';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { compileNative, declineOf, residualRule } from '../native';
 import { RuleStore } from '../store/rules';
 import { reachOf } from './compute';

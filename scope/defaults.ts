@@ -1,4 +1,4 @@
-import type { LabelSelector } from '../modrule/labelselector';
+import type { LabelSelector } from '../rule/labelselector';
 import { defaultDragnetMatch } from '../native';
 import { Registration, WebhookRule } from './types';
 

@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { compileNative, residualRule } from '../native';
 import { RuleStore } from '../store/rules';
 import { DEFAULT_LIMITS } from './compute';

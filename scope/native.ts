@@ -1,4 +1,4 @@
-import type { CompiledRule } from '../modrule/compile';
+import type { CompiledRule } from '../rule/compile';
 import { Decline, declineOf } from '../native';
 
 /*

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { JsonObject } from '../util/json';
 import { admit } from '../engine/admit';
-import { IGNORE_LABEL, AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { IGNORE_LABEL, AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { compileNative, residualRule } from '../native';
 import { RuleStore } from '../store/rules';
 import { HIGH_CHURN_RESOURCES, ResourceCatalog } from './catalog';

@@ -1,5 +1,5 @@
 import type { JsonPathNode } from '../jsonpath';
-import { CompiledMatchItem } from '../modrule/compile';
+import { CompiledMatchItem } from '../rule/compile';
 import { SafeRegex } from '../util/regex';
 
 /**

@@ -1,4 +1,4 @@
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { targetsClusterScoped } from '../store/target';
 import { SafeRegex } from '../util/regex';
 import { pinnedRegexes, pinnedValues } from './pins';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
-import type { LabelSelector, LabelSelectorRequirement } from '../modrule/labelselector';
+import type { LabelSelector, LabelSelectorRequirement } from '../rule/labelselector';
 import { MatchCondition, Registration, RuleScope, WebhookRule } from './types';
-import { DRAGNET_WEBHOOK } from '../config/owned';
+import { DRAGNET_WEBHOOK } from '../kube/owned';
 
 /** The dragnet webhook's name in the mutating configuration. */
 

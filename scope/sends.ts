@@ -1,4 +1,4 @@
-import { compileLabelSelector } from '../modrule/labelselector';
+import { compileLabelSelector } from '../rule/labelselector';
 import { JsonValue } from '../util/json';
 import { Condition, evaluate } from './condition';
 import { Registration, ScopeRequest, WebhookRule } from './types';

@@ -1,7 +1,7 @@
 // Test helpers for the scope (excluded from the build): compiled rules from specs, requests as the API server
 // matches them.
 import { JsonObject } from '../util/json';
-import { analyzeModRule, CompiledRule } from '../modrule/compile';
+import { analyzeModRule, CompiledRule } from '../rule/compile';
 import { ResourceCatalog } from './catalog';
 import { computeScope, ScopeInput, ScopeResult } from './compute';
 import { defaultConfigured } from './defaults';

@@ -1,4 +1,4 @@
-import type { LabelSelector } from '../modrule/labelselector';
+import type { LabelSelector } from '../rule/labelselector';
 import type { JsonValue } from '../util/json';
 
 /** The admission operations a ModRule can ask for (CONNECT never reaches the dragnet). */

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { Condition } from './condition';
 import { CONDITION_PREFIX } from './compute';
 import { registrationHash } from './registration';

@@ -1,4 +1,4 @@
-import type { LabelSelector, LabelSelectorRequirement } from '../modrule/labelselector';
+import type { LabelSelector, LabelSelectorRequirement } from '../rule/labelselector';
 import { CONDITION_PREFIX, NAME_LABEL, SELECTOR_MARK } from './compute';
 import { registrationHash } from './registration';
 import { MatchCondition, Registration, WebhookRule } from './types';

@@ -1,5 +1,5 @@
 import { closest } from '../util/suggest';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { ResourceCatalog } from './catalog';
 import { itemPin } from './pins';
 import { RuleReach, ruleReach } from './reach';

@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject } from '../util/json';
-import { LAST_APPLIED_ANNOTATION } from '../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../rule/types';
 
 /** metadata.name, or undefined when it has none. */
 export function nameOf(obj: JsonObject): string | undefined {

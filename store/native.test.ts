@@ -1,4 +1,4 @@
-import { analyzeModRule } from '../modrule/compile';
+import { analyzeModRule } from '../rule/compile';
 import { compileNative, residualRule } from '../native';
 import { RuleStore } from './rules';
 

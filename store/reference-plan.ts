@@ -1,8 +1,8 @@
 import { JsonObject } from '../util/json';
 import { labelsOf, nameOf } from '../util/meta';
-import type { CompiledRule } from '../modrule/compile';
-import type { CompiledLabelSelector } from '../modrule/labelselector';
-import type { ReferenceDecl } from '../modrule/references';
+import type { CompiledRule } from '../rule/compile';
+import type { CompiledLabelSelector } from '../rule/labelselector';
+import type { ReferenceDecl } from '../rule/references';
 
 /*
  * What the reference caches must hold for the rules in force (pure): one watch per kind and namespace that rules

@@ -1,6 +1,6 @@
 import { JsonObject } from '../util/json';
-import { compileModRule } from '../modrule/compile';
-import { ModRule } from '../modrule/types';
+import { compileModRule } from '../rule/compile';
+import { ModRule } from '../rule/types';
 import { metadataOnly, ReferenceObjects, referencesFrom, MAX_SELECTED } from './references';
 
 const cm = (namespace: string, name: string, labels: Record<string, string> = {}): JsonObject => ({

@@ -1,8 +1,8 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { labelsOf, metadataOf, nameOf, namespaceOf, objectKey } from '../util/meta';
 import { deeperThan } from '../util/depth';
-import type { ReferenceDecl } from '../modrule/references';
-import type { CompiledRule } from '../modrule/compile';
+import type { ReferenceDecl } from '../rule/references';
+import type { CompiledRule } from '../rule/compile';
 import { asReference } from './manifests';
 
 /*

@@ -1,7 +1,7 @@
 import { CompiledJsonPath } from '../jsonpath';
-import { CompiledMatchItem, CompiledRule } from '../modrule/compile';
+import { CompiledMatchItem, CompiledRule } from '../rule/compile';
 import { SelectCache } from '../jsonpath/select-cache';
-import { AdmissionOperation } from '../modrule/types';
+import { AdmissionOperation } from '../rule/types';
 
 /** Rules indexed on one fixed path: by each exact value their criterion accepts. */
 interface IndexedPath {

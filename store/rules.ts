@@ -1,8 +1,8 @@
 import { isJsonObject, JsonObject } from '../util/json';
-import { analyzeModRule, CompiledRule, CompileOptions } from '../modrule/compile';
-import { ValidationProblem } from '../modrule/problems';
-import type { ReferencePolicy } from '../modrule/references';
-import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
+import { analyzeModRule, CompiledRule, CompileOptions } from '../rule/compile';
+import { ValidationProblem } from '../rule/problems';
+import type { ReferencePolicy } from '../rule/references';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { ManifestCache, nameOf } from './manifests';
 import { compareRules, RuleSnapshot, Snapshot } from './snapshot';
 import { namespaceLabels, sameLabels } from './target';

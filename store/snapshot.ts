@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { namespaceLabels, targetsClusterScoped, targetsNamespace } from './target';
 
 /** A consistent, never-mutated view of the rules and cluster data one admission request works with. */

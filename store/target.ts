@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject } from '../util/json';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 
 /** Labels of a Namespace manifest (string values only); undefined when the Namespace is not known. */
 export function namespaceLabels(ns: JsonObject | undefined): Readonly<Record<string, string>> | undefined {

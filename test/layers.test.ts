@@ -9,8 +9,8 @@ import { dirname, join, normalize, relative } from 'node:path';
 /** Source folders from the bottom up; folders on one row are siblings and do not import each other. */
 const LAYERS: readonly (readonly string[])[] = [
   ['util'],
-  ['jsonpath', 'template', 'patch', 'config', 'fixtures', 'kube'],
-  ['modrule'],
+  ['jsonpath', 'template', 'patch', 'bundle', 'fixtures', 'kube'],
+  ['rule'],
   ['store', 'native'],
   ['engine', 'scope'],
   ['webhook', 'audit'],

@@ -1,4 +1,4 @@
-import { compileModRule } from '../modrule/compile';
+import { compileModRule } from '../rule/compile';
 import { compileTemplate } from '../template';
 import { Interner } from './interner';
 

@@ -1,5 +1,5 @@
 import { JsonObject } from '../util/json';
-import { AdmissionOperation } from '../modrule/types';
+import { AdmissionOperation } from '../rule/types';
 
 /** The AdmissionReview API versions the API server may speak. */
 export type AdmissionApiVersion = 'admission.k8s.io/v1' | 'admission.k8s.io/v1beta1';

@@ -1,10 +1,10 @@
 import { AdmissionRequest, StatusCause } from './admission';
-import { withDefaults } from '../modrule/defaults';
-import { DEFAULT_CLUSTER_NAMESPACE } from '../modrule/types';
-import { formatProblems, ValidationProblem } from '../modrule/problems';
-import { validateModRule } from '../modrule/validate';
+import { withDefaults } from '../rule/defaults';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
+import { formatProblems, ValidationProblem } from '../rule/problems';
+import { validateModRule } from '../rule/validate';
 import { createPatch } from '../patch/diff';
-import { analyzeModRule } from '../modrule/compile';
+import { analyzeModRule } from '../rule/compile';
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { EndpointDecision } from './answer';

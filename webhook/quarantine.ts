@@ -1,6 +1,6 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { Logger } from '../util/logger';
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { RuleSnapshot, RuleStore } from '../store/rules';
 import { AdmissionOutcome, QuarantineCheck, RuleRef } from '../engine/admit';
 

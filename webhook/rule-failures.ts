@@ -1,4 +1,4 @@
-import { CompiledRule } from '../modrule/compile';
+import { CompiledRule } from '../rule/compile';
 import { RuleStore } from '../store/rules';
 import { AdmissionOutcome, RuleRef } from '../engine/admit';
 

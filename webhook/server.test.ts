@@ -8,7 +8,7 @@ import { AdmissionReview } from './admission';
 import { loadFixture } from '../fixtures/load';
 import { cloneJson, JsonObject } from '../util/json';
 import { silentLogger, memoryLogger } from '../util/logger';
-import { withDefaults } from '../modrule/defaults';
+import { withDefaults } from '../rule/defaults';
 import { JsonPatchOperation } from '../patch/operation';
 import { applyPatch } from '../patch/rfc6902';
 import { RuleStore } from '../store/rules';

@@ -3,7 +3,7 @@ import { request as httpsRequest } from 'node:https';
 import { PeerCertificate, TLSSocket } from 'node:tls';
 import { AdmissionApiVersion, AdmissionReview } from './admission';
 import { JsonObject } from '../util/json';
-import { AdmissionOperation } from '../modrule/types';
+import { AdmissionOperation } from '../rule/types';
 import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
 import { RunningWebhook, startWebhookServer, WebhookServerOptions } from './server';

@@ -1,6 +1,6 @@
 import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
-import { CompiledRule } from '../../modrule/compile';
+import { CompiledRule } from '../../rule/compile';
 import { RuleStore } from '../../store/rules';
 import type { ReferenceSource } from '../../store/references';
 import { QuarantineCheck } from '../../engine/admit';

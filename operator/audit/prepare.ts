@@ -6,7 +6,7 @@ import { KubeApiError, KubeClient } from '../../kube/kube';
 import { discoverResources } from './discovery';
 import { RateLimiter } from './rate';
 import { ScanProblem } from './scan';
-import { MUTATING_WEBHOOK_CONFIGURATION, MUTATING_WEBHOOK_CONFIGURATION_PATH } from '../../config/owned';
+import { MUTATING_WEBHOOK_CONFIGURATION, MUTATING_WEBHOOK_CONFIGURATION_PATH } from '../../kube/owned';
 import { messageOf } from '../../util/errors';
 import { metadataOf } from '../../util/meta';
 

@@ -1,7 +1,7 @@
 import { JsonObject } from '../../util/json';
 import { silentLogger } from '../../util/logger';
 import { cronJobChain, deploymentChain } from '../../fixtures/owners';
-import { CompiledRule } from '../../modrule/compile';
+import { CompiledRule } from '../../rule/compile';
 import { RuleStore } from '../../store/rules';
 import { eventually } from '../testing/eventually';
 import { FakeApiServer } from '../testing/fake-apiserver';

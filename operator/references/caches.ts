@@ -1,6 +1,6 @@
 import { JsonObject } from '../../util/json';
 import { Logger } from '../../util/logger';
-import type { CompiledRule } from '../../modrule/compile';
+import type { CompiledRule } from '../../rule/compile';
 import { ReferenceObjects, ReferenceSource } from '../../store/references';
 import { referencePlan } from '../../store/reference-plan';
 import { RuleStore } from '../../store/rules';

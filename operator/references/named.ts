@@ -1,4 +1,4 @@
-import type { ReferenceDecl } from '../../modrule/references';
+import type { ReferenceDecl } from '../../rule/references';
 import { ReferenceObjects } from '../../store/references';
 import { covers, keeps, NamedWatch, watchId, within } from '../../store/reference-plan';
 import { ReferenceWatch, WatchDeps } from './watch';

@@ -1,5 +1,5 @@
-import type { CompiledRule } from '../../modrule/compile';
-import type { ReferenceDecl } from '../../modrule/references';
+import type { CompiledRule } from '../../rule/compile';
+import type { ReferenceDecl } from '../../rule/references';
 import type { Facet } from '../status-facets';
 import type { DeclState } from './named';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { KubeClient } from '../../kube/kube';
-import { MODRULES_PATH } from '../../config/owned';
+import { MODRULES_PATH } from '../../kube/owned';
 
 // Objects and a client for test/e2e/monitoring.e2e.ts.
 

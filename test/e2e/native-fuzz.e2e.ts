@@ -1,6 +1,6 @@
 import { JsonObject } from '../../util/json';
 import { generateObject, generateRule, Random } from '../../native/testing/generate';
-import { analyzeModRule } from '../../modrule/compile';
+import { analyzeModRule } from '../../rule/compile';
 import { compileNative } from '../../native';
 import { waitFor } from './cluster';
 import { describeCluster } from './target';

@@ -1,7 +1,7 @@
 import { JsonObject, JsonValue, cloneJson, isJsonObject } from '../../util/json';
 import { silentLogger } from '../../util/logger';
-import { analyzeModRule } from '../../modrule/compile';
-import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
+import { analyzeModRule } from '../../rule/compile';
+import { LAST_APPLIED_ANNOTATION } from '../../rule/types';
 import { RuleStore } from '../../store/rules';
 import { stableStringify } from '../../engine/stable-stringify';
 import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';

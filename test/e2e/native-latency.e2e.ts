@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 
-import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../../rule/types';
 import { KubeClient } from '../../kube/kube';
 import { RunningOperator } from '../../operator/start';
 import { SERVE_ANNOTATION } from '../../native';

@@ -1,5 +1,5 @@
 import { JsonObject } from '../../util/json';
-import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../../rule/types';
 import { KubeApiError, KubeClient } from '../../kube/kube';
 import { RunningOperator } from '../../operator/start';
 import { policyCollection, policyName } from '../../native';

@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
 import { cloneJson, JsonObject } from '../../util/json';
 import { KubeApiError, KubeClient } from '../../kube/kube';
-import { CompiledRule } from '../../modrule/compile';
+import { CompiledRule } from '../../rule/compile';
 import { declineOf } from '../../native';
 import { ResourceCatalog } from '../../scope/catalog';
 import { computeScope, ScopeResult } from '../../scope/compute';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { JsonObject } from '../../util/json';
-import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../../rule/types';
 import { KubeClient } from '../../kube/kube';
 import { compileNative, defaultDragnetMatch, residualRule } from '../../native';
 import { RuleStore } from '../../store/rules';

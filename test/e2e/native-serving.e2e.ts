@@ -1,6 +1,6 @@
 import { JsonObject } from '../../util/json';
 import { labelsOf } from '../../util/meta';
-import { LAST_APPLIED_ANNOTATION } from '../../modrule/types';
+import { LAST_APPLIED_ANNOTATION } from '../../rule/types';
 import { KubeApiError } from '../../kube/kube';
 import { policyCollection } from '../../native';
 import { apply, remove, waitFor } from './cluster';

@@ -22,7 +22,7 @@ import { installBundle } from './install';
 import { schedulableNode } from './operator-harness';
 import { describeCluster, E2E_MODE, E2eCluster, itOwn, startCluster } from './target';
 import { kubectl } from './kubectl';
-import { MODRULES_PATH } from '../../config/owned';
+import { MODRULES_PATH } from '../../kube/owned';
 
 /*
  * End-to-end: a real API server, this process as the operator, webhooks called by URL (target.ts):

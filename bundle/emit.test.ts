@@ -139,7 +139,11 @@ describe('buildKustomization', () => {
       { 'kustomization.yaml': `${FIFO}namePrefix: a-\nresources: [cm.yaml]\n`, 'cm.yaml': configMap },
       /namePrefix/,
     ],
-    ['an unknown sort order', { 'kustomization.yaml': 'sortOptions: {order: alphabetical}\n' }, /fifo.*legacy/],
+    [
+      'an unknown sort order',
+      { 'kustomization.yaml': 'sortOptions: {order: alphabetical}\n' },
+      /fifo.*legacy/,
+    ],
     [
       'sortOptions below the top level (kustomize ignores it there)',
       {
@@ -180,7 +184,8 @@ describe('buildKustomization', () => {
   it('sets an image override at whatever level names the placeholder (make bundle IMAGE=...)', () => {
     const dir = tempKustomization({
       'kustomization.yaml': 'resources: [inner]\n',
-      'inner/kustomization.yaml': 'resources: [pod.yaml]\nimages: [{name: app, newName: example.com/app, newTag: "1"}]\n',
+      'inner/kustomization.yaml':
+        'resources: [pod.yaml]\nimages: [{name: app, newName: example.com/app, newTag: "1"}]\n',
       'inner/pod.yaml':
         'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: app}]\n',
     });

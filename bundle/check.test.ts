@@ -37,7 +37,9 @@ describe('checkBundle', () => {
     );
     // The declared port, the probes, the Service and the scrape annotation now disagree with the operator too.
     expect(problems).toContain(`${WHERE}: container port "metrics" is 8081 but the operator listens on 9443`);
-    expect(problems).toContain(`${WHERE}: readinessProbe must use the metrics port 9443 (it serves /healthz and /readyz)`);
+    expect(problems).toContain(
+      `${WHERE}: readinessProbe must use the metrics port 9443 (it serves /healthz and /readyz)`,
+    );
     expect(problems).toContain(
       'Service kubemod-system/kubemod-webhook-service: annotation prometheus.io/port is 8081, the metrics port is 9443',
     );
@@ -76,7 +78,7 @@ describe('checkBundle', () => {
   });
 });
 
-describe('node dist/config/build.js (make bundle)', () => {
+describe('node dist/bundle/build.js (make bundle)', () => {
   let dir: string;
   let out: string;
   let stderr: string[];
@@ -105,9 +107,17 @@ describe('node dist/config/build.js (make bundle)', () => {
   });
 
   it('refuses an invalid image reference and leaves the previous bundle as it was', () => {
-    expect(main([path.join(dir, 'config/default'), '--image', 'registry.local:5000/Platform/modrule:1', '-o', out])).toBe(1);
+    expect(
+      main([
+        path.join(dir, 'config/default'),
+        '--image',
+        'registry.local:5000/Platform/modrule:1',
+        '-o',
+        out,
+      ]),
+    ).toBe(1);
     expect(stderr.join('')).toBe(
-      'config/build: "registry.local:5000/Platform/modrule:1" is not a valid image reference: ' +
+      'bundle/build: "registry.local:5000/Platform/modrule:1" is not a valid image reference: ' +
         'the repository "Platform/modrule" must be lower case\n',
     );
     expect(fs.readFileSync(out, 'utf8')).toBe('the previous bundle\n');
@@ -121,7 +131,9 @@ describe('node dist/config/build.js (make bundle)', () => {
       fs.readFileSync(deployment, 'utf8').replace('args: [operator]', 'args: [operator, --health-port=9443]'),
     );
     expect(main([path.join(dir, 'config/default'), '--output', out])).toBe(1);
-    expect(stderr.join('')).toMatch(/the metrics port \(--health-port\) and the webhook port \(--webhook-port\) are both 9443/);
+    expect(stderr.join('')).toMatch(
+      /the metrics port \(--health-port\) and the webhook port \(--webhook-port\) are both 9443/,
+    );
     expect(fs.readFileSync(out, 'utf8')).toBe('the previous bundle\n');
   });
 });

@@ -69,7 +69,7 @@ export interface CompiledRule {
   readonly references?: RuleReferences;
 }
 
-/** What a rule reads of its object's owner chain (modrule/reads.ts). */
+/** What a rule reads of its object's owner chain (rule/reads.ts). */
 export interface OwnerReads {
   /** How many levels of syntheticRefs.owner (0: none). */
   readonly levels: number;

@@ -26,7 +26,10 @@ function step(name: RegExp): string {
 }
 
 /** Runs a step's script as GitHub does; its exit status and what it wrote to GITHUB_OUTPUT. */
-function runStep(script: string, env: Record<string, string>): { status: number; outputs: Record<string, string> } {
+function runStep(
+  script: string,
+  env: Record<string, string>,
+): { status: number; outputs: Record<string, string> } {
   const output = join(mkdtempSync(join(tmpdir(), 'modrule-release-')), 'output');
   execFileSync('touch', [output]);
   const r = spawnSync('bash', ['--noprofile', '--norc', '-eo', 'pipefail', '-c', script], {
@@ -43,7 +46,9 @@ function runStep(script: string, env: Record<string, string>): { status: number;
 }
 
 const deploymentImage = (): string => {
-  const docs = parseAllDocuments(readFileSync(join(ROOT, 'bundle.yaml'), 'utf8')).map((d) => d.toJS() as unknown);
+  const docs = parseAllDocuments(readFileSync(join(ROOT, 'bundle.yaml'), 'utf8')).map(
+    (d) => d.toJS() as unknown,
+  );
   const deployment = docs.find((d): d is JsonObject => isJsonObject(d) && d.kind === 'Deployment')!;
   const pod = ((deployment.spec as JsonObject).template as JsonObject).spec as JsonObject;
   return String((pod.containers as JsonObject[])[0].image);
@@ -59,11 +64,16 @@ describe('the release workflow and the bundle', () => {
   });
 
   it('pushes the image this bundle.yaml and config/default name for that version', () => {
-    const { status, outputs } = runStep(step(/^Image name$/), { VERSION: tag, GITHUB_REPOSITORY: repository });
+    const { status, outputs } = runStep(step(/^Image name$/), {
+      VERSION: tag,
+      GITHUB_REPOSITORY: repository,
+    });
     expect(status).toBe(0);
     expect(outputs.image).toBe(`ghcr.io/${repository}:${version}`);
     expect(deploymentImage()).toBe(outputs.image);
-    const kustomization = parse(readFileSync(join(ROOT, 'config', 'default', 'kustomization.yaml'), 'utf8')) as {
+    const kustomization = parse(
+      readFileSync(join(ROOT, 'config', 'default', 'kustomization.yaml'), 'utf8'),
+    ) as {
       images: Array<{ newName: string; newTag: string }>;
     };
     expect(`${kustomization.images[0].newName}:${kustomization.images[0].newTag}`).toBe(outputs.image);

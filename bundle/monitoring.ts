@@ -8,7 +8,7 @@ import { isJsonObject } from '../util/json';
 // ConfigMap by kustomize's configMapGenerator, and the Helm chart reads both files. Tests keep them equal.
 
 const HEADER =
-  '# Generated from alerts.yaml by `make bundle` (config/monitoring.ts): edit alerts.yaml, not this file.\n' +
+  '# Generated from alerts.yaml by `make bundle` (bundle/monitoring.ts): edit alerts.yaml, not this file.\n' +
   '# Prometheus Operator selects rules by label: add the labels your Prometheus has as ruleSelector (with\n' +
   '# kube-prometheus-stack, release: <its release name>), e.g. with a kustomize patch. See docs/monitoring.md.\n';
 
@@ -46,7 +46,7 @@ export function writePrometheusRule(dir: string): boolean {
   return true;
 }
 
-// node dist/config/monitoring.js config/monitoring
+// node dist/bundle/monitoring.js config/monitoring
 if (require.main === module) {
   const dir = process.argv[2] ?? 'config/monitoring';
   if (writePrometheusRule(dir)) process.stdout.write(`wrote ${path.join(dir, 'prometheus_rule.yaml')}\n`);

@@ -125,7 +125,6 @@ function formatKey(key: string): string {
   return out.text().replace(/\n$/, '');
 }
 
-
 function writeString(out: Writer, s: string, indent: number, simpleKey: boolean): void {
   const style = chooseStyle(s, simpleKey);
   const breaks = !simpleKey;
@@ -140,7 +139,6 @@ function writeString(out: Writer, s: string, indent: number, simpleKey: boolean)
       return writeLiteral(out, s, indent);
   }
 }
-
 
 function writePlain(out: Writer, s: string, indent: number, breaks: boolean): void {
   let spaces = false;

@@ -1,6 +1,6 @@
 /*
  * The names and API paths of the objects modrule owns, as the manifests in config/ name them (KubeMod's names, so
- * that an existing installation is taken over in place). config/owned.test.ts keeps them equal to the manifests.
+ * that an existing installation is taken over in place). kube/owned.test.ts keeps them equal to the manifests.
  */
 
 /** The Secret holding the webhook's serving certificate. */
@@ -15,7 +15,8 @@ export const VALIDATING_WEBHOOK_CONFIGURATION = 'kubemod-validating-webhook-conf
 export const DRAGNET_WEBHOOK = 'dragnet.kubemod.io';
 
 /** The collection of MutatingWebhookConfigurations. */
-export const MUTATING_WEBHOOK_CONFIGURATIONS_PATH = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+export const MUTATING_WEBHOOK_CONFIGURATIONS_PATH =
+  '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
 /** The dragnet's MutatingWebhookConfiguration. */
 export const MUTATING_WEBHOOK_CONFIGURATION_PATH = `${MUTATING_WEBHOOK_CONFIGURATIONS_PATH}/${MUTATING_WEBHOOK_CONFIGURATION}`;
 

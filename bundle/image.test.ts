@@ -12,10 +12,18 @@ describe('parseImageReference', () => {
     ['127.0.0.1:5000/app:v1_2-rc.3', { domain: '127.0.0.1:5000', path: 'app', tag: 'v1_2-rc.3' }],
     ['[::1]:5000/app:1', { domain: '[::1]:5000', path: 'app', tag: '1' }],
     ['Registry.Example.com/a__b/c-d.e:1', { domain: 'Registry.Example.com', path: 'a__b/c-d.e', tag: '1' }],
-    [`ghcr.io/modrule/modrule:0.1.0@${SHA}`, { domain: 'ghcr.io', path: 'modrule/modrule', tag: '0.1.0', digest: SHA }],
+    [
+      `ghcr.io/modrule/modrule:0.1.0@${SHA}`,
+      { domain: 'ghcr.io', path: 'modrule/modrule', tag: '0.1.0', digest: SHA },
+    ],
     [`ghcr.io/modrule/modrule@${SHA}`, { domain: 'ghcr.io', path: 'modrule/modrule', digest: SHA }],
   ])('%s', (ref, expected) => {
-    expect(parseImageReference(ref)).toEqual({ domain: undefined, tag: undefined, digest: undefined, ...expected });
+    expect(parseImageReference(ref)).toEqual({
+      domain: undefined,
+      tag: undefined,
+      digest: undefined,
+      ...expected,
+    });
   });
 
   it.each([

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { JsonObject, JsonValue, isJsonObject } from '../util/json';
-import { IGNORE_LABEL, SYSTEM_NAMESPACE } from '../modrule/types';
+import { IGNORE_LABEL, SYSTEM_NAMESPACE } from '../rule/types';
 import { buildKustomization } from './build';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -82,7 +82,7 @@ describe('bundle.yaml', () => {
     }
   });
 
-  it('is up to date with config/ (regenerate: node dist/config/build.js > bundle.yaml)', () => {
+  it('is up to date with config/ (regenerate: node dist/bundle/build.js > bundle.yaml)', () => {
     expect(bundleText).toBe(buildKustomization(path.join(ROOT, 'config/default')));
   });
 
@@ -374,7 +374,13 @@ describe('webhook configurations', () => {
       sideEffects: 'None',
       objectSelector: { matchLabels: { 'modrule.kubemod.io/dragnet-probe': 'installed' } },
       rules: [
-        { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['events'], scope: 'Namespaced' },
+        {
+          apiGroups: [''],
+          apiVersions: ['v1'],
+          operations: ['CREATE'],
+          resources: ['events'],
+          scope: 'Namespaced',
+        },
       ],
     });
   });

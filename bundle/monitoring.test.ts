@@ -67,7 +67,9 @@ describe('config/monitoring/alerts.yaml', () => {
 
   it('compares latency with the timeout the API server gives each webhook, whose half is a bucket bound', async () => {
     const slow = alertRules.find((r) => r.alert === 'ModRuleWebhookSlow')!;
-    expect(String(slow.expr)).toContain('> on (endpoint) 0.5 * max by (endpoint) (modrule_webhook_timeout_seconds)');
+    expect(String(slow.expr)).toContain(
+      '> on (endpoint) 0.5 * max by (endpoint) (modrule_webhook_timeout_seconds)',
+    );
     // The configured timeouts (bundle: dragnet 10 s, ModRule webhooks 5 and 10 s, the registration probe 2 s): half
     // of each is a bucket bound, so the 99th percentile crossing it is exact, not interpolated.
     const timeouts = parseAllDocuments(readFileSync(path.join(ROOT, 'bundle.yaml'), 'utf8'))
@@ -97,25 +99,30 @@ describe('config/monitoring: generated objects', () => {
     .concat('/tmp/modrule-envtest-1.37/bin')
     .map((d) => (d ? path.join(d, 'kubectl') : ''))
     .find((f) => f && existsSync(f));
-  (kubectl ? it : it.skip)('kubectl kustomize config/monitoring: the dashboard ConfigMap holds dashboard.json', () => {
-    const r = spawnSync(kubectl!, ['kustomize', DIR], { encoding: 'utf8' });
-    expect(r.stderr).toBe('');
-    const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as JsonObject);
-    expect(docs.map((d) => `${String(d.kind)}/${String((d.metadata as JsonObject).name)}`).sort()).toEqual([
-      'ConfigMap/kubemod-dashboard',
-      'PrometheusRule/kubemod-operator',
-      'ServiceMonitor/kubemod-operator',
-    ]);
-    const configMap = docs.find((d) => d.kind === 'ConfigMap')!;
-    expect((configMap.data as JsonObject)['modrule.json']).toBe(read('dashboard.json'));
-    expect((configMap.metadata as JsonObject).labels).toMatchObject({ grafana_dashboard: '1' });
-    expect(docs.find((d) => d.kind === 'PrometheusRule')!.spec).toEqual(alerts);
-  });
+  (kubectl ? it : it.skip)(
+    'kubectl kustomize config/monitoring: the dashboard ConfigMap holds dashboard.json',
+    () => {
+      const r = spawnSync(kubectl!, ['kustomize', DIR], { encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as JsonObject);
+      expect(docs.map((d) => `${String(d.kind)}/${String((d.metadata as JsonObject).name)}`).sort()).toEqual([
+        'ConfigMap/kubemod-dashboard',
+        'PrometheusRule/kubemod-operator',
+        'ServiceMonitor/kubemod-operator',
+      ]);
+      const configMap = docs.find((d) => d.kind === 'ConfigMap')!;
+      expect((configMap.data as JsonObject)['modrule.json']).toBe(read('dashboard.json'));
+      expect((configMap.metadata as JsonObject).labels).toMatchObject({ grafana_dashboard: '1' });
+      expect(docs.find((d) => d.kind === 'PrometheusRule')!.spec).toEqual(alerts);
+    },
+  );
 });
 
 /** Every metric name the files use: modrule_*, with a histogram's _bucket/_sum/_count taken off. */
 function metricNames(text: string): string[] {
-  const names = [...text.matchAll(/\b(modrule_[a-z0-9_]+)/g)].map((m) => m[1].replace(/_(bucket|sum|count)$/, ''));
+  const names = [...text.matchAll(/\b(modrule_[a-z0-9_]+)/g)].map((m) =>
+    m[1].replace(/_(bucket|sum|count)$/, ''),
+  );
   return [...new Set(names)].sort();
 }
 
@@ -165,10 +172,14 @@ describe('config/monitoring/dashboard.json', () => {
     expect(new Set(panels.map((p) => p.id)).size).toBe(panels.length);
   });
 
-  it("filters every modrule series by the job variable and uses the variable data source", () => {
+  it('filters every modrule series by the job variable and uses the variable data source', () => {
     for (const q of queries) {
       for (const selector of q.expr.matchAll(/\b(modrule_[a-z0-9_]+)\{([^}]*)\}/g))
-        expect({ panel: q.title, selector: selector[0], job: selector[2].includes('job=~"$job"') }).toMatchObject({
+        expect({
+          panel: q.title,
+          selector: selector[0],
+          job: selector[2].includes('job=~"$job"'),
+        }).toMatchObject({
           job: true,
         });
       expect(q.datasource).toEqual({ type: 'prometheus', uid: '${datasource}' });

@@ -28,7 +28,13 @@ function identity(r: JsonObject): string {
 }
 
 // The value of `--flag N`, `--flag=N`, else of the environment variable, else the default; as the operator reads it.
-function setting(container: JsonObject, flag: string, env: string, fallback: number, problems: string[]): number {
+function setting(
+  container: JsonObject,
+  flag: string,
+  env: string,
+  fallback: number,
+  problems: string[],
+): number {
   const args = (Array.isArray(container.args) ? container.args : []).map(String);
   let value: string | undefined;
   args.forEach((a, i) => {
@@ -80,16 +86,21 @@ function checkContainer(pod: OperatorPod, problems: string[]): void {
   const seen = new Set<number>();
   for (const p of objects(pod.container.ports)) {
     const name = String(p.name);
-    if (seen.has(Number(p.containerPort))) problems.push(`${where}: containerPort ${String(p.containerPort)} declared twice`);
+    if (seen.has(Number(p.containerPort)))
+      problems.push(`${where}: containerPort ${String(p.containerPort)} declared twice`);
     seen.add(Number(p.containerPort));
     if (name in expected && p.containerPort !== expected[name])
-      problems.push(`${where}: container port "${name}" is ${String(p.containerPort)} but the operator listens on ${expected[name]}`);
+      problems.push(
+        `${where}: container port "${name}" is ${String(p.containerPort)} but the operator listens on ${expected[name]}`,
+      );
   }
   for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
     const httpGet = field(pod.container[probe], 'httpGet');
     if (httpGet === undefined) continue;
     if (resolvePort(pod, field(httpGet, 'port')) !== metrics)
-      problems.push(`${where}: ${probe} must use the metrics port ${metrics} (it serves /healthz and /readyz)`);
+      problems.push(
+        `${where}: ${probe} must use the metrics port ${metrics} (it serves /healthz and /readyz)`,
+      );
   }
 }
 
@@ -114,7 +125,9 @@ function checkService(service: JsonObject, pod: OperatorPod, problems: string[])
   const annotations = field(field(service, 'metadata'), 'annotations');
   const scrapePort = field(annotations, 'prometheus.io/port');
   if (scrapePort !== undefined && Number(scrapePort) !== pod.metrics)
-    problems.push(`${where}: annotation prometheus.io/port is ${String(scrapePort)}, the metrics port is ${pod.metrics}`);
+    problems.push(
+      `${where}: annotation prometheus.io/port is ${String(scrapePort)}, the metrics port is ${pod.metrics}`,
+    );
 }
 
 /** Everything wrong with the operator's ports in `resources` (a built bundle); empty when all agree. */

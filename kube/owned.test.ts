@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { JsonObject } from '../util/json';
-import { loadKustomization } from './build';
+import { loadKustomization } from '../bundle/build';
 import {
   CERT_SECRET_NAME,
   DRAGNET_WEBHOOK,
@@ -36,7 +36,9 @@ describe('the names of the objects modrule owns', () => {
   });
 
   it('name the Secret cert-manager writes the certificate to', () => {
-    const documents = parseAllDocuments(readFileSync(path.join(ROOT, 'config/cert-manager/certificate.yaml'), 'utf8'));
+    const documents = parseAllDocuments(
+      readFileSync(path.join(ROOT, 'config/cert-manager/certificate.yaml'), 'utf8'),
+    );
     const certificate = documents.map((d) => d.toJS() as JsonObject).find((o) => o?.kind === 'Certificate');
     expect((certificate?.spec as JsonObject).secretName).toBe(CERT_SECRET_NAME);
   });

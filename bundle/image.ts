@@ -62,7 +62,10 @@ export function parseImageReference(ref: string): ImageReference {
     tag = rest.slice(colon + 1);
     rest = rest.slice(0, colon);
     if (!TAG.test(tag))
-      throw invalid(ref, `the tag "${tag}" must be 1-128 letters, digits, "_", "." or "-", not starting with "." or "-"`);
+      throw invalid(
+        ref,
+        `the tag "${tag}" must be 1-128 letters, digits, "_", "." or "-", not starting with "." or "-"`,
+      );
   }
   if (rest === '') throw invalid(ref, 'it names no repository');
   if (rest.length > NAME_MAX) throw invalid(ref, `the name is longer than ${NAME_MAX} characters`);
@@ -98,7 +101,10 @@ export function repositoryOf(ref: ImageReference): string {
 export function parsePinnedImage(ref: string): ImageReference {
   const parsed = parseImageReference(ref);
   if (parsed.tag === undefined && parsed.digest === undefined)
-    throw invalid(ref, 'name a tag or a digest (":1.2.3" or "@sha256:..."): an untagged image runs whatever :latest each node pulled');
+    throw invalid(
+      ref,
+      'name a tag or a digest (":1.2.3" or "@sha256:..."): an untagged image runs whatever :latest each node pulled',
+    );
   return parsed;
 }
 

@@ -14,7 +14,7 @@ import {
   ModRuleType,
   PatchOperation,
   PatchOperationType,
-} from '../modrule/types';
+} from '../rule/types';
 import { crdValidator, toJsonSchema, untypedSchemaNodes } from './schema';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -36,7 +36,7 @@ function yamlFiles(dir: string): string[] {
     .sort();
 }
 
-const crd = readDocs(path.join(__dirname, 'crd/modrules.yaml'))[0] as JsonObject;
+const crd = readDocs(path.join(ROOT, 'config/crd/modrules.yaml'))[0] as JsonObject;
 const spec = crd.spec as JsonObject;
 const version = (spec.versions as JsonObject[])[0];
 const schema = (version.schema as JsonObject).openAPIV3Schema as JsonObject;
@@ -115,7 +115,7 @@ describe('ModRule CRD: schema', () => {
     expect(untypedSchemaNodes(schema)).toEqual([]);
   });
 
-  // Record<keyof T, true> fails to compile when modrule/types.ts gains or loses a field.
+  // Record<keyof T, true> fails to compile when rule/types.ts gains or loses a field.
   const specFields: Record<keyof ModRuleSpec, true> = {
     type: true,
     admissionOperations: true,
@@ -141,7 +141,7 @@ describe('ModRule CRD: schema', () => {
     ['spec', specSchema, specFields],
     ['spec.match[]', matchItemSchema as JsonObject, matchFields],
     ['spec.patch[]', patchItemSchema, patchFields],
-  ])('%s declares exactly the fields of modrule/types.ts', (_name, node, fields) => {
+  ])('%s declares exactly the fields of rule/types.ts', (_name, node, fields) => {
     expect(Object.keys(node.properties as JsonObject).sort()).toEqual(Object.keys(fields).sort());
   });
 
@@ -153,7 +153,7 @@ describe('ModRule CRD: schema', () => {
     expect(props(specSchema, 'match').minItems).toBe(1);
   });
 
-  it('has the enums of modrule/types.ts', () => {
+  it('has the enums of rule/types.ts', () => {
     const types: Record<ModRuleType, true> = { Patch: true, Reject: true };
     const matchFor: Record<MatchFor, true> = { Any: true, All: true };
     const ops: Record<PatchOperationType, true> = { add: true, replace: true, remove: true };

@@ -11,7 +11,9 @@ import { JsonObject } from '../util/json';
 // for every object (a fresh install: the bundle holds no object that exists before it, such as kube-system).
 
 const ROOT = join(__dirname, '..');
-const docs = parseAllDocuments(readFileSync(join(ROOT, 'bundle.yaml'), 'utf8')).map((d) => d.toJS() as JsonObject);
+const docs = parseAllDocuments(readFileSync(join(ROOT, 'bundle.yaml'), 'utf8')).map(
+  (d) => d.toJS() as JsonObject,
+);
 const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
 
 interface Resource {
@@ -55,10 +57,17 @@ function startStub(): Promise<{ server: Server; url: string; writes: string[] }>
       groupVersion: gv,
       resources: all
         .filter((r) => r.groupVersion === gv)
-        .map((r) => ({ name: r.name, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'list', 'create', 'patch'] })),
+        .map((r) => ({
+          name: r.name,
+          singularName: '',
+          namespaced: r.namespaced,
+          kind: r.kind,
+          verbs: ['get', 'list', 'create', 'patch'],
+        })),
     });
     if (path === '/version') return send(200, { major: '1', minor: '31', gitVersion: 'v1.31.0' });
-    if (path === '/api') return send(200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
+    if (path === '/api')
+      return send(200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
     if (path === '/api/v1') return send(200, list('v1'));
     if (path === '/apis') {
       const gvs = [...new Set(all.map((r) => r.groupVersion).filter((gv) => gv.includes('/')))];
@@ -67,13 +76,24 @@ function startStub(): Promise<{ server: Server; url: string; writes: string[] }>
         apiVersion: 'v1',
         groups: gvs.map((gv) => {
           const [name, version] = gv.split('/');
-          return { name, versions: [{ groupVersion: gv, version }], preferredVersion: { groupVersion: gv, version } };
+          return {
+            name,
+            versions: [{ groupVersion: gv, version }],
+            preferredVersion: { groupVersion: gv, version },
+          };
         }),
       });
     }
     const groupVersion = /^\/apis\/([^/]+\/[^/]+)$/.exec(path);
     if (groupVersion) return send(200, list(groupVersion[1]));
-    send(404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'not found' });
+    send(404, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      reason: 'NotFound',
+      code: 404,
+      message: 'not found',
+    });
   });
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
@@ -93,24 +113,34 @@ function kubectl(args: string[]): Promise<{ code: number | null; stdout: string;
   });
 }
 
-(hasKubectl ? describe : describe.skip)('kubectl apply --dry-run=client -f bundle.yaml (kubectl on PATH)', () => {
-  let stub: Awaited<ReturnType<typeof startStub>>;
-  beforeAll(async () => {
-    stub = await startStub();
-  });
-  afterAll(() => new Promise<void>((resolve) => stub.server.close(() => resolve())));
+(hasKubectl ? describe : describe.skip)(
+  'kubectl apply --dry-run=client -f bundle.yaml (kubectl on PATH)',
+  () => {
+    let stub: Awaited<ReturnType<typeof startStub>>;
+    beforeAll(async () => {
+      stub = await startStub();
+    });
+    afterAll(() => new Promise<void>((resolve) => stub.server.close(() => resolve())));
 
-  it('creates every object, with no warning', async () => {
-    // --validate=false: schema validation would need the API server's OpenAPI documents, which a stub cannot serve
-    // faithfully; the CRD schema itself is validated in crd.test.ts.
-    const r = await kubectl(['apply', '--dry-run=client', '--validate=false', `--server=${stub.url}`, '-f', 'bundle.yaml']);
-    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
-    const lines = r.stdout.trim().split('\n');
-    expect(lines).toHaveLength(docs.length);
-    expect(lines.filter((l) => l.endsWith(' created (dry run)'))).toHaveLength(docs.length);
-    expect(lines).toContain(
-      'mutatingwebhookconfiguration.admissionregistration.k8s.io/kubemod-mutating-webhook-configuration created (dry run)',
-    );
-    expect(stub.writes).toEqual([]);
-  });
-});
+    it('creates every object, with no warning', async () => {
+      // --validate=false: schema validation would need the API server's OpenAPI documents, which a stub cannot serve
+      // faithfully; the CRD schema itself is validated in crd.test.ts.
+      const r = await kubectl([
+        'apply',
+        '--dry-run=client',
+        '--validate=false',
+        `--server=${stub.url}`,
+        '-f',
+        'bundle.yaml',
+      ]);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      const lines = r.stdout.trim().split('\n');
+      expect(lines).toHaveLength(docs.length);
+      expect(lines.filter((l) => l.endsWith(' created (dry run)'))).toHaveLength(docs.length);
+      expect(lines).toContain(
+        'mutatingwebhookconfiguration.admissionregistration.k8s.io/kubemod-mutating-webhook-configuration created (dry run)',
+      );
+      expect(stub.writes).toEqual([]);
+    });
+  },
+);

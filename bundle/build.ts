@@ -17,7 +17,6 @@ import { metadataOf } from '../util/meta';
 /** A kustomization this assembler cannot build exactly like kustomize. */
 export class KustomizeError extends Error {}
 
-
 const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
 const ALLOWED_KEYS = new Set(['apiVersion', 'kind', 'resources', 'images', 'sortOptions']);
 
@@ -72,7 +71,7 @@ function readKustomization(dir: string, seen: ReadonlySet<string>): Kustomizatio
   const k = docs[0];
   for (const key of Object.keys(k)) {
     if (!ALLOWED_KEYS.has(key))
-      throw new KustomizeError(`${file}: "${key}" is not supported by config/build.ts`);
+      throw new KustomizeError(`${file}: "${key}" is not supported by bundle/build.ts`);
   }
   // kustomize ignores sortOptions below the top level: refuse it rather than let it look effective.
   if (seen.size > 0 && k.sortOptions !== undefined)
@@ -87,7 +86,8 @@ function collect(k: Kustomization, options: BuildOptions): JsonObject[] {
   for (const entry of stringList(k.body.resources, k.file, 'resources')) {
     const target = path.resolve(k.dir, entry);
     if (!fs.existsSync(target)) throw new KustomizeError(`${k.file}: resource ${entry} does not exist`);
-    if (fs.statSync(target).isDirectory()) resources.push(...collect(readKustomization(target, inner), options));
+    if (fs.statSync(target).isDirectory())
+      resources.push(...collect(readKustomization(target, inner), options));
     else resources.push(...readResources(target));
   }
   const override = options.image;
@@ -268,13 +268,15 @@ function containerImages(value: JsonValue): string[] {
   );
 }
 
-/** The bundle for `dir`: built, checked (config/check.ts), as text. Throws KustomizeError or ImageReferenceError. */
+/** The bundle for `dir`: built, checked (bundle/check.ts), as text. Throws KustomizeError or ImageReferenceError. */
 export function buildBundle(dir: string, image?: string): string {
   const override = image === undefined ? undefined : imageOverride(IMAGE_PLACEHOLDER, image);
   const resources = loadKustomization(dir, { image: override });
   const problems = checkBundle(resources);
   if (override && !containerImages(resources).includes(rewriteImage(IMAGE_PLACEHOLDER, [override])))
-    problems.push(`no kustomization under it has an images: entry named "${IMAGE_PLACEHOLDER}" to set to ${image}`);
+    problems.push(
+      `no kustomization under it has an images: entry named "${IMAGE_PLACEHOLDER}" to set to ${image}`,
+    );
   if (problems.length > 0) throw new KustomizeError(`${dir}: ${problems.join('; ')}`);
   return emitYamlDocuments(resources);
 }
@@ -286,10 +288,10 @@ function writeAtomically(file: string, text: string): void {
   fs.renameSync(temp, file);
 }
 
-const USAGE = 'usage: node dist/config/build.js [DIR] [--image REF] [--output FILE]';
+const USAGE = 'usage: node dist/bundle/build.js [DIR] [--image REF] [--output FILE]';
 
 /**
- * `node dist/config/build.js [DIR] [--image REF] [--output FILE]`: the bundle of DIR (default config/default), like
+ * `node dist/bundle/build.js [DIR] [--image REF] [--output FILE]`: the bundle of DIR (default config/default), like
  * `kubectl kustomize DIR`, with the operator image set to REF (`make bundle IMAGE=...`), on stdout or into FILE.
  */
 export function main(argv: readonly string[]): number {
@@ -305,7 +307,7 @@ export function main(argv: readonly string[]): number {
     else process.stdout.write(text);
     return 0;
   } catch (err) {
-    process.stderr.write(`config/build: ${messageOf(err)}\n`);
+    process.stderr.write(`bundle/build: ${messageOf(err)}\n`);
     return 1;
   }
 }
