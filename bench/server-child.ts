@@ -68,7 +68,7 @@ async function serve(mode: string, arg: string): Promise<string> {
     // @kubernetes/client-node is never loaded), chosen by the operator's own loadClusterAccess.
     const { loadClusterAccess } = await import('../kube/credentials');
     const { createKubeClient } = await import('../kube/kube');
-    const { ClusterSync } = await import('../operator/sync');
+    const { ClusterSync } = await import('../operator/rules/sync');
     const podEnv = {
       KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,
       KUBERNETES_SERVICE_PORT: process.env.KUBERNETES_SERVICE_PORT,

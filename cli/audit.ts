@@ -9,7 +9,7 @@ import { resourceName } from '../audit/types';
 import { ClusterAccess } from '../kube/access';
 import { loadClusterAccess } from '../kube/credentials';
 import { createKubeClient, KubeApiError, KubeClient } from '../kube/kube';
-import { NODES_PATH } from '../operator/sync';
+import { NODES_PATH } from '../operator/rules/sync';
 import { ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
 import { listAll, prepareScan } from '../operator/audit/prepare';
 import { RateLimiter } from '../operator/audit/rate';

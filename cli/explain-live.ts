@@ -19,7 +19,7 @@ import { loadClusterAccess } from '../kube/credentials';
 import { createKubeClient, KubeApiError, KubeClient } from '../kube/kube';
 import { discoverResources, objectPath } from '../operator/audit/discovery';
 import { listAll } from '../operator/audit/prepare';
-import { resolveResource } from '../operator/resource-names';
+import { resolveResource } from '../operator/rules/resource-names';
 import { rejectionMessage } from '../engine/rejection';
 import { loadRules } from './load';
 import { parseCommand } from './args';

@@ -6,7 +6,7 @@ import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { loadClusterAccess } from '../kube/credentials';
 import { SERVICE_ACCOUNT_DIR } from '../kube/incluster';
 import { createKubeClient, KubeClient } from '../kube/kube';
-import { NativeMode } from '../operator/native';
+import { NativeMode } from '../operator/native/controller';
 import { CertMode, OperatorConfig, RunningOperator, startOperator } from '../operator/start';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { BackgroundAuditConfig } from '../operator/audit/background';

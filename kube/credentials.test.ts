@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newBundle } from '../operator/certificates';
+import { newBundle } from '../operator/certs/certificates';
 import { loadClusterAccess } from './credentials';
 import { InClusterAccess } from './incluster';
 import { loadKubeConfig } from './kubeconfig';

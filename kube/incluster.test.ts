@@ -2,7 +2,7 @@ import type https from 'node:https';
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newBundle } from '../operator/certificates';
+import { newBundle } from '../operator/certs/certificates';
 import { InClusterAccess, inClusterServer } from './incluster';
 import { createKubeClient, isTransient, KubeApiError } from './kube';
 import { FakeApiServer } from '../operator/testing/fake-apiserver';

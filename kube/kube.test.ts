@@ -2,7 +2,7 @@ import { createServer, Server } from 'node:https';
 import { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ClusterAccess } from './access';
-import { newBundle } from '../operator/certificates';
+import { newBundle } from '../operator/certs/certificates';
 import { createKubeClient, isTransient, KubeApiError } from './kube';
 import { kubeConfigAccess } from './kubeconfig';
 

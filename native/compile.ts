@@ -45,7 +45,7 @@ export interface NativeFit {
    * stay with the webhook (residual.ts); none: the webhook has nothing left to do for this rule.
    */
   readonly guards: Guards;
-  /** What the rule reads and writes (operator/native.ts checks them against the other rules). */
+  /** What the rule reads and writes (operator/native/controller.ts checks them against the other rules). */
   readonly reads: readonly Read[];
   readonly effects: readonly OperationEffect[];
 }

@@ -83,7 +83,7 @@ export function declineOfGuards(guards: readonly Guard[]): DeclineOutcome {
 const cache = new WeakMap<CompiledRule, DeclineOutcome | null>();
 
 /**
- * For a residual rule (operator/native.ts hands the webhook one while the rule's policy is in force): when the
+ * For a residual rule (operator/native/controller.ts hands the webhook one while the rule's policy is in force): when the
  * webhook is needed for its objects. Null for any other rule: the webhook needs all of that rule's objects.
  */
 export function declineOf(rule: CompiledRule): DeclineOutcome | null {

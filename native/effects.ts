@@ -10,7 +10,7 @@ import { goTextEquals } from './values';
  * - idempotence: applying the rule to its own result changes nothing. The native path needs it: while a rule
  *   moves between paths both may apply it, the webhook applies it again to objects the policy patched when their
  *   guards no longer hold, and the API server re-runs policies (reinvocation) after webhooks change the object.
- * - overlap between two rules (operator/native.ts): a rule served natively runs before every webhook-served one,
+ * - overlap between two rules (operator/native/controller.ts): a rule served natively runs before every webhook-served one,
  *   whatever its tier, so it may move only when it neither reads nor writes what another rule writes.
  */
 

@@ -11,22 +11,22 @@ import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig, DEFAULT_INTERVAL_SECONDS } from './audit/background';
 import { AuditMetrics } from './audit/metrics';
-import { AdmittedRules } from './admitted-rules';
+import { AdmittedRules } from './rules/admitted';
 import { Backoff, sleep } from '../kube/backoff';
-import { expiryOf } from './certificates';
-import { FailingStatus } from './failing';
+import { expiryOf } from './certs/certificates';
+import { FailingStatus } from './status/failing';
 import { combineHandlers } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { OperatorMetrics } from './metrics';
-import { PeerNotifier } from './peers';
-import { createPodBindingHandler } from './podbinding';
-import { startDragnetScope } from './scope-wiring';
-import { SelfSignedCertificates } from './self-signed';
-import { NativeController, NativeMode } from './native';
-import { QuarantineStatus } from './quarantine';
-import { createRuleAdmission } from './rule-admission';
-import { StatusReporter } from './status';
-import { ClusterSync } from './sync';
+import { PeerNotifier } from './admission/peers';
+import { createPodBindingHandler } from './rules/podbinding';
+import { startDragnetScope } from './scope/wiring';
+import { SelfSignedCertificates } from './certs/self-signed';
+import { NativeController, NativeMode } from './native/controller';
+import { QuarantineStatus } from './status/quarantine';
+import { createRuleAdmission } from './admission/rule-admission';
+import { StatusReporter } from './status/reporter';
+import { ClusterSync } from './rules/sync';
 import { ReferenceCaches } from './references/caches';
 import { watchReferences } from './references/metrics';
 import { ReferenceStatus } from './references/status-feed';
@@ -160,7 +160,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   watchReferences(registry, references);
   // Rules admitted by this replica that the store has not seen yet: the dragnet waits for them, the scope counts them.
   const admitted = new AdmittedRules({ client, logger, registry, clusterNamespace: config.clusterNamespace });
-  // Ready is reported once the dragnet registration sends a rule's objects (operator/scope-wiring.ts).
+  // Ready is reported once the dragnet registration sends a rule's objects (operator/scope/wiring.ts).
   const scope = startDragnetScope({
     mode: config.dragnetScope ?? 'rules',
     clusterNamespace: config.clusterNamespace,

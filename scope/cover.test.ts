@@ -66,7 +66,7 @@ describe('rules served natively', () => {
       patch: [{ op: 'add', path: '/metadata/labels/team', value: 'platform' }],
     },
   });
-  /** The rule as the store holds it: its residual when `native` (operator/native.ts), else the rule in full. */
+  /** The rule as the store holds it: its residual when `native` (operator/native/controller.ts), else the rule in full. */
   const held = (namespace: string, name: string, native: boolean): CompiledRule => {
     const store = new RuleStore();
     store.replaceRules([labelRule(namespace, name)]);

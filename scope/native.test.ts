@@ -24,7 +24,7 @@ const labelRule = (ns: string, name: string, extra: JsonObject[] = []) =>
     patch: [{ op: 'add', path: '/metadata/labels/team', value: 'platform' }],
   });
 
-/** A store holding the rules, those named in `native` handed to their policies (as operator/native.ts does). */
+/** A store holding the rules, those named in `native` handed to their policies (as operator/native/controller.ts does). */
 function storeWith(rules: JsonObject[], native: (name: string) => boolean = () => true): RuleStore {
   const store = new RuleStore();
   store.replaceRules(rules);

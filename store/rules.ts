@@ -169,7 +169,7 @@ export class RuleStore {
     return rejected;
   }
 
-  // Rules served natively (operator/native.ts): the webhook holds their residual rule, or nothing, instead.
+  // Rules served natively (operator/native/controller.ts): the webhook holds their residual rule, or nothing, instead.
   private readonly natively = new Map<string, { full: CompiledRule; residual: CompiledRule | null }>();
 
   /** The rule held for namespace/name as compiled (never its residual); undefined when there is none. */

@@ -19,6 +19,24 @@ const LAYERS: readonly (readonly string[])[] = [
   ['bench', 'test'],
 ];
 
+/**
+ * Inside a layered folder, its subfolders from the bottom up, by the same rule ('' is the folder's own files: the
+ * composition root). The operator: one shape of controller at the bottom, the status writer that every controller
+ * reports through, the controllers that feed the store and watch what rules read, then native policies, the dragnet
+ * scope (which counts native rules), and the admission of ModRules (which asks the scope) on top.
+ */
+const SUBLAYERS: Readonly<Record<string, readonly (readonly string[])[]>> = {
+  operator: [
+    ['controller'],
+    ['status'],
+    ['rules', 'certs', 'references', 'audit'],
+    ['native'],
+    ['scope'],
+    ['admission'],
+    ['', 'testing'],
+  ],
+};
+
 const ROOT = join(__dirname, '..');
 const SKIP = new Set(['node_modules', 'dist', 'coverage', '.git']);
 
@@ -59,6 +77,35 @@ function exists(file: string): boolean {
 }
 
 const topFolder = (file: string): string => file.split('/')[0];
+
+/** The subfolder of a layered folder a file is in ('' for the folder's own files), or null. */
+function subFolder(file: string): string | null {
+  const parts = file.split('/');
+  if (!SUBLAYERS[parts[0]]) return null;
+  return parts.length > 2 ? parts[1] : '';
+}
+
+/** Imports that go up or sideways between the subfolders of a layered folder. */
+export function wrongSubImports(
+  graph: ReadonlyMap<string, readonly string[]>,
+  layers: Readonly<Record<string, readonly (readonly string[])[]>>,
+): string[] {
+  const wrong: string[] = [];
+  for (const [file, deps] of graph) {
+    const top = topFolder(file);
+    const rows = layers[top];
+    if (!rows || file.endsWith('.test.ts')) continue;
+    const rank = new Map(rows.flatMap((row, i) => row.map((sub) => [sub, i] as const)));
+    const from = file.split('/').length > 2 ? file.split('/')[1] : '';
+    for (const dep of deps) {
+      if (topFolder(dep) !== top) continue;
+      const to = dep.split('/').length > 2 ? dep.split('/')[1] : '';
+      if (to !== from && (rank.get(to) ?? Infinity) >= (rank.get(from) ?? -1))
+        wrong.push(`${file} -> ${dep}`);
+    }
+  }
+  return wrong;
+}
 
 /** Cycles in a module graph (each as the list of its files), found with Tarjan's algorithm. */
 export function cyclesOf(graph: ReadonlyMap<string, readonly string[]>): string[][] {
@@ -118,6 +165,18 @@ describe('the layers of the tree', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('gives every subfolder of a layered folder a row', () => {
+    const missing = files
+      .map((f) => [topFolder(f), subFolder(f)] as const)
+      .filter(([top, sub]) => sub !== null && !SUBLAYERS[top].some((row) => row.includes(sub)))
+      .map(([top, sub]) => `${top}/${sub}`);
+    expect([...new Set(missing)]).toEqual([]);
+  });
+
+  it('never imports from a higher or sibling subfolder inside a layered folder', () => {
+    expect(wrongSubImports(graph, SUBLAYERS)).toEqual([]);
+  });
+
   it('has no import circle', () => {
     expect(cyclesOf(graph)).toEqual([]);
   });
@@ -132,6 +191,15 @@ describe('the layers of the tree', () => {
         ]),
       ),
     ).toEqual([['a.ts', 'b.ts', 'c.ts']]);
+    expect(
+      wrongSubImports(
+        new Map([
+          ['operator/status/a.ts', ['operator/scope/b.ts']],
+          ['operator/scope/b.ts', ['operator/status/a.ts', 'operator/start.ts']],
+        ]),
+        { operator: [['status'], ['scope'], ['']] },
+      ),
+    ).toEqual(['operator/status/a.ts -> operator/scope/b.ts', 'operator/scope/b.ts -> operator/start.ts']);
     expect(importsOf('store/x.ts', "import { SelectCache } from '../jsonpath/select-cache';")).toEqual([
       'jsonpath/select-cache.ts',
     ]);

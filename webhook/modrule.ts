@@ -66,7 +66,7 @@ export function targetingWarnings(request: AdmissionRequest, clusterNamespace: s
   );
 }
 
-/** What the cluster serves now (operator/discovery.ts), null while unknown: the endpoint does not import it. */
+/** What the cluster serves now (operator/rules/discovery.ts), null while unknown: the endpoint does not import it. */
 export type ServedKinds = () => ResourceCatalog | null;
 
 /**

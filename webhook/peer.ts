@@ -8,7 +8,7 @@ import { readBody, sendText } from './http';
  * Replicas tell each other of the ModRules they admit, before they answer: the API server stores the rule after the
  * answer, and each replica's store learns of it from its own watch a moment later, so an object written right after
  * the rule may reach a replica that has not seen it yet. A replica told of a rule holds the dragnet requests it could
- * reach until its store has it (operator/admitted-rules.ts). A notice is signed with a key every replica has (derived
+ * reach until its store has it (operator/rules/admitted.ts). A notice is signed with a key every replica has (derived
  * from the shared serving key), so nobody else can make a replica wait; it carries nothing secret.
  */
 

@@ -4,7 +4,7 @@ import { AdmissionOutcome, RuleRef } from '../engine/admit';
 
 // Which rules failed at run time on this replica lately: counted over a sliding window of a few buckets, with the
 // last error and the object it failed on. Recorded on the request path only when a rule failed (a request where
-// none failed costs nothing); read by the operator (operator/failing.ts), which shows it on the rule.
+// none failed costs nothing); read by the operator (operator/status/failing.ts), which shows it on the rule.
 
 /** How a rule failed lately, on this replica. */
 export interface RuleFailureRecord {

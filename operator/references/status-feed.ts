@@ -1,8 +1,8 @@
 import { JsonObject } from '../../util/json';
 import { objectKey, splitKey } from '../../util/meta';
 import { RuleStore } from '../../store/rules';
-import { warningEvent } from '../rule-events';
-import type { StatusReporter } from '../status';
+import { warningEvent } from '../status/events';
+import type { StatusReporter } from '../status/reporter';
 import type { ReferenceCaches } from './caches';
 import { REFERENCE_MISSING, referenceFacet } from './status';
 

@@ -1,6 +1,6 @@
 import type { CompiledRule } from '../../rule/compile';
 import type { ReferenceDecl } from '../../rule/references';
-import type { Facet } from '../status-facets';
+import type { Facet } from '../status/facets';
 import type { DeclState } from './named';
 
 /*

@@ -1,8 +1,8 @@
 import { silentLogger } from '../../util/logger';
 import { RuleStore } from '../../store/rules';
 import { createKubeClient } from '../../kube/kube';
-import { StatusReporter } from '../status';
-import { ClusterSync } from '../sync';
+import { StatusReporter } from '../status/reporter';
+import { ClusterSync } from '../rules/sync';
 import { FakeApiServer } from './fake-apiserver';
 
 /** A fake API server and a ClusterSync (with its StatusReporter) feeding a fresh RuleStore. */

@@ -6,7 +6,7 @@ import { RuleStore } from '../../store/rules';
 import { stableStringify } from '../../engine/stable-stringify';
 import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
 import { kubeConfigAccess } from '../../kube/kubeconfig';
-import { probeInForce } from '../../operator/native-api';
+import { probeInForce } from '../../operator/native/api';
 import { withProbe } from '../../native/probe';
 import { issueServingCert, newCa } from '../../webhook/certs';
 import { RunningWebhook, startWebhookServer } from '../../webhook/server';

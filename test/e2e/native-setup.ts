@@ -5,7 +5,7 @@ import { createLogger, silentLogger } from '../../util/logger';
 import { createKubeClient, KubeClient } from '../../kube/kube';
 import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
-import { NativeMode } from '../../operator/native';
+import { NativeMode } from '../../operator/native/controller';
 import { policyCollection, SERVE_ANNOTATION } from '../../native';
 import { apply, bundleObjects, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
 import { freePort } from './controlplane';

@@ -1,0 +1,387 @@
+import { isJsonObject, JsonObject } from '../../util/json';
+import { keyOf, nameOf, splitKey, metadataOf } from '../../util/meta';
+import { messageOf } from '../../util/errors';
+import { CompiledRule } from '../../rule/compile';
+import { formatProblems } from '../../rule/problems';
+import {
+  compileNative,
+  defaultDragnetMatch,
+  DragnetMatch,
+  interferenceProblem,
+  NativeFit,
+  policyName,
+  residualRule,
+  SERVE_ANNOTATION,
+} from '../../native';
+
+import { InformerHandlers } from '../../kube/informer';
+import {
+  applyOwned,
+  deleteOwned,
+  lookAtCluster,
+  probeInForce,
+  probeNamespace,
+  ruleKeyOf,
+} from './api';
+import { otherRules, stillAsWritten, written } from './fit';
+import { OwnedPolicies } from './owned';
+import { KeyedQueue } from '../controller/queue';
+import {
+  nativeRulesGauge,
+  nativeServing,
+  NativeState,
+  pendingServing,
+  READY_REASON_NOT_NATIVE,
+  READY_REASON_REFUSED,
+  READY_REASON_UNAVAILABLE,
+  REFUSED_EVENT_REASON,
+  webhookServing as webhook,
+} from './status';
+import { Serving } from '../status/reporter';
+import { NativeControllerOptions, RuleState } from './types';
+import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
+
+/*
+ * Serves ModRules natively where they fit: compiles each rule that asks for it to a policy and binding,
+ * writes them, and only once the API server accepted both (and a settle time passed, for its caches) tells the store
+ * to leave the rule to the policy, so the webhook serves just the residual. Anything going wrong sends the rule back
+ * to the webhook first: a refused policy, one deleted or edited by someone else (it is then written again), a rule
+ * edit (the new version waits for its own policy), the rule going away (its policy is deleted).
+ */
+
+export type { NativeControllerOptions, NativeMode } from './types';
+
+/** Keeps policies in step with the rules that ask to be served natively. Feed it ModRules as ClusterSync does. */
+export class NativeController implements InformerHandlers {
+  private readonly rules = new Map<string, JsonObject>();
+  // Rules that stopped asking (annotation removed): their status says so once their policy is gone.
+  private readonly leaving = new Map<string, JsonObject>();
+  private readonly states = new Map<string, RuleState>();
+  private readonly queue: KeyedQueue;
+  /** Owned policies and bindings as the API server has them. */
+  private readonly owned: OwnedPolicies;
+  /** Owned objects this controller is deleting: their delete events are no news. */
+  private readonly deleting = new Set<string>();
+  /** Bumped at every hand-over and hand-back, before the store changes (the dragnet scope computes again). */
+  private handovers = 0;
+  private readonly controller = new AbortController();
+  private unavailable: string | undefined = 'not checked yet';
+  private dragnet: DragnetMatch;
+  private resync: NodeJS.Timeout | null = null;
+  // Reconciling waits for the first look at the cluster (is the API served, what does the dragnet see).
+  private markStarted!: () => void;
+  private readonly started = new Promise<void>((resolve) => (this.markStarted = resolve));
+
+  constructor(private readonly options: NativeControllerOptions) {
+    this.dragnet = defaultDragnetMatch(options.podNamespace);
+    this.queue = new KeyedQueue((key) => this.reconcile(key), {
+      ready: this.started,
+      signal: this.controller.signal,
+      retryMs: options.retryMs,
+      // Transient API errors: the rule stays where it is served now and is tried again later.
+      onError: (rule, err) =>
+        options.logger.warn('native policy reconcile failed; retrying', { rule, error: messageOf(err) }),
+    });
+    if (options.registry) nativeRulesGauge(options.registry, () => this.counts());
+    this.owned = new OwnedPolicies({
+      ...options,
+      onChange: (obj, gone) => this.ownedChanged(obj, gone),
+    });
+  }
+
+  /** Checks the API, starts watching owned policies, and re-checks everything every resyncMs. */
+  async start(): Promise<void> {
+    await this.checkCluster();
+    this.markStarted();
+    if (!this.unavailable) this.owned.start();
+    this.resync = setInterval(() => void this.resyncAll(), this.options.resyncMs ?? 60_000);
+    this.resync.unref?.();
+  }
+
+  async stop(): Promise<void> {
+    this.controller.abort();
+    this.markStarted();
+    if (this.resync) clearInterval(this.resync);
+    await this.owned.stop();
+    await this.queue.idle();
+  }
+
+  /** Resolves when no reconcile work is queued or running (tests). */
+  async idle(): Promise<void> {
+    await this.queue.idle();
+  }
+
+  /** The last change to the owned policies this replica saw (the dragnet scope's stamp orders replicas by it). */
+  policiesVersion(): string | null {
+    return this.owned.version;
+  }
+
+  /** Changes whenever a rule moves between the webhook and its policy (the dragnet scope computes again). */
+  servingVersion(): string {
+    return String(this.handovers);
+  }
+
+  /** The dragnet registration changed what it does for native rules: their Ready messages say it again. */
+  netChanged(): void {
+    for (const [key, state] of this.states) {
+      const raw = this.rules.get(key);
+      if (!raw || !state.native || !state.kind || !state.held || !state.guards) continue;
+      const net = this.options.net?.(key);
+      this.show(raw, nativeServing(state.kind, policyName(state.held), state.guards, net));
+    }
+  }
+
+  private counts(): Record<NativeState, number> {
+    const out: Record<NativeState, number> = { native: 0, webhook: 0, pending: 0 };
+    for (const key of this.rules.keys()) {
+      const state = this.states.get(key);
+      out[state?.native ? 'native' : state?.acceptedAt !== undefined ? 'pending' : 'webhook']++;
+    }
+    return out;
+  }
+
+  // ClusterSync's observer: the ModRules, after the store took them.
+  replace(items: JsonObject[]): void {
+    const keys = new Set(items.map(keyOf));
+    for (const key of [...this.rules.keys()]) if (!keys.has(key)) this.forgetRule(key);
+    for (const item of items) this.upsert(item);
+    // A relist serves every rule by webhook again (RuleStore.replaceRules): all go through acceptance anew.
+    for (const state of this.states.values()) state.native = false;
+    for (const key of this.states.keys()) this.enqueue(key);
+  }
+
+  upsert(obj: JsonObject): void {
+    const key = keyOf(obj);
+    if (this.wants(obj)) this.rules.set(key, obj);
+    else if (this.rules.delete(key) || this.states.has(key)) this.leaving.set(key, obj);
+    if (this.rules.has(key) || this.states.has(key)) this.enqueue(key);
+  }
+
+  remove(obj: JsonObject): void {
+    this.forgetRule(keyOf(obj));
+  }
+
+  private forgetRule(key: string): void {
+    this.rules.delete(key);
+    this.leaving.delete(key);
+    if (this.states.has(key)) this.enqueue(key);
+  }
+
+  private wants(rule: JsonObject): boolean {
+    const meta = metadataOf(rule);
+    const annotation = isJsonObject(meta.annotations) ? meta.annotations[SERVE_ANNOTATION] : undefined;
+    return this.options.mode === 'all' ? annotation !== 'false' : annotation === 'true';
+  }
+
+  private enqueue(key: string): void {
+    this.queue.add(key);
+  }
+
+  /** Brings one rule's policy, binding, store entry and status to what the rule asks for now. */
+  private async reconcile(key: string): Promise<void> {
+    const raw = this.rules.get(key);
+    const { namespace, name } = splitKey(key);
+    const held = this.options.store.ruleOf(namespace, name);
+    if (!raw) {
+      const left = this.leaving.get(key);
+      this.leaving.delete(key);
+      return this.teardown(key, left, undefined);
+    }
+    if (!held) return this.teardown(key, raw, undefined);
+    if (this.unavailable) return this.teardown(key, raw, webhook(READY_REASON_UNAVAILABLE, this.unavailable));
+    const fit = compileNative(held, {
+      clusterNamespace: this.options.clusterNamespace,
+      dragnet: this.dragnet,
+    });
+    if (!fit.fits) {
+      const why = formatProblems(fit.reasons.map((r) => ({ field: r.field, message: r.message })));
+      return this.teardown(
+        key,
+        raw,
+        webhook(READY_REASON_NOT_NATIVE, `does not compile to a policy: ${why}`),
+      );
+    }
+    const conflict = interferenceProblem(
+      fit,
+      otherRules(this.options.store, key),
+      this.options.clusterNamespace,
+    );
+    if (conflict)
+      return this.teardown(key, raw, webhook(READY_REASON_NOT_NATIVE, `stays on the webhook: ${conflict}`));
+    await this.serve(key, raw, held, fit);
+  }
+
+  private async serve(key: string, raw: JsonObject, held: CompiledRule, fit: NativeFit): Promise<void> {
+    const { client, store, status } = this.options;
+    const uid = String(metadataOf(raw).uid ?? '');
+    const state = this.states.get(key) ?? { native: false };
+    this.states.set(key, state);
+    const { policy, binding } = written(fit, uid);
+    const kind = String(policy.kind);
+    if (state.kind && state.kind !== kind) await this.deletePolicies(state.kind, policyName(held));
+    state.kind = kind;
+    let changed = false;
+    for (const obj of [policy, binding]) {
+      const result = await applyOwned(client, obj);
+      if (typeof result === 'object') {
+        const message = `the API server refused the ${String(obj.kind)}: ${result.refused}`;
+        await this.teardown(key, raw, webhook(READY_REASON_REFUSED, message));
+        await status?.warn(raw, REFUSED_EVENT_REASON, message);
+        return;
+      }
+      if (result !== 'unchanged') changed = true;
+      if (result === 'created') this.deleting.delete(`${String(obj.kind)}/${policyName(held)}`);
+    }
+    if (state.native && state.held === held && !changed) return;
+    if (changed || state.held !== held || state.acceptedAt === undefined) {
+      // Accepted now: both run for a while, then the webhook leaves the rule (a rule that fits is idempotent).
+      state.held = held;
+      state.acceptedAt = Date.now();
+      state.inForce = false;
+      if (state.native) this.handovers++;
+      state.native = false;
+      store.serveByWebhook(held.namespace, held.name);
+      this.show(raw, pendingServing(kind, policyName(held)));
+    }
+    if (!(await this.inForce(key, state, policy))) return;
+    const wait = state.acceptedAt + (this.options.settleMs ?? 2000) - Date.now();
+    if (wait > 0) {
+      this.queue.requeueAfter(key, wait);
+      return;
+    }
+    // Counted before the store tells its listeners (the dragnet scope computes again on this count).
+    this.handovers++;
+    if (!store.serveNatively(held, residualRule(held, fit.guards))) {
+      // A newer version arrived in between: it gets its own turn.
+      state.acceptedAt = undefined;
+      return;
+    }
+    state.native = true;
+    state.guards = fit.guards.list.map((g) => g.what);
+    const partial = state.guards.length > 0;
+    this.show(raw, nativeServing(kind, policyName(held), state.guards, this.options.net?.(key)));
+    this.options.logger.info('ModRule served natively', { rule: key, policy: policyName(held), partial });
+  }
+
+  /**
+   * Whether the API server runs the policy written (a probe answered with its token); if not yet, the rule is looked
+   * at again shortly (both paths serve it meanwhile). Where no namespace the policy sees is known to probe in, the
+   * settle time alone decides.
+   */
+  private async inForce(key: string, state: RuleState, policy: JsonObject): Promise<boolean> {
+    if (state.inForce) return true;
+    const namespace = probeNamespace(this.options.store, this.dragnet, splitKey(key).namespace);
+    if (namespace === undefined || (await probeInForce(this.options.client, policy, namespace))) {
+      state.inForce = true;
+      return true;
+    }
+    const waited = Date.now() - (state.acceptedAt ?? Date.now());
+    this.queue.requeueAfter(key, waited < 10_000 ? 100 : 2_000);
+    return false;
+  }
+
+  /** Records which path serves the rule; a change is reported (Ready reason, servedBy) with the rule's problems. */
+  private show(raw: JsonObject, serving: Serving | undefined): void {
+    const { status, store } = this.options;
+    if (!status?.setServing(raw, serving)) return;
+    const { namespace, name } = splitKey(keyOf(raw));
+    // A rule the store does not hold was refused: its problems stay what ClusterSync reported.
+    const problems = store.ruleOf(namespace, name) ? [] : store.compileRule(raw).problems;
+    (this.options.sink ?? status).report(raw, problems);
+  }
+
+  /** The webhook serves the rule in full; its policy and binding (if any) go. */
+  private async teardown(
+    key: string,
+    raw: JsonObject | undefined,
+    serving: Serving | undefined,
+  ): Promise<void> {
+    const state = this.states.get(key);
+    const { namespace, name } = splitKey(key);
+    const wasNative = state?.native === true;
+    // Not native from here on: the delete events of its own policy and binding are no alarm.
+    if (state) state.native = false;
+    if (wasNative) this.handovers++;
+    this.options.store.serveByWebhook(namespace, name);
+    if (raw) this.show(raw, serving);
+    const policy = `modrule.${namespace}.${name}`;
+    for (const kind of state?.kind ? [state.kind] : ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy'])
+      await this.deletePolicies(kind, policy);
+    if (wasNative && raw)
+      this.options.logger.info('ModRule back on the webhook', { rule: key, reason: serving?.reason });
+    else if (wasNative) this.options.logger.info('native policy removed with its ModRule', { rule: key });
+    this.states.delete(key);
+    if (raw && serving) this.states.set(key, { native: false });
+  }
+
+  private async deletePolicies(kind: string, name: string): Promise<void> {
+    if (!this.owned.has(kind, name) && !this.owned.has(`${kind}Binding`, name) && this.synced()) return;
+    this.deleting.add(`${kind}Binding/${name}`).add(`${kind}/${name}`);
+    await deleteOwned(this.options.client, `${kind}Binding`, name);
+    await deleteOwned(this.options.client, kind, name);
+  }
+
+  private synced(): boolean {
+    return !this.unavailable && this.owned.synced();
+  }
+
+  // An owned policy or binding edited or deleted by someone else sends its rule back to the webhook at once (it is
+  // written again); one whose rule no longer asks for it is deleted.
+  private ownedChanged(obj: JsonObject, gone: boolean): void {
+    const key = ruleKeyOf(obj);
+    if (!key) return;
+    const state = this.states.get(key);
+    if (gone && this.deleting.delete(`${String(obj.kind)}/${nameOf(obj)}`)) return this.enqueue(key);
+    if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
+      const { namespace, name } = splitKey(key);
+      this.handovers++;
+      this.options.store.serveByWebhook(namespace, name);
+      state.native = false;
+      state.acceptedAt = undefined;
+      this.options.logger.warn('native policy changed or deleted behind the operator; back on the webhook', {
+        rule: key,
+        object: `${String(obj.kind)}/${String(metadataOf(obj).name)}`,
+      });
+    }
+    this.enqueue(key);
+  }
+
+  /** Whether an owned object still says what the operator wrote for the rule. */
+  private stillAsWritten(key: string, obj: JsonObject): boolean {
+    const raw = this.rules.get(key);
+    const { namespace, name } = splitKey(key);
+    const compiled = raw ? this.options.store.ruleOf(namespace, name) : undefined;
+    if (!compiled) return false;
+    const fit = compileNative(compiled, {
+      clusterNamespace: this.options.clusterNamespace,
+      dragnet: this.dragnet,
+    });
+    return fit.fits && stillAsWritten(fit, obj);
+  }
+
+  private async checkCluster(): Promise<void> {
+    const { client, logger } = this.options;
+    const seen = await lookAtCluster(
+      client,
+      this.options.webhookConfiguration ?? MUTATING_WEBHOOK_CONFIGURATION,
+    );
+    this.unavailable = seen.unavailable;
+    if (seen.dragnet) this.dragnet = seen.dragnet;
+    if (this.unavailable)
+      logger.warn('native policies unavailable; every rule stays on the webhook', {
+        reason: this.unavailable,
+      });
+  }
+
+  private async resyncAll(): Promise<void> {
+    const before = this.unavailable;
+    await this.checkCluster();
+    if (before && !this.unavailable) this.owned.start();
+    for (const key of new Set([...this.rules.keys(), ...this.states.keys()])) this.enqueue(key);
+    // Owned objects whose rule no longer asks for them.
+    for (const obj of this.owned.objects()) {
+      const key = ruleKeyOf(obj);
+      if (key && !this.rules.has(key)) this.enqueue(key);
+    }
+  }
+}

@@ -1,0 +1,234 @@
+import { Counter, Registry } from 'prom-client';
+import { Logger } from '../../util/logger';
+import { messageOf } from '../../util/errors';
+import { JsonObject } from '../../util/json';
+import { generationOf, metaString, nameOf, namespaceOf, objectKey } from '../../util/meta';
+import { CompiledRule } from '../../rule/compile';
+import { StoreFreshness } from '../../webhook/rule-admission';
+import { InformerHandlers } from '../../kube/informer';
+import { KubeApiError, KubeClient } from '../../kube/kube';
+
+/** Which ModRule version was admitted: what the store must have before it answers for the objects it may reach. */
+export interface RuleVersion {
+  namespace: string;
+  name: string;
+  uid: string;
+  generation: number;
+}
+
+interface Pending extends RuleVersion {
+  /** Null for a rule a peer replica admitted: held for, not counted in this replica's scope. */
+  rule: CompiledRule | null;
+  at: number;
+  waiters: Set<() => void>;
+  timer: NodeJS.Timeout | null;
+}
+
+export interface AdmittedRulesOptions {
+  client: KubeClient;
+  logger: Logger;
+  clusterNamespace: string;
+  registry?: Registry;
+  /** A rule the store has not seen this long after its admission is looked up; absent: dropped. Default 1 s. */
+  checkAfterMs?: number;
+  /** The longest a rule stays pending (its write landed, but the store does not show it); default 10 s. */
+  maxAgeMs?: number;
+  now?: () => number;
+}
+
+/**
+ * The ModRules this replica admitted that its store has not seen yet. The API server stores a rule after the
+ * validating webhook allowed it, and the informer brings it a moment later: meanwhile the dragnet would answer from a
+ * store without it. So dragnet requests that such a rule could reach (its namespace; any, for a rule in the cluster
+ * namespace) wait until the store has its uid at that generation or newer, within their budget. A rule whose write
+ * never lands (another webhook refused it, a conflict) is dropped once a read shows it absent or older, or after
+ * maxAgeMs. The scope computations count pending rules as in force, so nothing narrows them away meanwhile.
+ */
+export class AdmittedRules implements StoreFreshness {
+  private readonly pending = new Map<string, Pending>();
+  /** Generations the store has reached, by uid (the store's own view, for decide() of other replicas' stamps). */
+  private readonly storedGenerations = new Map<string, number>();
+  private readonly listeners = new Set<() => void>();
+  private readonly waits: Counter<'result'> | null;
+  private stopped = false;
+
+  constructor(private readonly options: AdmittedRulesOptions) {
+    this.waits = options.registry
+      ? new Counter({
+          name: 'modrule_dragnet_store_waits_total',
+          help: 'Dragnet requests held until the store saw a ModRule admitted a moment ago, by result (caught_up|timed_out).',
+          labelNames: ['result'],
+          registers: [options.registry],
+        })
+      : null;
+    // Both series exist from the start, so the first wait is an increase Prometheus (and the dashboard) can see.
+    for (const result of ['caught_up', 'timed_out']) this.waits?.inc({ result }, 0);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  /**
+   * Records a rule admitted (valid, not a dry run) by this replica (`rule` compiled) or a peer (`rule` null), unless
+   * the store already has that version.
+   */
+  admit(version: RuleVersion, rule: CompiledRule | null): void {
+    if (this.stopped || this.landed(version.uid, version.generation)) return;
+    const key = objectKey(version.namespace, version.name);
+    const before = this.pending.get(key);
+    if (
+      before &&
+      before.uid === version.uid &&
+      before.generation >= version.generation &&
+      (before.rule || !rule)
+    )
+      return;
+    if (before) this.settle(key, before);
+    const entry: Pending = { ...version, rule, at: this.now(), waiters: new Set(), timer: null };
+    entry.timer = setTimeout(() => void this.check(key, entry), this.options.checkAfterMs ?? 1000);
+    entry.timer.unref();
+    this.pending.set(key, entry);
+  }
+
+  /** Stops waiting for a rule whose write was refused. */
+  forget(version: RuleVersion): void {
+    const key = objectKey(version.namespace, version.name);
+    const p = this.pending.get(key);
+    if (p && p.uid === version.uid && p.generation === version.generation) this.settle(key, p);
+  }
+
+  /** The store took this version of a rule (every ModRule the informers deliver). */
+  sawStored(namespace: string, name: string, uid: string, generation: number): void {
+    if (uid) this.storedGenerations.set(uid, Math.max(generation, this.storedGenerations.get(uid) ?? 0));
+    const key = objectKey(namespace, name);
+    const p = this.pending.get(key);
+    if (p && p.uid === uid && generation >= p.generation) this.settle(key, p);
+  }
+
+  /** A rule left the store: every version of it counts as seen (a stamp may still name one). */
+  removed(uid: string): void {
+    if (this.storedGenerations.size >= 100_000) this.storedGenerations.clear();
+    if (uid) this.storedGenerations.set(uid, Number.MAX_SAFE_INTEGER);
+  }
+
+  /** What the store took, as ClusterSync's observer sees it (after the store). */
+  handlers(): InformerHandlers {
+    const take = (obj: JsonObject) =>
+      this.sawStored(namespaceOf(obj), nameOf(obj), metaString(obj, 'uid'), generationOf(obj) ?? 0);
+    return {
+      replace: (items) => {
+        this.storedGenerations.clear();
+        items.forEach(take);
+      },
+      upsert: take,
+      remove: (obj) => this.removed(metaString(obj, 'uid')),
+    };
+  }
+
+  /** Whether the store has this uid at this generation or newer. */
+  landed(uid: string, generation: number): boolean {
+    return (this.storedGenerations.get(uid) ?? -1) >= generation;
+  }
+
+  /**
+   * Whether this replica's scope computations count this rule version: its store has it (or newer), or it is one of
+   * the rules it admitted itself.
+   */
+  knows(uid: string, generation: number): boolean {
+    if (this.landed(uid, generation)) return true;
+    for (const p of this.pending.values())
+      if (p.rule && p.uid === uid && p.generation >= generation) return true;
+    return false;
+  }
+
+  /** The pending rules, compiled: the scope counts them in force. */
+  rules(): CompiledRule[] {
+    return [...this.pending.values()].flatMap((p) => (p.rule ? [p.rule] : []));
+  }
+
+  /** The pending rules' versions (the stamp of a registration widened for them). */
+  versions(): RuleVersion[] {
+    return [...this.pending.values()].flatMap(({ namespace, name, uid, generation, rule }) =>
+      rule ? [{ namespace, name, uid, generation }] : [],
+    );
+  }
+
+  /** Calls `listener` when a rule leaves the pending set (stored, or given up: the scope may narrow again). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  until(namespace: string, budgetMs: number): Promise<void> | null {
+    if (this.pending.size === 0) return null;
+    const cluster = this.options.clusterNamespace;
+    const reaching = [...this.pending.values()].filter(
+      (p) => p.namespace === namespace || p.namespace === cluster,
+    );
+    if (reaching.length === 0) return null;
+    return new Promise<void>((resolve) => {
+      let left = reaching.length;
+      const timer = setTimeout(() => finish('timed_out'), Math.max(0, budgetMs));
+      const done = () => {
+        if (--left === 0) finish('caught_up');
+      };
+      const finish = (result: 'caught_up' | 'timed_out') => {
+        clearTimeout(timer);
+        for (const p of reaching) p.waiters.delete(done);
+        if (left >= 0) this.waits?.inc({ result });
+        left = -1;
+        resolve();
+      };
+      for (const p of reaching) p.waiters.add(done);
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const [key, p] of this.pending) this.settle(key, p);
+  }
+
+  private settle(key: string, p: Pending): void {
+    if (this.pending.get(key) !== p) return;
+    this.pending.delete(key);
+    if (p.timer) clearTimeout(p.timer);
+    for (const w of [...p.waiters]) w();
+    this.changed();
+  }
+
+  /** Looks the rule up: its write never landed (absent, another uid, an older generation) drops it. */
+  private async check(key: string, p: Pending): Promise<void> {
+    if (this.pending.get(key) !== p) return;
+    const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(p.namespace)}/modrules/${encodeURIComponent(p.name)}`;
+    let landed = true;
+    try {
+      const got = await this.options.client.request('GET', path);
+      landed = metaString(got, 'uid') === p.uid && (generationOf(got) ?? 0) >= p.generation;
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) landed = false;
+      else
+        this.options.logger.debug('cannot look up an admitted ModRule', { rule: key, error: messageOf(err) });
+    }
+    if (this.pending.get(key) !== p) return;
+    const age = this.now() - p.at;
+    if (!landed || age >= (this.options.maxAgeMs ?? 10_000)) {
+      if (landed)
+        this.options.logger.warn(
+          'the store has not seen an admitted ModRule in time; no longer waiting for it',
+          {
+            rule: key,
+            generation: p.generation,
+          },
+        );
+      this.settle(key, p);
+      return;
+    }
+    p.timer = setTimeout(() => void this.check(key, p), this.options.checkAfterMs ?? 1000);
+    p.timer.unref();
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
+  }
+}

@@ -1,0 +1,173 @@
+import { jsonEqual, JsonValue } from '../../util/json';
+import { Logger } from '../../util/logger';
+import { formatProblems, ValidationProblem } from '../../rule/problems';
+import { MODRULE_API_VERSION, MODRULE_KIND } from '../../rule/types';
+import { RuleStore } from '../../store/rules';
+import { BackoffOptions } from '../../kube/backoff';
+import { Informer, InformerHandlers } from '../../kube/informer';
+import { KubeClient } from '../../kube/kube';
+import { StatusSink } from '../status/reporter';
+import { MODRULES_PATH } from '../../kube/owned';
+import { nameOf, namespaceOf, objectKey, metadataOf } from '../../util/meta';
+
+export const NAMESPACES_PATH = '/api/v1/namespaces';
+export const NODES_PATH = '/api/v1/nodes';
+
+export interface ClusterSyncOptions {
+  client: KubeClient;
+  store: RuleStore;
+  logger: Logger;
+  /** Where Ready conditions and events go; null to write nothing back (read-only runs). */
+  status: StatusSink | null;
+  backoff?: BackoffOptions;
+  watchTimeoutSeconds?: number;
+  /** Told about every ModRule after the store took it (operator/native/controller.ts). */
+  observer?: InformerHandlers;
+}
+
+interface Seen {
+  uid: JsonValue;
+  spec: JsonValue;
+  problems: readonly ValidationProblem[];
+}
+
+/**
+ * Feeds the rule store from the cluster: ModRules (all namespaces), Namespaces and Nodes, each by its own
+ * informer. Ready once all three have delivered their first full list.
+ */
+export class ClusterSync {
+  private readonly informers: Informer[];
+  // Last spec compiled per rule: status-only updates (our own writes) then skip recompiling.
+  private readonly seen = new Map<string, Seen>();
+  /** Resolves when all three initial lists are in. */
+  readonly synced: Promise<void>;
+
+  constructor(private readonly options: ClusterSyncOptions) {
+    const { client, logger } = options;
+    const common = {
+      client,
+      logger,
+      backoff: options.backoff,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+    };
+    this.informers = [
+      new Informer({
+        ...common,
+        path: MODRULES_PATH,
+        apiVersion: MODRULE_API_VERSION,
+        kind: MODRULE_KIND,
+        handlers: this.ruleHandlers(),
+      }),
+      new Informer({
+        ...common,
+        path: NAMESPACES_PATH,
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        handlers: this.namespaceHandlers(),
+      }),
+      new Informer({
+        ...common,
+        path: NODES_PATH,
+        apiVersion: 'v1',
+        kind: 'Node',
+        handlers: this.nodeHandlers(),
+      }),
+    ];
+    this.synced = Promise.all(this.informers.map((i) => i.synced)).then(() => undefined);
+  }
+
+  start(): void {
+    for (const i of this.informers) i.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.stop()));
+  }
+
+  /** Per resource: synced yet, and how many full lists so far (metrics). */
+  informerStates(): Array<{ resource: string; synced: boolean; lists: number }> {
+    const names = ['modrules', 'namespaces', 'nodes'];
+    return this.informers.map((i, n) => ({ resource: names[n], synced: i.hasSynced(), lists: i.listCount }));
+  }
+
+  /** The ModRule resourceVersion the store has caught up with; null before the first list. */
+  rulesVersion(): string | null {
+    return this.informers[0].resourceVersion;
+  }
+
+  /** True once ModRules, Namespaces and Nodes have all been listed. */
+  isReady(): boolean {
+    return this.informers.every((i) => i.hasSynced());
+  }
+
+  private ruleHandlers(): InformerHandlers {
+    const { store, logger, status } = this.options;
+    const logInvalid = (ns: string, name: string, problems: readonly ValidationProblem[]) =>
+      logger.warn('invalid ModRule skipped', { namespace: ns, name, problems: formatProblems(problems) });
+    return {
+      replace: (items) => {
+        const rejected = new Map(
+          store.replaceRules(items).map((r) => [objectKey(r.namespace, r.name), r.problems]),
+        );
+        this.seen.clear();
+        for (const item of items) {
+          const [namespace, name] = [namespaceOf(item), nameOf(item)];
+          const key = objectKey(namespace, name);
+          const problems = rejected.get(key) ?? [];
+          if (problems.length > 0) logInvalid(namespace, name, problems);
+          this.seen.set(key, {
+            uid: metadataOf(item).uid ?? null,
+            spec: item.spec ?? null,
+            problems,
+          });
+          status?.report(item, problems);
+        }
+        logger.info('ModRules loaded', { rules: store.snapshot().ruleCount, invalid: rejected.size });
+        this.options.observer?.replace(items);
+      },
+      upsert: (obj) => {
+        const [namespace, name] = [namespaceOf(obj), nameOf(obj)];
+        const key = objectKey(namespace, name);
+        const uid = metadataOf(obj).uid ?? null;
+        const previous = this.seen.get(key);
+        let problems: readonly ValidationProblem[];
+        if (previous && previous.uid === uid && jsonEqual(previous.spec, obj.spec ?? null)) {
+          problems = previous.problems;
+        } else {
+          problems = store.upsertRule(obj);
+          this.seen.set(key, { uid, spec: obj.spec ?? null, problems });
+          if (problems.length > 0) logInvalid(namespace, name, problems);
+          else logger.info('ModRule updated', { namespace, name });
+        }
+        status?.report(obj, problems);
+        this.options.observer?.upsert(obj);
+      },
+      remove: (obj) => {
+        const [namespace, name] = [namespaceOf(obj), nameOf(obj)];
+        store.deleteRule(namespace, name);
+        this.seen.delete(objectKey(namespace, name));
+        status?.forget(namespace, name);
+        logger.info('ModRule deleted', { namespace, name });
+        this.options.observer?.remove(obj);
+      },
+    };
+  }
+
+  private namespaceHandlers(): InformerHandlers {
+    const { store } = this.options;
+    return {
+      replace: (items) => store.replaceNamespaces(items),
+      upsert: (obj) => store.upsertNamespace(obj),
+      remove: (obj) => store.deleteNamespace(nameOf(obj)),
+    };
+  }
+
+  private nodeHandlers(): InformerHandlers {
+    const { store } = this.options;
+    return {
+      replace: (items) => store.replaceNodes(items),
+      upsert: (obj) => store.upsertNode(obj),
+      remove: (obj) => store.deleteNode(nameOf(obj)),
+    };
+  }
+}

@@ -1,0 +1,393 @@
+import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
+import { JsonObject } from '../../util/json';
+import { Logger } from '../../util/logger';
+import { messageOf } from '../../util/errors';
+import { CompiledRule } from '../../rule/compile';
+import { reachOf, RuleScopeReport } from '../../scope/compute';
+import { productsOf } from '../../scope/products';
+import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../../scope/ownership';
+import { dragnetOf, registrationHash } from '../../scope/registration';
+import { Registration } from '../../scope/types';
+import { registrationIncludes } from '../../scope/union';
+import { AdmittedRules } from '../rules/admitted';
+import { Backoff } from '../../kube/backoff';
+import { Informer } from '../../kube/informer';
+import { LiveRegistration } from './live';
+import { KubeApiError, KubeClient } from '../../kube/kube';
+import { NativeNets } from './native-scopes';
+import { RegistrationProbe } from './probe';
+import { RegistrationWriter } from './writer';
+import { DesiredScope, writtenFields } from './desired';
+import { createScopeMetrics, ScopeMetrics } from './metrics';
+import { ScopeWidener, WidenOutcome } from './widener';
+import {
+  DRAGNET_WEBHOOK,
+  MUTATING_WEBHOOK_CONFIGURATION,
+  MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
+} from '../../kube/owned';
+import type { CatalogSource } from '../rules/discovery';
+import { Debouncer, SingleFlight } from '../../util/coalesce';
+
+export interface DragnetScopeOptions {
+  client: KubeClient;
+  logger: Logger;
+  mode: ScopeMode;
+  clusterNamespace: string;
+  /** The rules the dragnet serves, read at each computation. */
+  rules: () => readonly CompiledRule[];
+  /** The ModRule resourceVersion those rules are at; null before the first list. */
+  rulesVersion: () => string | null;
+  /** Whether the rule store has its first full lists. */
+  rulesReady: () => boolean;
+  /** Subscribes to rule changes; returns the unsubscribe. */
+  onRulesChange: (listener: () => void) => () => void;
+  /** Which resources serve each kind (operator/rules/discovery.ts). */
+  discovery: CatalogSource;
+  registry?: Registry;
+  configurationName?: string;
+  webhookName?: string;
+  /** Quiet time after a change before computing (rules come in bursts); default 200 ms. */
+  debounceMs?: number;
+  /** Longest a stream of changes may hold a computation back; default 2 s. */
+  maxDelayMs?: number;
+  /**
+   * After the live registration changes, how long before rules it covers are reported Ready: each API server
+   * applies a new configuration from its own watch, which no API tells; default 1 s.
+   */
+  settleMs?: number;
+  /** Rules this replica admitted that the store has not seen yet (they count in force); none when absent. */
+  admitted?: Pick<AdmittedRules, 'knows' | 'versions' | 'onChange'>;
+  /** The operator's own namespace: where the registration probes are created (dry run). */
+  probeNamespace?: string;
+  /** How long the configured net is held after a fallback (no replica narrows meanwhile); default 60 s. */
+  holdMs?: number;
+  /** Clock; injectable for tests. */
+  now?: () => number;
+  /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
+  native?: { policiesVersion(): string | null; servingVersion(): string };
+  /**
+   * Told each computation's per-rule reports (operator/scope/findings.ts); `narrowed` false when the registration is
+   * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
+   */
+  onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
+}
+
+/**
+ * Keeps the dragnet webhook's registration (rules, namespaceSelector, matchConditions) as narrow as the ModRules in
+ * force allow (scope/compute.ts), or as configured with `mode: wide`. Writes are compare-and-swap updates of the
+ * whole configuration (resourceVersion), so the caBundle writer (self-signed.ts, JSON patches of clientConfig) and
+ * this one never undo each other, and stamped (scope/ownership.ts) so replicas converge. Whatever it cannot write
+ * stays as it is: the configured net, or an earlier scope that the rules it covers are reported Ready against.
+ */
+export class DragnetScopeController {
+  private readonly informer: Informer;
+  private readonly live: LiveRegistration;
+  /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */
+  private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
+  private readonly writer: RegistrationWriter;
+  private readonly unsubscribe: Array<() => void> = [];
+  private readonly debounce: Debouncer;
+  private readonly flight: SingleFlight;
+  private stopped = false;
+  private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
+  private retryTimer: NodeJS.Timeout | null = null;
+  /** What this replica computed last: its registration's hash and the rules version it was computed at. */
+  private computed: { hash: string; rulesVersion: string } | null = null;
+  private readonly desired: DesiredScope;
+  /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
+  private disabled = false;
+  /** What the live registration does for rules served natively. */
+  readonly nativeNets = new NativeNets();
+  /** Why the last computation could not write the registration (null: it could). */
+  private failing: string | null = null;
+  private readonly widener: ScopeWidener;
+  private readonly metrics: ScopeMetrics | null;
+
+  constructor(private readonly options: DragnetScopeOptions) {
+    this.flight = new SingleFlight(
+      () => this.run(),
+      () => this.stopped,
+    );
+    this.debounce = new Debouncer(() => this.flight.run(), {
+      quietMs: options.debounceMs ?? 200,
+      maxDelayMs: options.maxDelayMs ?? 2000,
+      now: () => this.now(),
+    });
+    this.desired = new DesiredScope(options);
+    const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
+    this.live = new LiveRegistration(options);
+    this.writer = new RegistrationWriter({ ...options, live: this.live });
+    const update = (obj: JsonObject | null) => {
+      if (this.live.accept(obj)) this.schedule();
+    };
+    this.informer = new Informer({
+      client: options.client,
+      logger: options.logger,
+      path: MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      fieldSelector: `metadata.name=${name}`,
+      handlers: {
+        replace: (items) => update(items[0] ?? null),
+        upsert: (obj) => update(obj),
+        remove: () => update(null),
+      },
+    });
+    this.metrics = options.registry
+      ? createScopeMetrics(options.registry, () => this.heldWide() !== null)
+      : null;
+    this.widener = new ScopeWidener({
+      ...options,
+      live: this.live,
+      writer: this.writer,
+      probe: new RegistrationProbe({
+        ...options,
+        live: this.live,
+        namespace: options.probeNamespace ?? options.clusterNamespace,
+      }),
+      id: this.id,
+      narrowing: () => this.narrowing(),
+      rulesVersion: () => options.rulesVersion(),
+      nativeVersion: () => options.native?.policiesVersion() ?? null,
+      desired: (live) => {
+        const { registration, result } = this.desired.compute(live, this.narrowing());
+        return { registration, index: result?.index ?? null };
+      },
+      pending: () => options.admitted?.versions() ?? [],
+      onWrite: (result) => this.metrics?.writes.inc({ result }),
+      onFallback: () => this.schedule(),
+      now: () => this.now(),
+    });
+  }
+
+  /** Makes the registration send an admitted rule's objects (ScopeWidener.ensure). */
+  ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
+    return this.widener.ensure(rule, widenBy, until);
+  }
+
+  /** Served kinds the rule names that the configured net never sends ([] until the net and discovery are read). */
+  outsideNet(rule: CompiledRule): string[] {
+    const live = this.live.scope();
+    const catalog = this.options.discovery.catalog();
+    if (!live || !catalog) return [];
+    return productsOf(reachOf(rule, this.options.clusterNamespace), live.configured.rules, catalog).outside;
+  }
+
+  /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */
+  whyNotSent(): string {
+    return (
+      this.heldWide() ??
+      (this.failing ? `it cannot be written: ${this.failing}` : 'the API server has not applied it yet')
+    );
+  }
+
+  /** Why the registration is held at the configured net, or null (metric, status). */
+  heldWide(): string | null {
+    if (this.disabled) return 'the API server stored another dragnet registration than the one written';
+    const live = this.live.scope();
+    const wide = !live?.ours || registrationHash(live.current) === registrationHash(live.configured);
+    if (this.failing && live && wide && this.options.mode === 'rules')
+      return `a narrower registration cannot be written: ${this.failing}`;
+    return this.widener.heldWide();
+  }
+
+  start(): void {
+    // The store also changes with every Namespace and Node update: compute again only when the rules moved.
+    let version: string | null | undefined;
+    this.unsubscribe.push(
+      this.options.onRulesChange(() => {
+        const now = `${this.options.rulesVersion()}|${this.options.native?.servingVersion() ?? ''}`;
+        if (now === version) return;
+        version = now;
+        this.schedule();
+      }),
+    );
+    this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
+    if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
+    this.informer.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const u of this.unsubscribe) u();
+    this.debounce.cancel();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.live.stop();
+    await Promise.all([this.informer.stop(), this.flight.idle()]);
+  }
+
+  /** Calls `listener` when what covers() answers may have changed. */
+  onChange(listener: () => void): () => void {
+    return this.live.onChange(listener);
+  }
+
+  /**
+   * Whether the API servers send the objects of a rule at `ruleVersion` (its resourceVersion): the live registration
+   * is the configured net, or a scope computed from rules at least that new, in place for settleMs.
+   */
+  covers(ruleVersion: string): boolean {
+    return this.live.covers(ruleVersion, this.computed);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  /** Computes after a quiet time, but not later than maxDelayMs after the first change. */
+  private schedule(): void {
+    if (!this.stopped) this.debounce.trigger();
+  }
+
+  /** One computation (the flight runs it again if asked meanwhile); a failure schedules another after a backoff. */
+  private async run(): Promise<void> {
+    try {
+      await this.reconcile();
+      this.backoff.reset();
+      this.failing = null;
+    } catch (err) {
+      this.failing = messageOf(err);
+      this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
+        error: this.failing,
+      });
+      this.metrics?.writes.inc({ result: 'failed' });
+      if (this.retryTimer) clearTimeout(this.retryTimer);
+      this.retryTimer = setTimeout(() => this.schedule(), this.backoff.next());
+      this.retryTimer.unref();
+    }
+  }
+
+  private async reconcile(): Promise<void> {
+    if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
+    const held = this.widener.heldUntil();
+    if (held > this.now()) return this.later(held);
+    const rulesVersion = this.options.rulesVersion();
+    // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
+    if (rulesVersion === null || (this.options.mode === 'rules' && !this.options.discovery.catalog())) return;
+    await this.writer.refetch(rulesVersion);
+    const config = this.live.configuration;
+    const webhook = this.live.dragnet();
+    if (!config || !webhook) return;
+    const live = readLive(config, webhook);
+    const { registration, result, full } = this.desired.compute(live, this.narrowing());
+    this.desired.report(result, live);
+    const hash = registrationHash(registration);
+    this.computed = { hash, rulesVersion };
+    if (result) this.widener.remember(hash, result.index);
+    this.live.notify();
+    const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
+    const ctx = {
+      now: this.now(),
+      landed: (uid: string, generation: number) => this.landed(uid, generation),
+    };
+    const decision = decide(
+      live,
+      registration,
+      { rulesVersion, writer: this.id, mode: this.options.mode, nativeVersion },
+      ctx,
+    );
+    if (decision.reason === 'current') this.nativeNets.confirm(result, this.disabled);
+    this.metrics?.conditions.set(registration.matchConditions.length);
+    this.metrics?.webhookRules.set(registration.rules.length);
+    if (!decision.write) {
+      this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
+      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
+      if (blocked) this.later(blocked.until);
+      // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
+      if (this.options.admitted?.versions().length && !registrationIncludes(live.current, registration))
+        this.widener.repair();
+      return;
+    }
+    // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
+    const pending = (live.stamp?.pending ?? []).filter(
+      (p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation),
+    );
+    const stamp: ScopeStamp = {
+      hash,
+      rulesVersion,
+      writer: this.id,
+      mode: this.options.mode,
+      ...(nativeVersion ? { nativeVersion } : {}),
+      ...(pending.length > 0 ? { pending } : {}),
+    };
+    try {
+      const stored = await this.writer.write(config, registration, stamp, live.configured);
+      this.metrics?.writes.inc({ result: 'ok' });
+      const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
+      if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
+        // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
+        const next = this.desired.stepDown(full, result);
+        if (next) {
+          this.options.logger.error(
+            'the API server stored another dragnet registration; trying a coarser one',
+            { precision: result?.precision, next },
+          );
+          this.flight.again();
+        } else await this.giveUp(stored, live.configured);
+        return;
+      }
+      this.nativeNets.confirm(result, this.disabled);
+      this.options.logger.info('dragnet registration updated', {
+        reason: decision.reason,
+        mode: this.options.mode,
+        rulesVersion,
+        ...writtenFields(registration, result),
+      });
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 409) {
+        this.metrics?.writes.inc({ result: 'conflict' });
+        this.flight.again(); // someone wrote first: decide again on what they wrote
+        return;
+      }
+      // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
+      const next =
+        err instanceof KubeApiError && (err.status === 422 || err.status === 400)
+          ? this.desired.stepDown(full, result)
+          : null;
+      if (next) {
+        this.metrics?.writes.inc({ result: 'invalid' });
+        this.options.logger.error('the API server refused the dragnet scope; trying a coarser one', {
+          precision: result?.precision,
+          next,
+          error: messageOf(err).slice(0, 2000),
+        });
+        this.flight.again();
+        return;
+      }
+      // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
+      if (!registrationIncludes(live.current, registration))
+        await this.widener.fallback(
+          `cannot write the dragnet registration: ${messageOf(err)}`,
+          this.now() + 10_000,
+        );
+      throw err;
+    }
+  }
+
+  /** Whether the registration follows the rules (else it is the configured net: wide mode, or narrowing given up). */
+  private narrowing(): boolean {
+    return this.options.mode === 'rules' && !this.disabled;
+  }
+
+  /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
+  private landed(uid: string, generation: number): boolean {
+    return this.options.admitted?.knows(uid, generation) ?? false;
+  }
+
+  /** Computes again at `at` (a hold or a pending rule's time is up). */
+  private later(at: number): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.schedule(), Math.max(0, at - this.now()) + 10);
+    this.retryTimer.unref();
+  }
+
+  /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
+  private async giveUp(stored: JsonObject, configured: Registration): Promise<void> {
+    this.disabled = true;
+    this.nativeNets.confirm(null, true);
+    this.options.logger.error(
+      'the stored dragnet registration differs from the one written; restoring the configured net',
+    );
+    if (this.writer.dragnetOf(stored)) await this.writer.write(stored, configured, null, configured);
+  }
+}

@@ -1,0 +1,302 @@
+import { Logger } from '../../util/logger';
+import { messageOf } from '../../util/errors';
+import { CompiledRule } from '../../rule/compile';
+import { reachOf } from '../../scope/compute';
+import { addsNothing, ScopeIndex } from '../../scope/cover';
+import { compareVersions, LiveScope, PendingRule, readLive, ScopeStamp } from '../../scope/ownership';
+import { registrationHash } from '../../scope/registration';
+import { Registration } from '../../scope/types';
+import { registrationIncludes, UNION_LEVELS, unionRegistrations } from '../../scope/union';
+import { RuleVersion } from '../rules/admitted';
+import { KubeApiError } from '../../kube/kube';
+import { LiveRegistration } from './live';
+import { RegistrationProbe } from './probe';
+import { RegistrationWriter } from './writer';
+
+/** How a ModRule's admission ended for the registration. */
+export type WidenOutcome =
+  /** The live registration sends the rule's objects and the API server uses it. */
+  | { kind: 'covered' }
+  /** Widened for it, and the API server uses the widened registration. */
+  | { kind: 'widened' }
+  /** The configured (wide) net was put back instead: `reason` says why; `confirmed` whether it is known in force. */
+  | { kind: 'fallback'; reason: string; confirmed: boolean }
+  /** Nothing that sends its objects could be written: the rule must not be admitted. */
+  | { kind: 'failed'; reason: string };
+
+/** What the widener needs of the dragnet scope it widens for. */
+export interface WidenerContext {
+  live: LiveRegistration;
+  writer: RegistrationWriter;
+  probe: RegistrationProbe;
+  logger: Logger;
+  /** This replica's writer id (ScopeStamp.writer). */
+  id: string;
+  /** False in `wide` mode, or after the scope gave up narrowing: the configured net covers every rule. */
+  narrowing(): boolean;
+  rulesVersion(): string | null;
+  /** The last change to the native policies this replica saw (ScopeStamp.nativeVersion); null: none. */
+  nativeVersion?(): string | null;
+  /** The registration the rules in force (stored and admitted) need, for a live registration's configured net. */
+  desired(live: LiveScope): { registration: Registration; index: ScopeIndex | null };
+  /** Rules admitted and not stored yet, for the stamp of a widening. */
+  pending(): RuleVersion[];
+  clusterNamespace: string;
+  /** How long a pending rule stays protected in the stamp; default 30 s. */
+  pendingTtlMs?: number;
+  /** How long the configured net is held after a fallback; default 60 s. */
+  holdMs?: number;
+  /** Told about every write (metrics) and fallback. */
+  onWrite?(result: 'ok' | 'conflict' | 'invalid' | 'failed'): void;
+  onFallback?(reason: string, until: number): void;
+  now(): number;
+}
+
+interface Waiter {
+  widenBy: number;
+  until: number;
+  resolve: (outcome: WidenOutcome) => void;
+}
+
+function maxVersion(a: string | undefined, b: string | null): string {
+  if (!a) return b ?? '';
+  if (!b) return a;
+  return compareVersions(a, b) >= 0 ? a : b;
+}
+
+/**
+ * Makes the dragnet registration send a ModRule's objects before its admission is answered. The common case costs
+ * nothing: the live registration already covers it (a rule shaped like others in force) and has been confirmed.
+ * Otherwise it writes the union of the live registration and what the rules need (never narrower: another rule,
+ * admitted a moment ago, may rely on the live one), coalescing admissions that arrive meanwhile into one write, and
+ * probes until the API server uses it. When that does not succeed by `widenBy`, it puts the configured net back
+ * (held, so no replica narrows it for a while) and says so; when even that cannot be written, the rule fails.
+ */
+export class ScopeWidener {
+  /** The index of each registration this replica computed or widened to, by hash (the fast path's test). */
+  private readonly indexes = new Map<string, ScopeIndex>();
+  private readonly queue: Waiter[] = [];
+  private running = false;
+  /** Why this replica put the configured net back, and until when it holds it (the stamp tells other replicas). */
+  private held: { reason: string; until: number } | null = null;
+
+  constructor(private readonly ctx: WidenerContext) {}
+
+  /** Notes the index of a registration computed from the rules in force. */
+  remember(hash: string, index: ScopeIndex): void {
+    if (this.indexes.size >= 64) this.indexes.clear();
+    this.indexes.set(hash, index);
+  }
+
+  /** Until when this replica holds the configured net after a fallback (0: it does not). */
+  heldUntil(): number {
+    return this.held?.until ?? 0;
+  }
+
+  /** Why the registration is held at the configured net (this replica's fallback, or another's stamp), or null. */
+  heldWide(): string | null {
+    const now = this.ctx.now();
+    const live = this.ctx.live.scope();
+    const hold = live?.ours ? live.stamp?.hold : undefined;
+    if (hold !== undefined && hold > now)
+      return live?.stamp?.reason ?? 'a narrower registration could not be written';
+    return this.held && this.held.until > now ? this.held.reason : null;
+  }
+
+  /** Widens for the admitted rules once more (the live registration left one out), unless a widening is under way. */
+  repair(): void {
+    if (this.running || this.queue.length > 0) return;
+    const now = this.ctx.now();
+    this.queue.push({ widenBy: now + 5000, until: now + 8000, resolve: () => undefined });
+    void this.drain();
+  }
+
+  /** Resolves when the registration sends `rule`'s objects, or with why not, by `until` at the latest. */
+  async ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
+    const live = this.ctx.live.scope();
+    if (this.ctx.live.seen && this.coveredBy(live, rule)) {
+      if (await this.ctx.probe.confirm(() => this.stillCovers(rule), widenBy)) return { kind: 'covered' };
+    }
+    return new Promise((resolve) => {
+      this.queue.push({ widenBy, until, resolve });
+      void this.drain();
+    });
+  }
+
+  /** Whether the live registration (null: no dragnet at all, nothing to wait for) sends the rule's objects. */
+  private coveredBy(live: LiveScope | null, rule: CompiledRule): boolean {
+    if (!live || !live.ours || !this.ctx.narrowing()) return true;
+    const index = this.indexes.get(this.ctx.live.currentHash ?? '');
+    // An admitted rule is served by the webhook in full (its native policy comes later): it needs every object,
+    // which a native rule's group of the same shape (sending only what its guards decline) does not cover.
+    return !!index && addsNothing(index, reachOf(rule, this.ctx.clusterNamespace));
+  }
+
+  /** For the probe: the live registration still covers the rule (else widen again). */
+  private stillCovers(rule: CompiledRule): boolean {
+    const live = this.ctx.live.scope();
+    if (this.coveredBy(live, rule)) return true;
+    return !!live && registrationIncludes(live.current, this.ctx.desired(live).registration);
+  }
+
+  private async drain(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0);
+        const widenBy = Math.min(...batch.map((w) => w.widenBy));
+        const until = Math.min(...batch.map((w) => w.until));
+        const outcome = await this.widen(widenBy).then(
+          (o) => o,
+          (err: unknown) => ({ kind: 'error' as const, reason: messageOf(err) }),
+        );
+        const final =
+          outcome.kind === 'covered' || outcome.kind === 'widened'
+            ? outcome
+            : await this.fallback(outcome.reason, until);
+        for (const w of batch) w.resolve(final);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** One widening: the union of the live registration and what every rule in force needs, written and confirmed. */
+  private async widen(
+    widenBy: number,
+  ): Promise<{ kind: 'covered' } | { kind: 'widened' } | { kind: 'error'; reason: string }> {
+    let level = 0;
+    let wrote = false;
+    let reason = 'the dragnet registration could not be widened in time';
+    await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '');
+    while (this.ctx.now() < widenBy) {
+      const config = this.ctx.live.configuration;
+      const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
+      if (!config || !webhook) return { kind: 'covered' }; // no dragnet registered: nothing to widen
+      const live = readLive(config, webhook);
+      if (!live.ours || !this.ctx.narrowing()) return this.confirmed(widenBy, () => true);
+      const desired = this.ctx.desired(live);
+      const union = unionRegistrations(live.current, desired.registration, UNION_LEVELS[level]);
+      const hash = registrationHash(union);
+      if (hash === registrationHash(live.current)) {
+        if (desired.index) this.remember(hash, desired.index);
+        const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === hash);
+        if (confirmed.kind === 'covered' && wrote) return { kind: 'widened' };
+        if (confirmed.kind === 'covered' || this.ctx.live.currentHash === hash) return confirmed;
+        continue; // the live registration moved on meanwhile: decide again on what it is now
+      }
+      const stamp = this.stampFor(live, hash);
+      try {
+        const stored = await this.ctx.writer.write(config, union, stamp, live.configured);
+        this.ctx.onWrite?.('ok');
+        wrote = true;
+        const back = this.ctx.writer.dragnetOf(stored);
+        if (!back || registrationHash(readLive(stored, back).current) !== hash) {
+          reason = 'the API server stored another dragnet registration than the one written';
+          if (++level >= UNION_LEVELS.length) break;
+          continue;
+        }
+        if (desired.index) this.remember(hash, desired.index);
+        this.ctx.logger.info('dragnet registration widened for an admitted ModRule', {
+          rules: union.rules.length,
+          level: UNION_LEVELS[level],
+        });
+        const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === hash);
+        if (confirmed.kind === 'covered') return { kind: 'widened' };
+        // The live registration moved on (another writer): decide again on what it is now.
+        if (this.ctx.live.currentHash !== hash) continue;
+        return {
+          kind: 'error',
+          reason: 'the API server did not use the widened dragnet registration in time',
+        };
+      } catch (err) {
+        reason = messageOf(err);
+        if (err instanceof KubeApiError && err.status === 409) {
+          this.ctx.onWrite?.('conflict');
+          await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '');
+          continue;
+        }
+        if (err instanceof KubeApiError && (err.status === 400 || err.status === 422)) {
+          this.ctx.onWrite?.('invalid');
+          if (++level < UNION_LEVELS.length) continue;
+        } else this.ctx.onWrite?.('failed');
+        break;
+      }
+    }
+    return { kind: 'error', reason };
+  }
+
+  /** Covered once the probe (or the settle time) says the API server uses the live registration. */
+  private async confirmed(
+    by: number,
+    stillLive: () => boolean,
+  ): Promise<{ kind: 'covered' } | { kind: 'error'; reason: string }> {
+    return (await this.ctx.probe.confirm(stillLive, by))
+      ? { kind: 'covered' }
+      : { kind: 'error', reason: 'the API server did not use the dragnet registration in time' };
+  }
+
+  /** The stamp of a widening: every rule the live one covered and this replica's store and admitted rules. */
+  private stampFor(live: LiveScope, hash: string, extra: Partial<ScopeStamp> = {}): ScopeStamp {
+    const now = this.ctx.now();
+    const kept = (live.stamp?.pending ?? []).filter((p) => p.until > now);
+    const until = now + (this.ctx.pendingTtlMs ?? 30_000);
+    const mine: PendingRule[] = this.ctx
+      .pending()
+      .map((v) => ({ uid: v.uid, generation: v.generation, until }));
+    const uids = new Set(mine.map((p) => p.uid));
+    // Bounded: the annotation must stay small (a flood of rules widens for a few at a time anyway).
+    const pending = [...kept.filter((p) => !uids.has(p.uid)), ...mine].slice(-500);
+    // A union is at least as wide as the registration it widened: it keeps the native policy change that one was
+    // written for, so no replica that has not seen that change narrows it, this one included (scope/ownership.ts).
+    const nativeVersion = maxVersion(live.stamp?.nativeVersion, this.ctx.nativeVersion?.() ?? null);
+    return {
+      hash,
+      rulesVersion: maxVersion(live.stamp?.rulesVersion, this.ctx.rulesVersion()),
+      writer: this.ctx.id,
+      mode: 'rules',
+      ...(nativeVersion ? { nativeVersion } : {}),
+      ...(pending.length > 0 ? { pending } : {}),
+      ...extra,
+    };
+  }
+
+  /** Puts the configured net back, held for holdMs; 'failed' when even that cannot be written by `until`. */
+  async fallback(reason: string, until: number): Promise<WidenOutcome> {
+    const holdUntil = this.ctx.now() + (this.ctx.holdMs ?? 60_000);
+    this.ctx.logger.warn('the dragnet registration falls back to the configured net', { reason });
+    for (;;) {
+      try {
+        await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '');
+        const config = this.ctx.live.configuration;
+        const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
+        if (!config || !webhook) return { kind: 'covered' };
+        const live = readLive(config, webhook);
+        const hash = registrationHash(live.configured);
+        if (live.ours && registrationHash(live.current) !== hash) {
+          const stamp = this.stampFor(live, hash, { hold: holdUntil, reason });
+          await this.ctx.writer.write(config, live.configured, stamp, live.configured);
+          this.ctx.onWrite?.('ok');
+        }
+        this.held = { reason, until: holdUntil };
+        this.ctx.onFallback?.(reason, holdUntil);
+        const ok = await this.ctx.probe.confirm(
+          () => !this.ctx.live.scope()?.ours || this.ctx.live.currentHash === hash,
+          until,
+        );
+        return { kind: 'fallback', reason, confirmed: ok };
+      } catch (err) {
+        if (err instanceof KubeApiError && err.status === 409 && this.ctx.now() < until) {
+          this.ctx.onWrite?.('conflict');
+          continue;
+        }
+        this.ctx.onWrite?.('failed');
+        return {
+          kind: 'failed',
+          reason: `${reason}; putting the configured net back failed too: ${messageOf(err)}`,
+        };
+      }
+    }
+  }
+}
