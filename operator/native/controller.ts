@@ -15,14 +15,7 @@ import {
 } from '../../native';
 
 import { InformerHandlers } from '../../kube/informer';
-import {
-  applyOwned,
-  deleteOwned,
-  lookAtCluster,
-  probeInForce,
-  probeNamespace,
-  ruleKeyOf,
-} from './api';
+import { applyOwned, deleteOwned, lookAtCluster, probeInForce, probeNamespace, ruleKeyOf } from './api';
 import { otherRules, stillAsWritten, written } from './fit';
 import { OwnedPolicies } from './owned';
 import { KeyedQueue } from '../controller/queue';
