@@ -182,10 +182,10 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
           clusterNamespace: config.clusterNamespace,
           podNamespace: config.podNamespace,
           settleMs: config.nativeSettleMs,
-          net: (rule) => scope.scope.nativeNets.of(rule),
+          net: (rule) => scope.scope.nativeScopes.of(rule),
           registry,
         });
-  if (native) scope.scope.nativeNets.onChange(() => native.netChanged());
+  if (native) scope.scope.nativeScopes.onChange(() => native.netChanged());
   const rules = new ClusterSync({
     client,
     store,

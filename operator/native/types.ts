@@ -4,7 +4,7 @@ import { CompiledRule } from '../../rule/compile';
 import { RuleStore } from '../../store/rules';
 import { BackoffOptions } from '../../kube/backoff';
 import { KubeClient } from '../../kube/kube';
-import { NativeNet } from './status';
+import { NativeScope } from './status';
 import { StatusReporter } from '../status/reporter';
 import { StatusSink } from '../status/reporter';
 
@@ -34,7 +34,7 @@ export interface NativeControllerOptions {
   retryMs?: number;
   backoff?: BackoffOptions;
   /** What the dragnet registration does for a native rule's objects (its Ready message says so). */
-  net?: (rule: string) => NativeNet;
+  net?: (rule: string) => NativeScope;
   /** Where modrule_native_rules goes. */
   registry?: Registry;
 }

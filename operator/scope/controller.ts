@@ -7,17 +7,17 @@ import { CompiledRule } from '../../rule/compile';
 import { reachOf, RuleScopeReport } from '../../scope/compute';
 import { productsOf } from '../../scope/products';
 import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../../scope/ownership';
-import { dragnetOf, registrationHash } from '../../scope/registration';
-import { Registration } from '../../scope/types';
-import { registrationIncludes } from '../../scope/union';
+import { dragnetOf, scopeHash } from '../../scope/entry';
+import { Scope } from '../../scope/types';
+import { scopeIncludes } from '../../scope/union';
 import { AdmittedRules } from '../rules/admitted';
 import { Backoff } from '../../kube/backoff';
 import { Informer } from '../../kube/informer';
-import { LiveRegistration } from './live';
+import { LiveScopeView } from './live';
 import { KubeApiError, KubeClient } from '../../kube/kube';
-import { NativeNets } from './native-scopes';
-import { RegistrationProbe } from './probe';
-import { RegistrationWriter } from './writer';
+import { NativeScopes } from './native-scopes';
+import { ScopeProbe } from './probe';
+import { ScopeWriter } from './writer';
 import { DesiredScope, writtenFields } from './desired';
 import { createScopeMetrics, ScopeMetrics } from './metrics';
 import { ScopeWidener, WidenOutcome } from './widener';
@@ -29,7 +29,7 @@ import {
 import type { CatalogSource } from '../rules/discovery';
 import { Debouncer, SingleFlight } from '../../util/coalesce';
 
-export interface DragnetScopeOptions {
+export interface ScopeControllerOptions {
   client: KubeClient;
   logger: Logger;
   mode: ScopeMode;
@@ -80,12 +80,12 @@ export interface DragnetScopeOptions {
  * this one never undo each other, and stamped (scope/ownership.ts) so replicas converge. Whatever it cannot write
  * stays as it is: the configured net, or an earlier scope that the rules it covers are reported Ready against.
  */
-export class DragnetScopeController {
+export class ScopeController {
   private readonly informer: Informer;
-  private readonly live: LiveRegistration;
+  private readonly live: LiveScopeView;
   /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */
   private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
-  private readonly writer: RegistrationWriter;
+  private readonly writer: ScopeWriter;
   private readonly unsubscribe: Array<() => void> = [];
   private readonly debounce: Debouncer;
   private readonly flight: SingleFlight;
@@ -98,13 +98,13 @@ export class DragnetScopeController {
   /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
   private disabled = false;
   /** What the live registration does for rules served natively. */
-  readonly nativeNets = new NativeNets();
+  readonly nativeScopes = new NativeScopes();
   /** Why the last computation could not write the registration (null: it could). */
   private failing: string | null = null;
   private readonly widener: ScopeWidener;
   private readonly metrics: ScopeMetrics | null;
 
-  constructor(private readonly options: DragnetScopeOptions) {
+  constructor(private readonly options: ScopeControllerOptions) {
     this.flight = new SingleFlight(
       () => this.run(),
       () => this.stopped,
@@ -116,8 +116,8 @@ export class DragnetScopeController {
     });
     this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
-    this.live = new LiveRegistration(options);
-    this.writer = new RegistrationWriter({ ...options, live: this.live });
+    this.live = new LiveScopeView(options);
+    this.writer = new ScopeWriter({ ...options, live: this.live });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
     };
@@ -141,7 +141,7 @@ export class DragnetScopeController {
       ...options,
       live: this.live,
       writer: this.writer,
-      probe: new RegistrationProbe({
+      probe: new ScopeProbe({
         ...options,
         live: this.live,
         namespace: options.probeNamespace ?? options.clusterNamespace,
@@ -186,7 +186,7 @@ export class DragnetScopeController {
   heldWide(): string | null {
     if (this.disabled) return 'the API server stored another dragnet registration than the one written';
     const live = this.live.scope();
-    const wide = !live?.ours || registrationHash(live.current) === registrationHash(live.configured);
+    const wide = !live?.ours || scopeHash(live.current) === scopeHash(live.configured);
     if (this.failing && live && wide && this.options.mode === 'rules')
       return `a narrower registration cannot be written: ${this.failing}`;
     return this.widener.heldWide();
@@ -271,7 +271,7 @@ export class DragnetScopeController {
     const live = readLive(config, webhook);
     const { registration, result, full } = this.desired.compute(live, this.narrowing());
     this.desired.report(result, live);
-    const hash = registrationHash(registration);
+    const hash = scopeHash(registration);
     this.computed = { hash, rulesVersion };
     if (result) this.widener.remember(hash, result.index);
     this.live.notify();
@@ -286,7 +286,7 @@ export class DragnetScopeController {
       { rulesVersion, writer: this.id, mode: this.options.mode, nativeVersion },
       ctx,
     );
-    if (decision.reason === 'current') this.nativeNets.confirm(result, this.disabled);
+    if (decision.reason === 'current') this.nativeScopes.confirm(result, this.disabled);
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
@@ -294,7 +294,7 @@ export class DragnetScopeController {
       const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
       if (blocked) this.later(blocked.until);
       // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
-      if (this.options.admitted?.versions().length && !registrationIncludes(live.current, registration))
+      if (this.options.admitted?.versions().length && !scopeIncludes(live.current, registration))
         this.widener.repair();
       return;
     }
@@ -314,7 +314,7 @@ export class DragnetScopeController {
       const stored = await this.writer.write(config, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
       const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
-      if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
+      if (!back || scopeHash(readLive(stored, back.webhook).current) !== hash) {
         // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
         const next = this.desired.stepDown(full, result);
         if (next) {
@@ -326,7 +326,7 @@ export class DragnetScopeController {
         } else await this.giveUp(stored, live.configured);
         return;
       }
-      this.nativeNets.confirm(result, this.disabled);
+      this.nativeScopes.confirm(result, this.disabled);
       this.options.logger.info('dragnet registration updated', {
         reason: decision.reason,
         mode: this.options.mode,
@@ -355,7 +355,7 @@ export class DragnetScopeController {
         return;
       }
       // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
-      if (!registrationIncludes(live.current, registration))
+      if (!scopeIncludes(live.current, registration))
         await this.widener.fallback(
           `cannot write the dragnet registration: ${messageOf(err)}`,
           this.now() + 10_000,
@@ -382,9 +382,9 @@ export class DragnetScopeController {
   }
 
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
-  private async giveUp(stored: JsonObject, configured: Registration): Promise<void> {
+  private async giveUp(stored: JsonObject, configured: Scope): Promise<void> {
     this.disabled = true;
-    this.nativeNets.confirm(null, true);
+    this.nativeScopes.confirm(null, true);
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );

@@ -1,11 +1,11 @@
 import { JsonObject } from '../../util/json';
 import { defaultConfigured } from '../../scope/defaults';
 import { ScopeStamp, stampAnnotations } from '../../scope/ownership';
-import { registrationHash, withRegistration } from '../../scope/registration';
-import { Registration } from '../../scope/types';
-import { LiveRegistration } from './live';
+import { scopeHash, withScope } from '../../scope/entry';
+import { Scope } from '../../scope/types';
+import { LiveScopeView } from './live';
 
-const narrow: Registration = {
+const narrow: Scope = {
   ...defaultConfigured(),
   rules: [
     {
@@ -18,27 +18,27 @@ const narrow: Registration = {
   ],
 };
 
-function configuration(version: string, reg: Registration, stamp?: ScopeStamp): JsonObject {
+function configuration(version: string, reg: Scope, stamp?: ScopeStamp): JsonObject {
   return {
     metadata: {
       name: 'kubemod-mutating-webhook-configuration',
       resourceVersion: version,
       annotations: stamp ? stampAnnotations(stamp, defaultConfigured()) : {},
     },
-    webhooks: [withRegistration({ name: 'dragnet.kubemod.io' }, reg)],
+    webhooks: [withScope({ name: 'dragnet.kubemod.io' }, reg)],
   };
 }
 
 const stamped = (rulesVersion: string): ScopeStamp => ({
-  hash: registrationHash(narrow),
+  hash: scopeHash(narrow),
   rulesVersion,
   writer: '1-a',
   mode: 'rules',
 });
 
-describe('LiveRegistration', () => {
+describe('LiveScopeView', () => {
   let clock = 0;
-  const live = () => new LiveRegistration({ settleMs: 1000, now: () => clock });
+  const live = () => new LiveScopeView({ settleMs: 1000, now: () => clock });
 
   test('a late watch event older than the version held is ignored', () => {
     const l = live();
@@ -67,8 +67,8 @@ describe('LiveRegistration', () => {
     expect(l.covers('7', null)).toBe(true);
     expect(l.covers('8', null)).toBe(false);
     // What this replica computed from rules at 8 is exactly what is live: covered too.
-    expect(l.covers('8', { hash: registrationHash(narrow), rulesVersion: '8' })).toBe(true);
-    expect(l.covers('9', { hash: registrationHash(narrow), rulesVersion: '8' })).toBe(false);
+    expect(l.covers('8', { hash: scopeHash(narrow), rulesVersion: '8' })).toBe(true);
+    expect(l.covers('9', { hash: scopeHash(narrow), rulesVersion: '8' })).toBe(false);
   });
 
   test('no configuration, or no dragnet in it: nothing to wait for, once seen', () => {

@@ -1,9 +1,9 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { compareVersions, liveCovers, LiveScope, readLive } from '../../scope/ownership';
-import { dragnetOf, registrationHash } from '../../scope/registration';
+import { dragnetOf, scopeHash } from '../../scope/entry';
 import { DRAGNET_WEBHOOK } from '../../kube/owned';
 
-export interface LiveRegistrationOptions {
+export interface LiveScopeViewOptions {
   webhookName?: string;
   /** After the live registration changes, how long before rules it covers count as covered; default 1 s. */
   settleMs?: number;
@@ -15,7 +15,7 @@ export interface LiveRegistrationOptions {
  * (from its watch, its own reads and writes), when its content last changed, and so whether it sends the objects of
  * a rule at a given resourceVersion.
  */
-export class LiveRegistration {
+export class LiveScopeView {
   private config: JsonObject | null = null;
   private seenAny = false;
   private live: LiveScope | null = null;
@@ -30,7 +30,7 @@ export class LiveRegistration {
   private settleTimer: NodeJS.Timeout | null = null;
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly options: LiveRegistrationOptions = {}) {}
+  constructor(private readonly options: LiveScopeViewOptions = {}) {}
 
   /** The configuration held (null: none, or not seen yet). */
   get configuration(): JsonObject | null {
@@ -128,7 +128,7 @@ export class LiveRegistration {
   private observe(): void {
     const webhook = this.dragnet();
     this.live = webhook ? readLive(this.config!, webhook) : null;
-    const hash = this.live ? registrationHash(this.live.current) : null;
+    const hash = this.live ? scopeHash(this.live.current) : null;
     if (!this.seenAny) {
       // The first sight is whatever was in force before this replica started: no settle time.
       this.seenAny = true;

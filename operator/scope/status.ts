@@ -18,7 +18,7 @@ export interface RegistrationState {
  * condition WideFallback on every valid rule while the registration is held at the configured net because a narrower
  * one could not be written or confirmed (the rules are in force through it; the message says why).
  */
-export class RegistrationStatus {
+export class ScopeStatus {
   private readonly notInForce = new Map<string, string>();
   private readonly rules = new Set<string>();
   private readonly flagged = new Set<string>();

@@ -4,14 +4,14 @@ import { CompiledRule } from '../../rule/compile';
 import { reachOf } from '../../scope/compute';
 import { addsNothing, ScopeIndex } from '../../scope/cover';
 import { compareVersions, LiveScope, PendingRule, readLive, ScopeStamp } from '../../scope/ownership';
-import { registrationHash } from '../../scope/registration';
-import { Registration } from '../../scope/types';
-import { registrationIncludes, UNION_LEVELS, unionRegistrations } from '../../scope/union';
+import { scopeHash } from '../../scope/entry';
+import { Scope } from '../../scope/types';
+import { scopeIncludes, UNION_LEVELS, unionScopes } from '../../scope/union';
 import { RuleVersion } from '../rules/admitted';
 import { KubeApiError } from '../../kube/kube';
-import { LiveRegistration } from './live';
-import { RegistrationProbe } from './probe';
-import { RegistrationWriter } from './writer';
+import { LiveScopeView } from './live';
+import { ScopeProbe } from './probe';
+import { ScopeWriter } from './writer';
 
 /** How a ModRule's admission ended for the registration. */
 export type WidenOutcome =
@@ -26,9 +26,9 @@ export type WidenOutcome =
 
 /** What the widener needs of the dragnet scope it widens for. */
 export interface WidenerContext {
-  live: LiveRegistration;
-  writer: RegistrationWriter;
-  probe: RegistrationProbe;
+  live: LiveScopeView;
+  writer: ScopeWriter;
+  probe: ScopeProbe;
   logger: Logger;
   /** This replica's writer id (ScopeStamp.writer). */
   id: string;
@@ -38,7 +38,7 @@ export interface WidenerContext {
   /** The last change to the native policies this replica saw (ScopeStamp.nativeVersion); null: none. */
   nativeVersion?(): string | null;
   /** The registration the rules in force (stored and admitted) need, for a live registration's configured net. */
-  desired(live: LiveScope): { registration: Registration; index: ScopeIndex | null };
+  desired(live: LiveScope): { registration: Scope; index: ScopeIndex | null };
   /** Rules admitted and not stored yet, for the stamp of a widening. */
   pending(): RuleVersion[];
   clusterNamespace: string;
@@ -136,7 +136,7 @@ export class ScopeWidener {
   private stillCovers(rule: CompiledRule): boolean {
     const live = this.ctx.live.scope();
     if (this.coveredBy(live, rule)) return true;
-    return !!live && registrationIncludes(live.current, this.ctx.desired(live).registration);
+    return !!live && scopeIncludes(live.current, this.ctx.desired(live).registration);
   }
 
   private async drain(): Promise<void> {
@@ -177,9 +177,9 @@ export class ScopeWidener {
       const live = readLive(config, webhook);
       if (!live.ours || !this.ctx.narrowing()) return this.confirmed(widenBy, () => true);
       const desired = this.ctx.desired(live);
-      const union = unionRegistrations(live.current, desired.registration, UNION_LEVELS[level]);
-      const hash = registrationHash(union);
-      if (hash === registrationHash(live.current)) {
+      const union = unionScopes(live.current, desired.registration, UNION_LEVELS[level]);
+      const hash = scopeHash(union);
+      if (hash === scopeHash(live.current)) {
         if (desired.index) this.remember(hash, desired.index);
         const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === hash);
         if (confirmed.kind === 'covered' && wrote) return { kind: 'widened' };
@@ -192,7 +192,7 @@ export class ScopeWidener {
         this.ctx.onWrite?.('ok');
         wrote = true;
         const back = this.ctx.writer.dragnetOf(stored);
-        if (!back || registrationHash(readLive(stored, back).current) !== hash) {
+        if (!back || scopeHash(readLive(stored, back).current) !== hash) {
           reason = 'the API server stored another dragnet registration than the one written';
           if (++level >= UNION_LEVELS.length) break;
           continue;
@@ -273,8 +273,8 @@ export class ScopeWidener {
         const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
         if (!config || !webhook) return { kind: 'covered' };
         const live = readLive(config, webhook);
-        const hash = registrationHash(live.configured);
-        if (live.ours && registrationHash(live.current) !== hash) {
+        const hash = scopeHash(live.configured);
+        if (live.ours && scopeHash(live.current) !== hash) {
           const stamp = this.stampFor(live, hash, { hold: holdUntil, reason });
           await this.ctx.writer.write(config, live.configured, stamp, live.configured);
           this.ctx.onWrite?.('ok');

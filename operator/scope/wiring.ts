@@ -3,12 +3,12 @@ import { Logger } from '../../util/logger';
 import { RuleStore } from '../../store/rules';
 import { ResourceCatalog } from '../../scope/catalog';
 import { Discovery } from '../rules/discovery';
-import { DragnetScopeController } from './controller';
+import { ScopeController } from './controller';
 import { KubeClient } from '../../kube/kube';
 import { AdmittedRules } from '../rules/admitted';
 import type { NativeController } from '../native/controller';
 import { ConfirmedRules, ReadyGate } from './ready-gate';
-import { RegistrationStatus } from './status';
+import { ScopeStatus } from './status';
 import type { ScopeMode } from '../../scope/ownership';
 import { StatusReporter } from '../status/reporter';
 import { ClusterSync } from '../rules/sync';
@@ -19,7 +19,7 @@ import { OUTSIDE_NET, ScopeFinding, UNKNOWN_KIND } from './findings';
 export interface RunningScope {
   /** Where ClusterSync reports rule verdicts: Ready waits for the registration. */
   readonly status: StatusSink | null;
-  readonly scope: DragnetScopeController;
+  readonly scope: ScopeController;
   /** Rules confirmed in force at admission (Ready as soon as stored). */
   readonly confirmed: ConfirmedRules;
   /** What discovery serves now (null until loaded): the ModRule admission's warnings for kinds not served. */
@@ -52,7 +52,7 @@ export function startDragnetScope(deps: {
   // Rules naming kinds not served, or kinds the configured net leaves out, say so on their status (UnknownKind,
   // OutsideNet), from the scope's own per-rule reports.
   const findings = [UNKNOWN_KIND, OUTSIDE_NET].map((f) => new ScopeFinding(f, deps.status, registry));
-  const scope = new DragnetScopeController({
+  const scope = new ScopeController({
     client,
     logger,
     mode: deps.mode,
@@ -75,7 +75,7 @@ export function startDragnetScope(deps: {
     },
   });
   // The registration's own word on the rules: held at the configured net (WideFallback), or not in force yet.
-  const registration = new RegistrationStatus(deps.status, scope);
+  const registration = new ScopeStatus(deps.status, scope);
   const confirmed = new ConfirmedRules();
   const gate = deps.status
     ? new ReadyGate(deps.status, scope, confirmed, { status: registration, why: () => scope.whyNotSent() })
