@@ -1,5 +1,5 @@
 import { CompiledRule } from '../rule/compile';
-import { itemPin, PinnedField, pinnedValues } from '../scope/pins';
+import { itemPin, PinnedField, pinnedValues } from '../rule/pins';
 import { apiVersionOf, ListableResource } from './types';
 
 /*

@@ -1,7 +1,7 @@
 import { CompiledRule } from '../rule/compile';
 import { targetsClusterScoped } from '../store/target';
 import { SafeRegex } from '../util/regex';
-import { pinnedRegexes, pinnedValues } from './pins';
+import { pinnedRegexes, pinnedValues } from '../rule/pins';
 import { ScopeOperation, SCOPE_OPERATIONS } from './types';
 
 /**
