@@ -1,8 +1,8 @@
 import { CompiledTemplate } from '../template';
-import { isJsonObject } from '../util/json';
+import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { Interner } from '../util/interner';
 import { ModRule, MODRULE_API_VERSION, MODRULE_KIND } from './types';
-import type { ValidationProblem } from './problems';
+import { formatProblems, ValidationProblem } from './problems';
 import { CompiledLabelSelector, compileLabelSelector } from './labelselector';
 import {
   CompiledMatchItem,
@@ -10,6 +10,7 @@ import {
   CompiledRule,
   CompileOptions,
   InvalidModRuleError,
+  PodTemplateAt,
   RuleReferences,
 } from './compiled';
 import { compileReferences, DEFAULT_REFERENCE_POLICY, isSecretKind, ReferenceDecl } from './references';
@@ -17,6 +18,10 @@ import { ruleOwnerReads } from './reads';
 import { describe, Report, unknownField } from './field-checks';
 import { matchOf, namespaceRegexOf, operationsOf, patchOf, rejectMessageOf, tierOf } from './compile-fields';
 import { internedRule } from './interned-rule';
+import { compileMatchItem } from './compile-match';
+import { markerMatchItem, podControllerKinds } from './pod-controllers';
+import { podVariantSpecs, PodRuleParts } from './pod-variants';
+import { asVariant, withVariants } from './pod-rule';
 
 /*
  * Compiling a ModRule checks every field and builds what the engine runs in one pass (analyzeModRule). The parts:
@@ -45,6 +50,7 @@ const SPEC_FIELDS = new Set([
   'targetNamespaceRegex',
   'targetNamespaceSelector',
   'references',
+  'podControllers',
 ]);
 const sharedReferences = new Interner<RuleReferences>();
 
@@ -77,19 +83,7 @@ export function analyzeModRule(
   }
   if (obj.kind !== MODRULE_KIND) problem('kind', `must be ${MODRULE_KIND}, got ${describe(obj.kind)}`);
 
-  let namespace = '';
-  let name = '';
-  const metadata = obj.metadata;
-  if (!isJsonObject(metadata)) {
-    problem('metadata', 'required');
-  } else {
-    if (typeof metadata.name !== 'string' || metadata.name === '') problem('metadata.name', 'required');
-    else name = metadata.name;
-    if (metadata.namespace !== undefined && metadata.namespace !== null) {
-      if (typeof metadata.namespace !== 'string') problem('metadata.namespace', 'must be a string');
-      else namespace = metadata.namespace;
-    }
-  }
+  const { namespace, name } = identityOf(obj.metadata, problem);
 
   const spec = obj.spec;
   if (!isJsonObject(spec)) {
@@ -126,28 +120,75 @@ export function analyzeModRule(
     named = compileReferences(spec.references, namespace, policy, problem) ?? [];
   }
 
+  const controllers = podControllerKinds(spec.podControllers, problem);
   if (problems.length > 0) return { problems };
-  return {
-    problems,
-    rule: internedRule(
-      namespace,
-      name,
-      {
-        type: type as 'Patch' | 'Reject',
-        tier,
-        operations,
-        match,
-        rejectMessage,
-        targetNamespaceRegex,
-        targetNamespaceSelector,
-      },
-      itemKeys,
-      spec.targetNamespaceSelector,
-      patch,
-      options.keepSource === false ? undefined : (obj as unknown as ModRule),
-      referencesOf(named, match, patch, rejectMessage),
-    ),
-  };
+  // A Pod rule reaching controllers: its variants, and the Pod rule skips pods of a template it patched.
+  let variants: CompiledRule[] | undefined;
+  if (controllers.length > 0) {
+    const parts = { namespace, name, spec, match, patch, rejectMessage: rejectMessage?.source };
+    variants = compileVariants(obj, parts, controllers, options, problem);
+    if (problems.length > 0) return { problems };
+    if (type === 'Patch') {
+      const marker = compileMatchItem(markerMatchItem(namespace, name), 'spec.match', problem);
+      if (marker) {
+        match.push(marker.item);
+        itemKeys.push(marker.key);
+      }
+    }
+  }
+  const rule = internedRule(
+    namespace,
+    name,
+    {
+      type: type as 'Patch' | 'Reject',
+      tier,
+      operations,
+      match,
+      rejectMessage,
+      targetNamespaceRegex,
+      targetNamespaceSelector,
+    },
+    itemKeys,
+    spec.targetNamespaceSelector,
+    patch,
+    options.keepSource === false ? undefined : (obj as unknown as ModRule),
+    referencesOf(named, match, patch, rejectMessage),
+  );
+  return { problems, rule: variants ? withVariants(rule, variants) : rule };
+}
+
+/** metadata.name (required) and metadata.namespace ('' when absent). */
+function identityOf(metadata: JsonValue | undefined, problem: Report): { namespace: string; name: string } {
+  let namespace = '';
+  let name = '';
+  if (!isJsonObject(metadata)) {
+    problem('metadata', 'required');
+    return { namespace, name };
+  }
+  if (typeof metadata.name !== 'string' || metadata.name === '') problem('metadata.name', 'required');
+  else name = metadata.name;
+  if (metadata.namespace !== undefined && metadata.namespace !== null) {
+    if (typeof metadata.namespace !== 'string') problem('metadata.namespace', 'must be a string');
+    else namespace = metadata.namespace;
+  }
+  return { namespace, name };
+}
+
+/** A Pod rule's variant per controller kind, each compiled as a rule of its own; problems reported. */
+function compileVariants(
+  obj: JsonObject,
+  parts: PodRuleParts,
+  controllers: readonly PodTemplateAt[],
+  options: CompileOptions,
+  problem: Report,
+): CompiledRule[] {
+  const specs = podVariantSpecs(parts, controllers, problem);
+  return specs.flatMap((spec, i) => {
+    const { rule, problems } = analyzeModRule({ ...obj, spec }, options);
+    if (rule) return [asVariant(rule, controllers[i])];
+    problem('spec.podControllers', `the ${controllers[i].kind} variant: ${formatProblems(problems)}`);
+    return [];
+  });
 }
 
 /** What the rule reads besides its object; undefined for the many rules that read nothing else. */
