@@ -118,7 +118,7 @@ describe('printJsonPath', () => {
         }
         expect(shape(parseJsonPath(printJsonPath(ast)))).toEqual(shape(ast));
       }),
-      { numRuns: 5000 },
+      { numRuns: 1500 },
     );
   });
 });

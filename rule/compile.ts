@@ -35,6 +35,7 @@ export type {
   CompiledValue,
   CompileOptions,
   PathToken,
+  PodTemplateAt,
   RuleReferences,
 } from './compiled';
 export { InvalidModRuleError } from './compiled';
