@@ -61,7 +61,7 @@ describe('the scope of a Pod rule reaching pod controllers', () => {
   });
 
   it('leaves a Pod rule without podControllers as it was (pods only)', () => {
-    const result = scopeOf([rule('team-a', 'r', { ...spec([]), podControllers: undefined })]);
+    const result = scopeOf([rule('team-a', 'r', spec([]))]);
     expect(sends(result, request('CREATE', 'Deployment', 'team-a'))).toBe(false);
     expect(sends(result, request('CREATE', 'Pod', 'team-a'))).toBe(true);
   });

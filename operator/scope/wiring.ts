@@ -14,6 +14,7 @@ import { StatusReporter } from '../status/reporter';
 import { ClusterSync } from '../rules/sync';
 import { StatusSink } from '../status/reporter';
 import { OUTSIDE_NET, ScopeFinding, UNKNOWN_KIND } from './findings';
+import { PodControllersFacet } from '../status/pod-controllers';
 
 /** The dragnet scope as the operator runs it: discovery, the registration writer, the Ready gate. */
 export interface RunningScope {
@@ -52,6 +53,8 @@ export function startDragnetScope(deps: {
   // Rules naming kinds not served, or kinds the configured net leaves out, say so on their status (UnknownKind,
   // OutsideNet), from the scope's own per-rule reports.
   const findings = [UNKNOWN_KIND, OUTSIDE_NET].map((f) => new ScopeFinding(f, deps.status, registry));
+  // status.podControllers: the controllers whose writes the registration sends for a Pod rule's variants.
+  const podControllers = new PodControllersFacet(deps.status);
   const scope = new ScopeController({
     client,
     logger,
@@ -71,6 +74,7 @@ export function startDragnetScope(deps: {
     probeNamespace: deps.podNamespace,
     onScope: (reports, narrowed) => {
       for (const finding of findings) finding.update(reports, narrowed);
+      podControllers.update(reports);
       registration.setRules(reports.map((r) => r.rule));
     },
   });
