@@ -56,6 +56,9 @@ function approximate(rule: CompiledRule): RuleEffects {
   }
   if (rule.rejectMessage && !templateReads(compileSharedTemplate(rule.rejectMessage.source).tree.root, reads))
     all = true;
+  // A controller variant's templates read the pod its template describes: not the paths they name. Wholesale.
+  const templated = rule.rejectMessage || rule.patch.some((op) => op.value.kind === 'template');
+  if (rule.podController && templated) all = true;
   return { reads: all ? 'all' : reads, writes };
 }
 

@@ -64,7 +64,7 @@ export function compilePatch(rule: CompiledRule, ctx: SelectContext): CompiledPa
   const lists: string[] = [];
   const oks: string[] = [];
   rule.patch.forEach((op, i) => {
-    const own: SelectContext = { guards: ctx.guards, reads: [] };
+    const own: SelectContext = { guards: ctx.guards, reads: [], podController: ctx.podController };
     let compiled: Operation;
     try {
       compiled = compileOperation(op, i, own, effects);

@@ -15,6 +15,7 @@ import {
 import { ABSENT, celOptional, celValueOrNull, FieldPath, Found, rootValue, walk } from './path';
 import { NoCelForm } from './values';
 import { SelectContext, syntheticRefsMisfit } from './select-context';
+import { movePodPath } from '../rule/pod-templates';
 
 /*
  * The Go templates of patch values and reject messages that have a CEL twin: text, field chains on .Target and
@@ -152,11 +153,33 @@ function source(args: readonly ArgNode[], scope: TemplateScope): Part {
   throw new NoCelForm(`{{ ${head.type} }} in a template`);
 }
 
+/**
+ * For a controller variant (spec.podControllers): where .Target (the pod its template describes, engine/pod-view.ts)
+ * and .Controller read in the object; undefined for any other rule or field.
+ */
+function podViewPath(head: string, rest: readonly string[], scope: TemplateScope): FieldPath | undefined {
+  const pod = scope.ctx.podController;
+  if (!pod) return undefined;
+  if (head === 'Controller') {
+    if (rest.length === 0) throw new NoCelForm('printing the whole object');
+    return { root: { kind: 'object' }, tokens: [...rest] };
+  }
+  if (head !== 'Target' || rest[0] === 'syntheticRefs') return undefined;
+  if (rest.length === 0 || rest[0] === 'kind' || rest[0] === 'apiVersion')
+    throw new NoCelForm(`.Target${rest.length ? `.${rest[0]}` : ''} of the pod a template describes`);
+  const moved = movePodPath(rest, pod.template);
+  if (typeof moved === 'string') throw new NoCelForm(moved);
+  return { root: { kind: 'object' }, tokens: moved };
+}
+
 function fieldChain(ident: readonly string[], scope: TemplateScope): Part {
   const [head, ...rest] = ident;
   if (head === 'Namespace' && rest.length === 0) return { kind: 'namespace' };
   let path: FieldPath;
-  if (head === 'Target') {
+  const pod = podViewPath(head, rest, scope);
+  if (pod) {
+    path = pod;
+  } else if (head === 'Target') {
     if (rest[0] === 'syntheticRefs') {
       if (
         rest[1] !== 'namespace' ||
