@@ -14,7 +14,7 @@ function rule(spec: JsonObject): CompiledRule {
   return compiled;
 }
 
-const LABEL_RULE = {
+const LABEL_RULE: JsonObject = {
   type: 'Patch',
   podControllers: ['*'],
   match: [
@@ -45,7 +45,9 @@ describe('a Pod rule with controller variants as one native policy', () => {
     expect(patch).toContain('/metadata/labels/team');
     // Templates read the pod the controller's template describes.
     expect(patch).toContain('object[?"spec"][?"template"][?"metadata"][?"labels"][?"app"]');
-    expect(patch).toContain('object[?"spec"][?"jobTemplate"][?"spec"][?"template"][?"metadata"][?"labels"][?"app"]');
+    expect(patch).toContain(
+      'object[?"spec"][?"jobTemplate"][?"spec"][?"template"][?"metadata"][?"labels"][?"app"]',
+    );
     // The marker on a patched template, and the Pod rule's skip of marked pods.
     expect(patch).toContain('podtemplate.modrule.io~1apps.team-label');
     expect(conditions.join(' ')).toContain('podtemplate.modrule.io/apps.team-label');
