@@ -124,6 +124,35 @@ describe('handleValidateModRule targeting warnings', () => {
   });
 });
 
+describe('handleValidateModRule idempotence warning', () => {
+  const rule = (match: unknown[]) =>
+    review({
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'sidecar', namespace: 'team-a' },
+      spec: {
+        type: 'Patch',
+        podControllers: ['Deployment'],
+        match: [{ select: '$.kind', matchValue: 'Pod' }, ...match],
+        patch: [{ op: 'add', path: '/spec/containers/-', value: 'name: agent\nimage: busybox' }],
+      },
+    } as AdmissionRequest['object']);
+
+  it('admits a rule that changes its own result again, with a warning kubectl prints whole', () => {
+    const { response, result } = handleValidateModRule(rule([]), 'kubemod-system');
+    expect(result).toBe('allowed');
+    expect(response.warnings).toEqual([
+      'spec.patch: not idempotent: applied to its own result it changes /spec/containers/5 again (sample Pod web-x2x5k); guard it with a match item its result fails (docs: Idempotency)',
+    ]);
+    for (const w of response.warnings ?? []) expect(w.length).toBeLessThanOrEqual(256);
+  });
+
+  it('says nothing once the append is guarded', () => {
+    const guard = { select: '$.spec.containers[*].name', matchValue: 'agent', negate: true };
+    expect(handleValidateModRule(rule([guard]), 'kubemod-system').response.warnings).toBeUndefined();
+  });
+});
+
 describe('handleValidateModRule warnings for kinds the cluster does not serve', () => {
   const catalog = ResourceCatalog.builtin();
   const rule = (kind: string, extra: Record<string, unknown> = {}) =>
