@@ -3,7 +3,6 @@ import { DEFAULT_BUDGET, RequestBudget } from '../util/budget';
 import { namespaceOf } from '../util/meta';
 import { createPatch } from '../patch/diff';
 import { CompiledRule } from '../rule/compile';
-import { ruleLabel } from '../rule/pod-controllers';
 import { SelectCache } from '../jsonpath/select-cache';
 import { ruleMatches } from './match';
 import { applyOperations, Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
