@@ -54,21 +54,24 @@ describe('idempotenceWarning', () => {
     );
   });
 
-  it('checks each controller variant, and the objects given instead of the samples', () => {
-    const appendToDeployments = rule({
+  it('runs on the objects given; a variant skips the template it marked, the Pod rule warns', () => {
+    const appendToLabelled = rule({
       type: 'Patch',
       podControllers: ['Deployment'],
       match: [POD, { select: '$.metadata.labels.sidecar', matchValue: 'yes' }],
       patch: [SIDECAR],
     });
-    expect(idempotenceWarning(appendToDeployments)).toBeUndefined(); // no sample carries the label
-    const [, deployment] = sampleObjects('team-a');
-    const labelled = JSON.parse(JSON.stringify(deployment)) as JsonObject;
-    (((labelled.spec as JsonObject).template as JsonObject).metadata as JsonObject).labels = {
+    expect(idempotenceWarning(appendToLabelled)).toBeUndefined(); // no sample carries the label
+    const [pod, deployment] = sampleObjects('team-a').map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
+    (((deployment.spec as JsonObject).template as JsonObject).metadata as JsonObject).labels = {
       sidecar: 'yes',
     };
-    expect(idempotenceWarning(appendToDeployments, [labelled])).toMatch(
-      /applied to its own result \(as its Deployment variant\) it changes \/spec\/template\/spec\/containers\/5 again \(Deployment web\)/,
+    // The Deployment's template gets the sidecar and the rule's marker: seen again, it is left alone.
+    expect(idempotenceWarning(appendToLabelled, [deployment])).toBeUndefined();
+    // A bare pod has no marker: the Pod rule appends at every change.
+    (pod.metadata as JsonObject).labels = { sidecar: 'yes' };
+    expect(idempotenceWarning(appendToLabelled, [deployment, pod])).toMatch(
+      /changes \/spec\/containers\/5 again \(Pod web-x2x5k\)/,
     );
   });
 

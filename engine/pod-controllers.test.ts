@@ -105,6 +105,38 @@ describe('a Pod rule with podControllers on every controller and a bare Pod', ()
     expect(again.allowed).toBe(true);
   });
 
+  it('leaves a template it marked alone when it comes back (an UPDATE, a ReplicaSet or Job made from it)', () => {
+    const deployment = admitChecked(store, limitedDeployment()).object as JsonObject;
+    const update = admitChecked(store, deployment, { operation: 'UPDATE', oldObject: deployment });
+    expect(update.patch).toEqual([]);
+    // What the Deployment controller makes of it: a ReplicaSet it controls, from the marked template.
+    const rs: JsonObject = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: {
+        name: 'nginx-5d8f',
+        namespace: 'default',
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'Deployment', name: 'nginx', uid: 'u', controller: true },
+        ],
+      },
+      spec: {
+        replicas: 2,
+        selector: (deployment.spec as JsonObject).selector,
+        template: templateOf(deployment),
+      },
+    };
+    expect(admitChecked(store, rs).patched).toEqual([]);
+    // A ReplicaSet of a Deployment from before the rule (no marker) is left to the Deployment too: changing its
+    // template would make the Deployment controller create new ReplicaSets for ever.
+    const older = loadWorkloads().ReplicaSet;
+    (older.metadata as JsonObject).ownerReferences = (rs.metadata as JsonObject).ownerReferences;
+    expect(admitChecked(store, older).patched).toEqual([]);
+    expect(admitChecked(store, loadWorkloads().ReplicaSet).patched).toEqual([
+      { namespace: 'default', name: 'sidecar' },
+    ]);
+  });
+
   it('still patches pods of templates it did not patch (controllers created before the rule)', () => {
     const pod = loadFixture('pod'); // a ReplicaSet's pod without the marker
     expect(admitChecked(store, pod).patched).toEqual([{ namespace: 'default', name: 'sidecar' }]);

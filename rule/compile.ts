@@ -185,6 +185,7 @@ function compileVariants(
 ): CompiledRule[] {
   const specs = podVariantSpecs(parts, controllers, problem);
   return specs.flatMap((spec, i) => {
+    if (!spec) return [];
     const { rule, problems } = analyzeModRule({ ...obj, spec }, options);
     if (rule) return [asVariant(rule, controllers[i])];
     problem('spec.podControllers', `the ${controllers[i].kind} variant: ${formatProblems(problems)}`);

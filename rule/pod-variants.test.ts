@@ -72,6 +72,7 @@ describe('spec.podControllers: a Pod rule compiled into controller variants', ()
       '$.spec.template.spec.containers[*].name',
       '$.spec.template.metadata.labels.app',
       '$.metadata.namespace',
+      `$.spec.template.metadata.annotations["${markerAnnotation('default', 'sidecar')}"]`,
     ]);
     expect(deployment.patch.map((p) => p.path)).toEqual([
       '/spec/template/spec/containers/-1',
@@ -92,9 +93,38 @@ describe('spec.podControllers: a Pod rule compiled into controller variants', ()
     expect(last.select.source).toBe(`$.metadata.annotations["${markerAnnotation('default', 'sidecar')}"]`);
     expect([last.matchValue, last.negate]).toEqual(['default/sidecar', true]);
     expect(rule.podController).toBeUndefined();
-    // The variants do not skip marked templates: they are the Pod rule, moved.
-    for (const v of rule.variants ?? [])
-      expect(v.match.some((m) => m.select.source.includes('podtemplate'))).toBe(false);
+    // The variants skip marked templates too: a ReplicaSet a patched Deployment made, a controller seen again.
+    for (const v of rule.variants ?? []) {
+      const item = v.match.find((m) => m.select.source.includes('podtemplate'));
+      const at = v.podController?.template.join('.');
+      expect([item?.select.source, item?.matchValue, item?.negate]).toEqual([
+        `$.${at}.metadata.annotations["${markerAnnotation('default', 'sidecar')}"]`,
+        'default/sidecar',
+        true,
+      ]);
+    }
+  });
+
+  it('leaves ReplicaSets a Deployment controls to the Deployment, and Jobs to their CREATE', () => {
+    const of = (kind: string) =>
+      (rule.variants ?? []).find((v) => v.podController?.kind === kind) as CompiledRule;
+    const owned = of('ReplicaSet').match[of('ReplicaSet').match.length - 1];
+    expect([owned.select.source, owned.negate]).toEqual([
+      '$.metadata.ownerReferences[? @.controller == true && @.kind == "Deployment"]',
+      true,
+    ]);
+    expect([...of('Job').operations]).toEqual(['CREATE']);
+    expect([...of('Deployment').operations]).toEqual(['CREATE', 'UPDATE']);
+    const updateOnly = compiled({
+      type: 'Reject',
+      podControllers: ['Job', 'Deployment'],
+      admissionOperations: ['UPDATE', 'DELETE'],
+      match: [POD],
+    });
+    expect(updateOnly.variants?.map((v) => [v.podController?.kind, [...v.operations]])).toEqual([
+      ['Deployment', ['UPDATE', 'DELETE']],
+      ['Job', ['DELETE']],
+    ]);
   });
 
   it('replaces an apiVersion criterion in place, and a Reject rule gets no marker', () => {

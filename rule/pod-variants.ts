@@ -6,7 +6,7 @@ import { JsonObject, JsonValue } from '../util/json';
 import type { CompiledMatchItem, CompiledPatchOperation, PodTemplateAt } from './compiled';
 import type { Report } from './field-checks';
 import { itemPin, PinnedField } from './pins';
-import { markerPatch, POD_CONTROLLER_KINDS } from './pod-controllers';
+import { markerMatchItem, markerPatch, POD_CONTROLLER_KINDS } from './pod-controllers';
 import { movePodPath, moveSelect, podChainRefusal, Refusal } from './pod-templates';
 import { forEachTargetChain } from './template-chains';
 
@@ -30,12 +30,15 @@ export interface PodRuleParts {
 
 const WHY = 'cannot move to pod templates (spec.podControllers)';
 
-/** The variant spec for each controller, or none with the problems reported (each field once). */
+/**
+ * The variant spec for each controller (undefined for a controller the rule's operations leave nothing to do on), or
+ * none with the problems reported (each field once).
+ */
 export function podVariantSpecs(
   rule: PodRuleParts,
   controllers: readonly PodTemplateAt[],
   problem: Report,
-): JsonObject[] {
+): Array<JsonObject | undefined> {
   const seen = new Set<string>();
   const before = problem.count();
   const once = (field: string, message: string) => {
@@ -53,13 +56,44 @@ function variantSpec(
   rule: PodRuleParts,
   at: PodTemplateAt,
   problem: (f: string, m: string) => void,
-): JsonObject {
+): JsonObject | undefined {
   const { podControllers: _omit, ...spec } = rule.spec;
-  return {
-    ...spec,
-    match: variantMatch(rule, at, problem),
-    ...(Array.isArray(rule.spec.patch) ? { patch: variantPatch(rule, at, problem) } : {}),
-  };
+  const match = variantMatch(rule, at, problem);
+  const patch: JsonObject = Array.isArray(rule.spec.patch) ? { patch: variantPatch(rule, at, problem) } : {};
+  const operations = operationsFor(at, rule.spec.admissionOperations);
+  if (operations?.length === 0) return undefined;
+  return { ...spec, match, ...patch, ...(operations ? { admissionOperations: operations } : {}) };
+}
+
+/**
+ * A Job's pod template is immutable once the Job exists: its variant acts on CREATE (and DELETE, for Reject rules)
+ * only, as a change on UPDATE would make the API server refuse the Job controller's own updates. Undefined: the
+ * rule's operations as they are.
+ */
+function operationsFor(at: PodTemplateAt, raw: JsonValue | undefined): string[] | undefined {
+  if (at.kind !== 'Job') return undefined;
+  const given = Array.isArray(raw) && raw.length > 0 ? raw.map(String) : ['CREATE', 'UPDATE'];
+  return given.filter((op) => op !== 'UPDATE');
+}
+
+/**
+ * What a variant skips besides the Pod rule's own criteria: a template carrying the rule's marker (it has the change,
+ * for a Patch rule: a ReplicaSet or a Job a patched Deployment or CronJob made, a controller the webhook sees again),
+ * and a ReplicaSet a Deployment controls (its template must stay the Deployment's, or the Deployment controller makes
+ * a new ReplicaSet for ever: the Deployment's own variant, or the Pod rule on its pods, does the work).
+ */
+function skips(rule: PodRuleParts, at: PodTemplateAt): JsonObject[] {
+  const out: JsonObject[] = [];
+  if (rule.spec.type === 'Patch') {
+    const marker = markerMatchItem(rule.namespace, rule.name);
+    out.push({ ...marker, select: `$.${at.template.join('.')}${String(marker.select).slice(1)}` });
+  }
+  if (at.kind === 'ReplicaSet')
+    out.push({
+      select: '$.metadata.ownerReferences[? @.controller == true && @.kind == "Deployment"]',
+      negate: true,
+    });
+  return out;
 }
 
 function variantMatch(
@@ -93,7 +127,7 @@ function variantMatch(
       'spec.podControllers',
       'applies to rules that select Pods: add the match item {select: $.kind, matchValue: Pod}',
     );
-  return out;
+  return [...out, ...skips(rule, at)];
 }
 
 function variantPatch(

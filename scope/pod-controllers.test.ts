@@ -22,7 +22,8 @@ describe('the scope of a Pod rule reaching pod controllers', () => {
     const result = scopeOf([rule('team-a', 'r', spec(['*']))]);
     for (const kind of ['Pod', ...CONTROLLERS]) {
       expect(sends(result, request('CREATE', kind, 'team-a'))).toBe(true);
-      expect(sends(result, request('UPDATE', kind, 'team-a'))).toBe(true);
+      // A Job's template is immutable: its variant acts on CREATE only.
+      expect(sends(result, request('UPDATE', kind, 'team-a'))).toBe(kind !== 'Job');
       expect(sends(result, request('DELETE', kind, 'team-a'))).toBe(false);
       expect(sends(result, request('CREATE', kind, 'team-b'))).toBe(false);
     }
@@ -33,7 +34,8 @@ describe('the scope of a Pod rule reaching pod controllers', () => {
     expect(resources.sort()).toEqual([
       ':pods,replicationcontrollers',
       'apps:daemonsets,deployments,replicasets,statefulsets',
-      'batch:cronjobs,jobs',
+      'batch:cronjobs',
+      'batch:jobs',
     ]);
   });
 
@@ -53,7 +55,8 @@ describe('the scope of a Pod rule reaching pod controllers', () => {
   it('sends the controllers of a rule given alone (admitted a moment ago, before the store lists its variants)', () => {
     const alone = rule('team-a', 'r', spec(['Job']));
     const result = scopeOf([alone]);
-    expect(sends(result, request('UPDATE', 'Job', 'team-a'))).toBe(true);
+    expect(sends(result, request('CREATE', 'Job', 'team-a'))).toBe(true);
+    expect(sends(result, request('UPDATE', 'Job', 'team-a'))).toBe(false);
     // The store lists the variants beside their rule: they count once.
     const listed = scopeOf([alone, ...(alone.variants ?? [])]);
     expect(listed.rules).toHaveLength(2);
