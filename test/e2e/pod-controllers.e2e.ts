@@ -42,7 +42,9 @@ const RULES: JsonObject[] = [
       podControllers: ['*'],
       match: [
         { select: '$.kind', matchValue: 'Pod' },
-        // The guard that makes the append idempotent (the admission warning says so without it).
+        // The guard a pod needs (on 1.37 the ServiceAccount plugin mounts its token into the appended container,
+        // and the webhook is invoked again: unguarded, the sidecar would be appended twice). Templates do not: their
+        // marker keeps the rule off them, and off the pods made from them.
         { select: '$.spec.containers[*].name', matchValue: SIDECAR, negate: true },
       ],
       patch: [
@@ -77,89 +79,99 @@ const podTemplate = (app: string, extra: JsonObject = {}): JsonObject => ({
 });
 
 /** Every controller kind, its collection and a manifest; the template is where podControllers moves the rule. */
-const CONTROLLERS: Array<{ kind: string; path: string; body: JsonObject; template: (o: JsonObject) => JsonObject }> =
-  [
-    {
+const CONTROLLERS: Array<{
+  kind: string;
+  path: string;
+  body: JsonObject;
+  template: (o: JsonObject) => JsonObject;
+}> = [
+  {
+    kind: 'Deployment',
+    path: `/apis/apps/v1/namespaces/${NS}/deployments`,
+    body: {
+      apiVersion: 'apps/v1',
       kind: 'Deployment',
-      path: `/apis/apps/v1/namespaces/${NS}/deployments`,
-      body: {
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: 'web' },
-        spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: podTemplate('web') },
-      },
-      template: (o) => (o.spec as JsonObject).template as JsonObject,
+      metadata: { name: 'web' },
+      spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: podTemplate('web') },
     },
-    {
+    template: (o) => (o.spec as JsonObject).template as JsonObject,
+  },
+  {
+    kind: 'StatefulSet',
+    path: `/apis/apps/v1/namespaces/${NS}/statefulsets`,
+    body: {
+      apiVersion: 'apps/v1',
       kind: 'StatefulSet',
-      path: `/apis/apps/v1/namespaces/${NS}/statefulsets`,
-      body: {
-        apiVersion: 'apps/v1',
-        kind: 'StatefulSet',
-        metadata: { name: 'db' },
-        spec: { serviceName: 'db', replicas: 1, selector: { matchLabels: { app: 'db' } }, template: podTemplate('db') },
+      metadata: { name: 'db' },
+      spec: {
+        serviceName: 'db',
+        replicas: 1,
+        selector: { matchLabels: { app: 'db' } },
+        template: podTemplate('db'),
       },
-      template: (o) => (o.spec as JsonObject).template as JsonObject,
     },
-    {
+    template: (o) => (o.spec as JsonObject).template as JsonObject,
+  },
+  {
+    kind: 'DaemonSet',
+    path: `/apis/apps/v1/namespaces/${NS}/daemonsets`,
+    body: {
+      apiVersion: 'apps/v1',
       kind: 'DaemonSet',
-      path: `/apis/apps/v1/namespaces/${NS}/daemonsets`,
-      body: {
-        apiVersion: 'apps/v1',
-        kind: 'DaemonSet',
-        metadata: { name: 'agent' },
-        spec: { selector: { matchLabels: { app: 'agent' } }, template: podTemplate('agent') },
-      },
-      template: (o) => (o.spec as JsonObject).template as JsonObject,
+      metadata: { name: 'agent' },
+      spec: { selector: { matchLabels: { app: 'agent' } }, template: podTemplate('agent') },
     },
-    {
+    template: (o) => (o.spec as JsonObject).template as JsonObject,
+  },
+  {
+    kind: 'ReplicaSet',
+    path: `/apis/apps/v1/namespaces/${NS}/replicasets`,
+    body: {
+      apiVersion: 'apps/v1',
       kind: 'ReplicaSet',
-      path: `/apis/apps/v1/namespaces/${NS}/replicasets`,
-      body: {
-        apiVersion: 'apps/v1',
-        kind: 'ReplicaSet',
-        metadata: { name: 'cache' },
-        spec: { replicas: 1, selector: { matchLabels: { app: 'cache' } }, template: podTemplate('cache') },
-      },
-      template: (o) => (o.spec as JsonObject).template as JsonObject,
+      metadata: { name: 'cache' },
+      spec: { replicas: 1, selector: { matchLabels: { app: 'cache' } }, template: podTemplate('cache') },
     },
-    {
+    template: (o) => (o.spec as JsonObject).template as JsonObject,
+  },
+  {
+    kind: 'ReplicationController',
+    path: `/api/v1/namespaces/${NS}/replicationcontrollers`,
+    body: {
+      apiVersion: 'v1',
       kind: 'ReplicationController',
-      path: `/api/v1/namespaces/${NS}/replicationcontrollers`,
-      body: {
-        apiVersion: 'v1',
-        kind: 'ReplicationController',
-        metadata: { name: 'legacy' },
-        spec: { replicas: 1, selector: { app: 'legacy' }, template: podTemplate('legacy') },
-      },
-      template: (o) => (o.spec as JsonObject).template as JsonObject,
+      metadata: { name: 'legacy' },
+      spec: { replicas: 1, selector: { app: 'legacy' }, template: podTemplate('legacy') },
     },
-    {
+    template: (o) => (o.spec as JsonObject).template as JsonObject,
+  },
+  {
+    kind: 'Job',
+    path: `/apis/batch/v1/namespaces/${NS}/jobs`,
+    body: {
+      apiVersion: 'batch/v1',
       kind: 'Job',
-      path: `/apis/batch/v1/namespaces/${NS}/jobs`,
-      body: {
-        apiVersion: 'batch/v1',
-        kind: 'Job',
-        metadata: { name: 'migrate' },
-        spec: { template: podTemplate('migrate', { restartPolicy: 'Never' }) },
-      },
-      template: (o) => (o.spec as JsonObject).template as JsonObject,
+      metadata: { name: 'migrate' },
+      spec: { template: podTemplate('migrate', { restartPolicy: 'Never' }) },
     },
-    {
+    template: (o) => (o.spec as JsonObject).template as JsonObject,
+  },
+  {
+    kind: 'CronJob',
+    path: `/apis/batch/v1/namespaces/${NS}/cronjobs`,
+    body: {
+      apiVersion: 'batch/v1',
       kind: 'CronJob',
-      path: `/apis/batch/v1/namespaces/${NS}/cronjobs`,
-      body: {
-        apiVersion: 'batch/v1',
-        kind: 'CronJob',
-        metadata: { name: 'report' },
-        spec: {
-          schedule: '0 3 * * *',
-          jobTemplate: { spec: { template: podTemplate('report', { restartPolicy: 'OnFailure' }) } },
-        },
+      metadata: { name: 'report' },
+      spec: {
+        schedule: '0 3 * * *',
+        jobTemplate: { spec: { template: podTemplate('report', { restartPolicy: 'OnFailure' }) } },
       },
-      template: (o) => ((((o.spec as JsonObject).jobTemplate as JsonObject).spec as JsonObject).template as JsonObject),
     },
-  ];
+    template: (o) =>
+      (((o.spec as JsonObject).jobTemplate as JsonObject).spec as JsonObject).template as JsonObject,
+  },
+];
 
 const containerNames = (podSpecHolder: JsonObject): string[] =>
   ((podSpecHolder.spec as JsonObject).containers as JsonObject[]).map((c) => String(c.name));
@@ -175,12 +187,15 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
   let ledger: ClusterLedger;
   let operator: RunningOperator | null = null;
   let saDir = '';
+  let olderPod = '';
 
   /** The pods whose controller (owner) is named `owner`. */
   async function podsOf(owner: string, count: number): Promise<JsonObject[]> {
     return waitFor(`${count} pod(s) of ${owner}`, async () => {
       const pods = (await items(admin, `/api/v1/namespaces/${NS}/pods`)).filter((p) =>
-        ((metaOf(p).ownerReferences ?? []) as JsonObject[]).some((r) => r.name === owner),
+        ((metaOf(p).ownerReferences ?? []) as JsonObject[]).some((r) =>
+          owner.endsWith('-') ? String(r.name).startsWith(owner) : r.name === owner,
+        ),
       );
       return pods.length >= count ? pods : undefined;
     });
@@ -195,7 +210,11 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
     admin = cp.admin();
     ledger = new ClusterLedger(admin);
     await installBundle(admin, ledger);
-    await ledger.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS, labels: { [SCOPE_LABEL]: 'true' } } });
+    await ledger.apply({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: NS, labels: { [SCOPE_LABEL]: 'true' } },
+    });
     const { mutating, validating } = webhookManifests(`https://${host}:${port}`, SCOPE_LABEL);
     await ledger.apply(mutating);
     await ledger.apply(validating);
@@ -236,7 +255,8 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
         spec: { replicas: 1, selector: { matchLabels: { app: 'older' } }, template: podTemplate('older') },
       },
     });
-    await podsOf('older-', 0);
+    const [before] = await podsOf('older-', 1);
+    olderPod = String(metaOf(before).name);
     for (const rule of RULES) {
       await admin.request('POST', MODRULES, { body: rule });
       ledger.track(`${MODRULES}/${String(metaOf(rule).name)}`);
@@ -264,7 +284,7 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
   });
 
   it.each(CONTROLLERS.map((c) => [c.kind, c] as const))(
-    'patches a %s at its template, and says so on the rule\'s status',
+    "patches a %s at its template, and says so on the rule's status",
     async (_kind, c) => {
       const stored = await admin.request('POST', c.path, { body: c.body });
       const template = c.template(stored);
@@ -302,7 +322,13 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
         metadata: {
           name: 'report-manual',
           ownerReferences: [
-            { apiVersion: 'batch/v1', kind: 'CronJob', name: 'report', uid: String(metaOf(cron).uid), controller: true },
+            {
+              apiVersion: 'batch/v1',
+              kind: 'CronJob',
+              name: 'report',
+              uid: String(metaOf(cron).uid),
+              controller: true,
+            },
           ],
         },
         spec: jobTemplate.spec as JsonObject,
@@ -315,23 +341,39 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
   });
 
   it('patches the pods of a controller created before the rule, and a bare pod, as pods', async () => {
-    // Scale the older Deployment: its ReplicaSet (template without marker) creates a pod the Pod rule patches.
-    await admin.request('PATCH', `/apis/apps/v1/namespaces/${NS}/replicasets`, {}).catch(() => undefined);
+    // The older Deployment's pod goes: its ReplicaSet (template without marker) makes a new one, a pod to patch.
+    await admin.request('DELETE', `/api/v1/namespaces/${NS}/pods/${olderPod}`, {
+      query: { gracePeriodSeconds: '0' },
+    });
     const [rs] = (await items(admin, `/apis/apps/v1/namespaces/${NS}/replicasets`)).filter((r) =>
       String(metaOf(r).name).startsWith('older-'),
     );
-    const rsTemplate = (rs.spec as JsonObject).template as JsonObject;
-    expect(containerNames(rsTemplate)).toEqual(['older']);
-    const [pod] = await podsOf(String(metaOf(rs).name), 1);
+    // A ReplicaSet a Deployment controls is the Deployment's: left as it was.
+    expect(containerNames((rs.spec as JsonObject).template as JsonObject)).toEqual(['older']);
+    const pod = await waitFor('a new pod of the older ReplicaSet', async () => {
+      const pods = await podsOf(String(metaOf(rs).name), 1);
+      return pods.find((p) => metaOf(p).name !== olderPod);
+    }).catch(async (err: unknown) => {
+      // Why not: the ReplicaSet's events (a refused create says so there).
+      const events = (await items(admin, `/api/v1/namespaces/${NS}/events`)).map(
+        (e) => `${String((e.involvedObject as JsonObject).name)}: ${String(e.reason)}: ${String(e.message)}`,
+      );
+      throw new Error(`${String(err)}\n${events.join('\n')}`);
+    });
     expect(containerNames(pod)).toEqual(['older', SIDECAR]);
     expect(metaOf(pod).labels).toMatchObject({ logging: 'older' });
     const bare = await admin.request('POST', `/api/v1/namespaces/${NS}/pods`, {
-      body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'bare', labels: { app: 'bare' } }, spec: podTemplate('bare').spec as JsonObject },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'bare', labels: { app: 'bare' } },
+        spec: podTemplate('bare').spec as JsonObject,
+      },
     });
     expect(containerNames(bare)).toEqual(['bare', SIDECAR]);
   });
 
-  it('refuses `kubectl apply` of a Deployment without limits, with the rule\'s message', async () => {
+  it("refuses `kubectl apply` of a Deployment without limits, with the rule's message", async () => {
     const bin = cp?.kubectl;
     if (!bin || !cp) throw new Error('kubectl is needed (KUBEBUILDER_ASSETS or E2E_KUBECTL)');
     const manifest = {
@@ -355,7 +397,28 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
     expect(listed.map((d) => metaOf(d).name)).not.toContain('unlimited');
   });
 
-  it('lists the controllers it reaches on the rule\'s status', async () => {
+  it('warns on `kubectl apply` of the rule without its guard (not idempotent on a pod)', async () => {
+    const bin = cp?.kubectl;
+    if (!bin || !cp) throw new Error('kubectl is needed (KUBEBUILDER_ASSETS or E2E_KUBECTL)');
+    const spec = RULES[0].spec as JsonObject;
+    const unguarded = {
+      ...RULES[0],
+      metadata: { name: 'sidecar-unguarded', namespace: NS },
+      spec: { ...spec, match: [(spec.match as JsonObject[])[0]] },
+    };
+    const r = await kubectl(
+      bin,
+      cp.kubeConfigPath,
+      ['apply', '--dry-run=server', '-f', '-'],
+      stringify(unguarded),
+    );
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      'Warning: spec.patch: not idempotent: applied to its own result it changes /spec/containers/5 again (sample Pod web-x2x5k)',
+    );
+  });
+
+  it("lists the controllers it reaches on the rule's status", async () => {
     const got = await waitFor('status.podControllers', async () => {
       const rule = await admin.request('GET', `${MODRULES}/sidecar`);
       return Array.isArray((rule.status as JsonObject | undefined)?.podControllers) ? rule : undefined;
