@@ -7,6 +7,7 @@ import { parseModRuleValue } from '../rule/value';
 import { hasOwn, setOwn } from '../patch/object';
 import { messageOf } from '../util/errors';
 import { TemplateTarget, templateTarget } from './pod-view';
+import { patchField } from '../rule/pod-controllers';
 
 /** A patch operation with its path resolved and its value rendered, ready to apply. */
 export interface ResolvedOperation {
@@ -49,7 +50,7 @@ export function resolveOperations(
   let seen: TemplateTarget | undefined;
   const dataOf = () => (seen ??= templateTarget(rule, target));
   rule.patch.forEach((op, i) => {
-    const at = `spec.patch[${i}]`;
+    const at = patchField(rule, i);
     if (!op.select) {
       out.push(
         resolveOne(op, op.tokens as readonly string[], dataOf, namespace, null, [], at, budget.request),

@@ -165,7 +165,12 @@ describe('a Pod rule with podControllers on every controller and a bare Pod', ()
     expect(matched).toEqual(['default/sidecar (Job)']);
     expect(e.rules.map((r) => r.rule)).toContain('default/require-limits (CronJob)');
     const job = e.rules.find((r) => r.rule === 'default/sidecar (Job)');
-    expect(job?.operations?.[0].path).toBe('/spec/template/spec/containers/-');
+    // The marker first, then the rule's own operations.
+    expect(job?.operations?.map((o) => o.path)).toEqual([
+      `/spec/template/metadata/annotations/${MARKER.replace('/', '~1')}`,
+      '/spec/template/spec/containers/-',
+      '/spec/template/metadata/labels/injected-into',
+    ]);
   });
 
   it('counts a ModRule once, however many variants it has', () => {

@@ -126,6 +126,7 @@ function retarget(parts: PolicyParts): PolicyParts {
   return {
     ...parts,
     guard: r(parts.guard),
+    guards: parts.guards?.map(r),
     match: parts.match.map(r),
     message: parts.message && r(parts.message),
   };

@@ -35,7 +35,11 @@ describe('a Pod rule with controller variants as one native policy', () => {
     expect((fit.policy.metadata as JsonObject).name).toBe('modrule.apps.team-label');
     const conditions = (spec.matchConditions as JsonObject[]).map((c) => String(c.expression));
     // Each condition chooses by apiVersion and kind: a Deployment's labels are its template's.
-    const labels = conditions.find((c) => c.includes('"app"')) ?? '';
+    const labels =
+      (spec.matchConditions as JsonObject[])
+        .filter((c) => String(c.name).startsWith('match-'))
+        .map((c) => String(c.expression))
+        .find((c) => c.includes('"app"')) ?? '';
     expect(labels).toContain('object[?"apiVersion"].orValue("") == "apps/v1"');
     expect(labels).toContain('object[?"kind"].orValue("") == "CronJob"');
     expect(labels).toContain('[?"jobTemplate"]');
@@ -85,5 +89,25 @@ describe('a Pod rule with controller variants as one native policy', () => {
         /^spec\.patch\[0\]: apps\/team-label \(Deployment\): .*\.Target\.kind of the pod a template describes/,
       ),
     );
+  });
+
+  it("names the rule's own fields in a variant's reasons, not the variant's shifted ones", () => {
+    const misfit = compileNative(
+      rule({
+        type: 'Reject',
+        podControllers: ['Deployment', 'CronJob'],
+        match: [
+          { select: '$.kind', matchValue: 'Pod' },
+          { select: '$.spec["initContainers","containers"][? imageTag(@.image) == "latest"]' },
+        ],
+      }),
+    );
+    if (misfit.fits) throw new Error('fits');
+    expect([...new Set(misfit.reasons.map((r) => r.field))]).toEqual(['spec.match[1]']);
+    expect(misfit.reasons.map((r) => r.message.split(':')[0])).toEqual([
+      '$.spec["initContainers","containers"][? imageTag(@.image) == "latest"]',
+      'apps/team-label (Deployment)',
+      'apps/team-label (CronJob)',
+    ]);
   });
 });

@@ -83,6 +83,15 @@ export function markerPatch(namespace: string, name: string, template: readonly 
   };
 }
 
+/**
+ * The field of a compiled rule's patch operation as the ModRule has it: a Patch variant's first operation is the
+ * marker it adds (spec.podControllers), the rule's own come after it.
+ */
+export function patchField(rule: Pick<CompiledRule, 'podController' | 'type'>, index: number): string {
+  if (!rule.podController || rule.type !== 'Patch') return `spec.patch[${index}]`;
+  return index === 0 ? 'spec.podControllers' : `spec.patch[${index - 1}]`;
+}
+
 /** A rule as logs and explanations name it: `namespace/name`, and the controller kind for a variant. */
 export function ruleLabel(rule: Pick<CompiledRule, 'key' | 'podController'>): string {
   return rule.podController ? `${rule.key} (${rule.podController.kind})` : rule.key;

@@ -59,8 +59,9 @@ describe('spec.podControllers: a Pod rule compiled into controller variants', ()
       ]);
       expect(v.match[0].select.source).toBe('$.kind');
       expect(v.match[0].matchValue).toBe(v.podController?.kind);
-      expect(v.match[1].select.source).toBe('$.apiVersion');
-      expect(v.match[1].matchValue).toBe(v.podController?.apiVersion);
+      // The rule's own items keep their indices; the controller's apiVersion comes after them.
+      expect(v.match[4].select.source).toBe('$.apiVersion');
+      expect(v.match[4].matchValue).toBe(v.podController?.apiVersion);
     }
   });
 
@@ -68,24 +69,25 @@ describe('spec.podControllers: a Pod rule compiled into controller variants', ()
     const of = (kind: string) =>
       (rule.variants ?? []).find((v) => v.podController?.kind === kind) as CompiledRule;
     const deployment = of('Deployment');
-    expect(deployment.match.slice(2).map((m) => m.select.source)).toEqual([
+    expect(deployment.match.slice(1).map((m) => m.select.source)).toEqual([
       '$.spec.template.spec.containers[*].name',
       '$.spec.template.metadata.labels.app',
       '$.metadata.namespace',
+      '$.apiVersion',
       `$.spec.template.metadata.annotations["${markerAnnotation('default', 'sidecar')}"]`,
     ]);
     expect(deployment.patch.map((p) => p.path)).toEqual([
+      `/spec/template/metadata/annotations/${markerAnnotation('default', 'sidecar').replace('/', '~1')}`,
       '/spec/template/spec/containers/-1',
       '/spec/template/metadata/labels/team',
       '/spec/template/spec/containers/#0/image',
-      `/spec/template/metadata/annotations/${markerAnnotation('default', 'sidecar').replace('/', '~1')}`,
     ]);
-    expect(deployment.patch[2].select?.source).toBe(
+    expect(deployment.patch[3].select?.source).toBe(
       '$.spec.template.spec.containers[?((@.image =~ "^nginx"))].image',
     );
     const cron = of('CronJob');
-    expect(cron.match[2].select.source).toBe('$.spec.jobTemplate.spec.template.spec.containers[*].name');
-    expect(cron.patch[0].path).toBe('/spec/jobTemplate/spec/template/spec/containers/-1');
+    expect(cron.match[1].select.source).toBe('$.spec.jobTemplate.spec.template.spec.containers[*].name');
+    expect(cron.patch[1].path).toBe('/spec/jobTemplate/spec/template/spec/containers/-1');
   });
 
   it('skips, on the Pod rule, pods whose template this rule patched (its marker annotation)', () => {
@@ -254,6 +256,14 @@ describe('spec.podControllers refuses what cannot be moved, with the field and w
       },
       'spec.patch[0].value',
       'metadata whole',
+    ],
+    [
+      {
+        podControllers: ['Job'],
+        patch: [{ op: 'add', select: '$.metadata.labels[*]', path: '/metadata/#0/x', value: 'y' }],
+      },
+      'spec.patch[0].path',
+      'a placeholder where the path names the pod',
     ],
     [
       { podControllers: ['Job'], patch: [{ op: 'add', path: '/status/phase', value: 'x' }] },

@@ -110,8 +110,6 @@ function variantMatch(
       problem(`spec.match[${i}]`, `${WHY}: with podControllers the rule must select Pods only`);
     if (kind === 'this') {
       out.push({ select: '$.kind', matchValue: at.kind });
-      if (!pinned && !hasVersionPin(rule.match))
-        out.push({ select: '$.apiVersion', matchValue: at.apiVersion });
       pinned = true;
       return;
     }
@@ -127,7 +125,9 @@ function variantMatch(
       'spec.podControllers',
       'applies to rules that select Pods: add the match item {select: $.kind, matchValue: Pod}',
     );
-  return [...out, ...skips(rule, at)];
+  // After the rule's own criteria (so their indices stay theirs): the apiVersion, and what a variant skips.
+  const version = hasVersionPin(rule.match) ? [] : [{ select: '$.apiVersion', matchValue: at.apiVersion }];
+  return [...out, ...version, ...skips(rule, at)];
 }
 
 function variantPatch(
@@ -139,10 +139,11 @@ function variantPatch(
   const out: JsonValue[] = raw.map((op, i) => {
     const field = `spec.patch[${i}]`;
     const tokens = parsePointer(String(op.path));
-    const head = tokens.slice(0, tokens[0] === 'metadata' ? 3 : 2);
+    // Which part of the pod a path writes must be known: no placeholder for its field (or metadata's).
+    const head = tokens.slice(0, tokens[0] === 'metadata' ? 2 : 1);
     let path = String(op.path);
     if (head.some((t) => /#\d/.test(t)) && rule.patch[i].select) {
-      problem(`${field}.path`, `${WHY}: a placeholder where the pod's top-level field is named`);
+      problem(`${field}.path`, `${WHY}: a placeholder where the path names the pod's field`);
     } else {
       const to = movePodPath(tokens, at.template);
       if (typeof to === 'string') problem(`${field}.path`, `${WHY}: ${to}`);
@@ -152,7 +153,9 @@ function variantPatch(
     const movedSelect = select ? moved(select.ast, at, `${field}.select`, problem) : undefined;
     return { ...op, path, ...(movedSelect === undefined ? {} : { select: movedSelect }) };
   });
-  if (rule.spec.type === 'Patch') out.push(markerPatch(rule.namespace, rule.name, at.template));
+  // The marker first: it creates the template's missing parents before the rule's own operations write below them
+  // (what the native compiler needs to know; rule/pod-controllers.ts patchField maps the indices back).
+  if (rule.spec.type === 'Patch') out.unshift(markerPatch(rule.namespace, rule.name, at.template));
   return out;
 }
 

@@ -455,6 +455,10 @@ const COLLECTIONS: Record<string, string> = {
   Deployment: '/apis/apps/v1/namespaces/{ns}/deployments',
   StatefulSet: '/apis/apps/v1/namespaces/{ns}/statefulsets',
   DaemonSet: '/apis/apps/v1/namespaces/{ns}/daemonsets',
+  ReplicaSet: '/apis/apps/v1/namespaces/{ns}/replicasets',
+  ReplicationController: '/api/v1/namespaces/{ns}/replicationcontrollers',
+  Job: '/apis/batch/v1/namespaces/{ns}/jobs',
+  CronJob: '/apis/batch/v1/namespaces/{ns}/cronjobs',
   [FUZZ_KIND]: `/apis/${FUZZ_API_VERSION}/namespaces/{ns}/configmaps`,
 };
 
@@ -628,7 +632,10 @@ function describeObject(o: JsonObject): string {
  */
 export function normalize(o: Outcome, id: number, side: Side, others?: JsonObject[]): JsonValue {
   if ('rejected' in o) return { rejected: renameSide(o.rejected, id, side) };
-  const obj = withoutOthersFields(cloneJson(o.stored), others);
+  // The object's uid, and what the API server derives from it (a Job's controller-uid selector and labels).
+  const uid = String((o.stored.metadata as JsonObject).uid ?? '');
+  const stored = uid ? (JSON.parse(JSON.stringify(o.stored).split(uid).join('<uid>')) as JsonObject) : o.stored;
+  const obj = withoutOthersFields(cloneJson(stored), others);
   const meta = obj.metadata as JsonObject;
   for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation'])
     delete meta[f];
