@@ -29,7 +29,11 @@ export function podView(controller: JsonValue, at: PodTemplateAt): JsonObject {
 }
 
 /** The template data of a rule for an object: `.Target` (the pod view for a variant, with `.Controller`) and `.Namespace`. */
-export function templateData(rule: CompiledRule, target: JsonValue, namespace: string): Record<string, unknown> {
+export function templateData(
+  rule: CompiledRule,
+  target: JsonValue,
+  namespace: string,
+): Record<string, unknown> {
   const at = rule.podController;
   if (!at) return { Target: target, Namespace: namespace };
   return { Target: podView(target, at), Namespace: namespace, Controller: target };

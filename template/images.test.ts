@@ -35,6 +35,15 @@ describe('image template functions', () => {
     expect(render('{{ imageWithRegistry "mirror.example.com" .SelectedItem }}', want)).toBe(want);
   });
 
+  it('builds a pull-through cache path that keeps the source registry', () => {
+    const src =
+      '{{ imageWithRegistry (print "cache.example.com/" (imageRegistry .SelectedItem)) .SelectedItem }}';
+    expect(render(src, 'nginx:1.25')).toBe('cache.example.com/docker.io/library/nginx:1.25');
+    expect(render(src, 'quay.io/prometheus/node-exporter:v1.8.0')).toBe(
+      'cache.example.com/quay.io/prometheus/node-exporter:v1.8.0',
+    );
+  });
+
   it('fails the call for what is not a reference, or not a string', () => {
     expect(() => render('{{ imageRegistry .SelectedItem }}', 'Nginx')).toThrow(
       /error calling imageRegistry: invalid image reference "Nginx": repository name "library\/Nginx" must be lowercase/,

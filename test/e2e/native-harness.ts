@@ -634,7 +634,9 @@ export function normalize(o: Outcome, id: number, side: Side, others?: JsonObjec
   if ('rejected' in o) return { rejected: renameSide(o.rejected, id, side) };
   // The object's uid, and what the API server derives from it (a Job's controller-uid selector and labels).
   const uid = String((o.stored.metadata as JsonObject).uid ?? '');
-  const stored = uid ? (JSON.parse(JSON.stringify(o.stored).split(uid).join('<uid>')) as JsonObject) : o.stored;
+  const stored = uid
+    ? (JSON.parse(JSON.stringify(o.stored).split(uid).join('<uid>')) as JsonObject)
+    : o.stored;
   const obj = withoutOthersFields(cloneJson(stored), others);
   const meta = obj.metadata as JsonObject;
   for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation'])
