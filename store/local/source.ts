@@ -285,7 +285,12 @@ export class LocalRuleSource {
     for (const [key, entry] of rules) {
       let rule = entry.compiled;
       if (!rule) {
-        inForce ??= new Map(store.allRules().map((r) => [objectKey(r.namespace, r.name), r]));
+        inForce ??= new Map(
+          store
+            .allRules()
+            .filter((r) => !r.podController) // a Pod rule stands for its variants
+            .map((r) => [objectKey(r.namespace, r.name), r]),
+        );
         rule = inForce.get(key);
         errors.push(
           `${entry.file}: ModRule ${key} is invalid (${rule ? 'previous version stays in force' : 'not loaded'}): ${entry.problems}`,
