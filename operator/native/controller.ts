@@ -1,6 +1,5 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { keyOf, nameOf, splitKey, metadataOf } from '../../util/meta';
-import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../rule/compile';
 import { formatProblems } from '../../rule/problems';
 import {
