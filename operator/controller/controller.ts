@@ -33,6 +33,8 @@ export interface ControllerOptions {
   onError?: (key: string, err: unknown) => void;
   /** The log field that names a key (e.g. 'rule'); default 'key'. */
   keyName?: string;
+  /** The warning logged when a reconcile threw; default `<name> reconcile failed; retrying`. */
+  errorMessage?: string;
 }
 
 /** A reconciler on a work queue, with one worker. */
@@ -126,7 +128,7 @@ export class Controller implements Runnable {
     } catch (err) {
       if (this.stopping.signal.aborted) return;
       this.options.onError?.(key, err);
-      this.options.logger.warn(`${this.name} reconcile failed; retrying`, {
+      this.options.logger.warn(this.options.errorMessage ?? `${this.name} reconcile failed; retrying`, {
         [this.options.keyName ?? 'key']: key,
         failures: this.queue.failures(key) + 1,
         error: messageOf(err),

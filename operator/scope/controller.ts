@@ -11,7 +11,6 @@ import { dragnetOf, scopeHash } from '../../scope/entry';
 import { Scope } from '../../scope/types';
 import { scopeIncludes } from '../../scope/union';
 import { AdmittedRules } from '../rules/admitted';
-import { Backoff } from '../../kube/backoff';
 import { Informer } from '../../kube/informer';
 import { LiveScopeView } from './live';
 import { KubeApiError, KubeClient } from '../../kube/kube';
@@ -27,7 +26,7 @@ import {
   MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
 } from '../../kube/owned';
 import type { CatalogSource } from '../rules/discovery';
-import { Debouncer, SingleFlight } from '../../util/coalesce';
+import { Controller, ReconcileResult } from '../controller/controller';
 
 export interface ScopeControllerOptions {
   client: KubeClient;
@@ -73,6 +72,9 @@ export interface ScopeControllerOptions {
   onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
 }
 
+/** The work queue's one key: the dragnet registration. */
+const DRAGNET = 'dragnet';
+
 /**
  * Keeps the dragnet webhook's registration (rules, namespaceSelector, matchConditions) as narrow as the ModRules in
  * force allow (scope/compute.ts), or as configured with `mode: wide`. Writes are compare-and-swap updates of the
@@ -87,11 +89,9 @@ export class ScopeController {
   private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
   private readonly writer: ScopeWriter;
   private readonly unsubscribe: Array<() => void> = [];
-  private readonly debounce: Debouncer;
-  private readonly flight: SingleFlight;
+  /** The one worker that writes the registration: its computations and the admissions' widenings, in turn. */
+  private readonly work: Controller;
   private stopped = false;
-  private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
-  private retryTimer: NodeJS.Timeout | null = null;
   /** What this replica computed last: its registration's hash and the rules version it was computed at. */
   private computed: { hash: string; rulesVersion: string } | null = null;
   private readonly desired: DesiredScope;
@@ -105,15 +105,19 @@ export class ScopeController {
   private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: ScopeControllerOptions) {
-    this.flight = new SingleFlight(
-      () => this.run(),
-      () => this.stopped,
+    this.work = new Controller(
+      'dragnet scope',
+      { reconcile: () => this.reconcile() },
+      {
+        logger: options.logger,
+        backoff: { initialMs: 500, maxMs: 30_000 },
+        errorMessage: 'cannot update the dragnet registration; the current one stays',
+        onError: (_key, err) => {
+          this.failing = messageOf(err);
+          this.metrics?.writes.inc({ result: 'failed' });
+        },
+      },
     );
-    this.debounce = new Debouncer(() => this.flight.run(), {
-      quietMs: options.debounceMs ?? 200,
-      maxDelayMs: options.maxDelayMs ?? 2000,
-      now: () => this.now(),
-    });
     this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
     this.live = new LiveScopeView(options);
@@ -157,6 +161,7 @@ export class ScopeController {
       pending: () => options.admitted?.versions() ?? [],
       onWrite: (result) => this.metrics?.writes.inc({ result }),
       onFallback: () => this.schedule(),
+      request: () => this.work.enqueue(DRAGNET),
       now: () => this.now(),
     });
   }
@@ -205,16 +210,16 @@ export class ScopeController {
     );
     this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
     if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
+    this.work.start();
     this.informer.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe) u();
-    this.debounce.cancel();
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.widener.abort('the operator is stopping');
     this.live.stop();
-    await Promise.all([this.informer.stop(), this.flight.idle()]);
+    await Promise.all([this.informer.stop(), this.work.stop()]);
   }
 
   /** Calls `listener` when what covers() answers may have changed. */
@@ -236,28 +241,27 @@ export class ScopeController {
 
   /** Computes after a quiet time, but not later than maxDelayMs after the first change. */
   private schedule(): void {
-    if (!this.stopped) this.debounce.trigger();
+    if (!this.stopped)
+      this.work.enqueueDebounced(DRAGNET, this.options.debounceMs ?? 200, this.options.maxDelayMs ?? 2000);
   }
 
-  /** One computation (the flight runs it again if asked meanwhile); a failure schedules another after a backoff. */
-  private async run(): Promise<void> {
-    try {
-      await this.reconcile();
-      this.backoff.reset();
-      this.failing = null;
-    } catch (err) {
-      this.failing = messageOf(err);
-      this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
-        error: this.failing,
-      });
-      this.metrics?.writes.inc({ result: 'failed' });
-      if (this.retryTimer) clearTimeout(this.retryTimer);
-      this.retryTimer = setTimeout(() => this.schedule(), this.backoff.next());
-      this.retryTimer.unref();
+  /**
+   * The worker's one reconcile: the admissions waiting for a widening first (their answer is on the clock), else
+   * a computation from the rules in force. A failure is retried after the queue's backoff.
+   */
+  private async reconcile(): Promise<ReconcileResult | void> {
+    if (this.widener.waiting) {
+      await this.widener.serve();
+      // The computation the admitted rules asked for comes after (from a fresh read).
+      return { requeueAfter: 0 };
     }
+    const result = await this.follow();
+    this.failing = null;
+    return result;
   }
 
-  private async reconcile(): Promise<void> {
+  /** Writes the registration the rules in force need, when the stamps say this replica should. */
+  private async follow(): Promise<ReconcileResult | void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
     const held = this.widener.heldUntil();
     if (held > this.now()) return this.later(held);
@@ -291,12 +295,11 @@ export class ScopeController {
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
-      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
-      if (blocked) this.later(blocked.until);
       // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
       if (this.options.admitted?.versions().length && !scopeIncludes(live.current, registration))
         this.widener.repair();
-      return;
+      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
+      return blocked ? this.later(blocked.until) : undefined;
     }
     // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
     const pending = (live.stamp?.pending ?? []).filter(
@@ -322,8 +325,9 @@ export class ScopeController {
             'the API server stored another dragnet registration; trying a coarser one',
             { precision: result?.precision, next },
           );
-          this.flight.again();
-        } else await this.giveUp(stored, live.configured);
+          return { requeueAfter: 0 };
+        }
+        await this.giveUp(stored, live.configured);
         return;
       }
       this.nativeScopes.confirm(result, this.disabled);
@@ -336,8 +340,7 @@ export class ScopeController {
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) {
         this.metrics?.writes.inc({ result: 'conflict' });
-        this.flight.again(); // someone wrote first: decide again on what they wrote
-        return;
+        return { requeueAfter: 0 }; // someone wrote first: decide again on what they wrote
       }
       // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
       const next =
@@ -351,8 +354,7 @@ export class ScopeController {
           next,
           error: messageOf(err).slice(0, 2000),
         });
-        this.flight.again();
-        return;
+        return { requeueAfter: 0 };
       }
       // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
       if (!scopeIncludes(live.current, registration))
@@ -375,10 +377,8 @@ export class ScopeController {
   }
 
   /** Computes again at `at` (a hold or a pending rule's time is up). */
-  private later(at: number): void {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.schedule(), Math.max(0, at - this.now()) + 10);
-    this.retryTimer.unref();
+  private later(at: number): ReconcileResult {
+    return { requeueAfter: Math.max(0, at - this.now()) + 10 };
   }
 
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */

@@ -49,6 +49,8 @@ export interface WidenerContext {
   /** Told about every write (metrics) and fallback. */
   onWrite?(result: 'ok' | 'conflict' | 'invalid' | 'failed'): void;
   onFallback?(reason: string, until: number): void;
+  /** Asks the scope controller's worker to serve the waiters (the one writer of the registration). */
+  request(): void;
   now(): number;
 }
 
@@ -67,16 +69,16 @@ function maxVersion(a: string | undefined, b: string | null): string {
 /**
  * Makes the dragnet registration send a ModRule's objects before its admission is answered. The common case costs
  * nothing: the live registration already covers it (a rule shaped like others in force) and has been confirmed.
- * Otherwise it writes the union of the live registration and what the rules need (never narrower: another rule,
- * admitted a moment ago, may rely on the live one), coalescing admissions that arrive meanwhile into one write, and
- * probes until the API server uses it. When that does not succeed by `widenBy`, it puts the configured net back
- * (held, so no replica narrows it for a while) and says so; when even that cannot be written, the rule fails.
+ * Otherwise the admission waits while the scope controller's worker (the one writer of the registration) writes the
+ * union of the live registration and what the rules need (never narrower: another rule, admitted a moment ago, may
+ * rely on the live one), coalescing admissions that arrive meanwhile into one write, and probes until the API server
+ * uses it. When that does not succeed by `widenBy`, it puts the configured net back (held, so no replica narrows it
+ * for a while) and says so; when even that cannot be written, the rule fails.
  */
 export class ScopeWidener {
   /** The index of each registration this replica computed or widened to, by hash (the fast path's test). */
   private readonly indexes = new Map<string, ScopeIndex>();
   private readonly queue: Waiter[] = [];
-  private running = false;
   /** Why this replica put the configured net back, and until when it holds it (the stamp tells other replicas). */
   private held: { reason: string; until: number } | null = null;
 
@@ -103,12 +105,17 @@ export class ScopeWidener {
     return this.held && this.held.until > now ? this.held.reason : null;
   }
 
-  /** Widens for the admitted rules once more (the live registration left one out), unless a widening is under way. */
+  /** Whether admissions (or a repair) wait for a widening: the worker serves them before anything else. */
+  get waiting(): boolean {
+    return this.queue.length > 0;
+  }
+
+  /** Widens for the admitted rules once more (the live registration left one out), unless a widening is queued. */
   repair(): void {
-    if (this.running || this.queue.length > 0) return;
+    if (this.queue.length > 0) return;
     const now = this.ctx.now();
     this.queue.push({ widenBy: now + 5000, until: now + 8000, resolve: () => undefined });
-    void this.drain();
+    this.ctx.request();
   }
 
   /** Resolves when the registration sends `rule`'s objects, or with why not, by `until` at the latest. */
@@ -119,8 +126,13 @@ export class ScopeWidener {
     }
     return new Promise((resolve) => {
       this.queue.push({ widenBy, until, resolve });
-      void this.drain();
+      this.ctx.request();
     });
+  }
+
+  /** Answers every waiting admission with what the operator is doing instead (it stops). */
+  abort(reason: string): void {
+    for (const w of this.queue.splice(0)) w.resolve({ kind: 'failed', reason });
   }
 
   /** Whether the live registration (null: no dragnet at all, nothing to wait for) sends the rule's objects. */
@@ -139,27 +151,24 @@ export class ScopeWidener {
     return !!live && scopeIncludes(live.current, this.ctx.desired(live).registration);
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0);
-        const widenBy = Math.min(...batch.map((w) => w.widenBy));
-        const until = Math.min(...batch.map((w) => w.until));
-        const outcome = await this.widen(widenBy).then(
-          (o) => o,
-          (err: unknown) => ({ kind: 'error' as const, reason: messageOf(err) }),
-        );
-        const final =
-          outcome.kind === 'covered' || outcome.kind === 'widened'
-            ? outcome
-            : await this.fallback(outcome.reason, until);
-        for (const w of batch) w.resolve(final);
-      }
-    } finally {
-      this.running = false;
-    }
+  /**
+   * From the scope controller's worker: one widening for every admission waiting now (those that arrive meanwhile
+   * wait for the next), then each is answered.
+   */
+  async serve(): Promise<void> {
+    const batch = this.queue.splice(0);
+    if (batch.length === 0) return;
+    const widenBy = Math.min(...batch.map((w) => w.widenBy));
+    const until = Math.min(...batch.map((w) => w.until));
+    const outcome = await this.widen(widenBy).then(
+      (o) => o,
+      (err: unknown) => ({ kind: 'error' as const, reason: messageOf(err) }),
+    );
+    const final =
+      outcome.kind === 'covered' || outcome.kind === 'widened'
+        ? outcome
+        : await this.fallback(outcome.reason, until);
+    for (const w of batch) w.resolve(final);
   }
 
   /** One widening: the union of the live registration and what every rule in force needs, written and confirmed. */
