@@ -23,8 +23,6 @@ export interface ReferenceCachesOptions {
   store: RuleStore;
   /** Owner kinds read for syntheticRefs.owner (group/Kind, core: Kind); default DEFAULT_OWNER_KINDS. */
   ownerKinds?: readonly string[];
-  /** Called (debounced) when what the rules' status should say about their references may have changed. */
-  onStatusChange?: () => void;
 }
 
 const PLAN = 'plan';
@@ -42,6 +40,7 @@ export class ReferenceCaches implements ReferenceSource {
   private readonly work: Controller;
   private stopped = false;
   private readonly unsubscribe: Array<() => void> = [];
+  private readonly statusListeners = new Set<() => void>();
 
   constructor(private readonly options: ReferenceCachesOptions) {
     const deps = {
@@ -52,7 +51,10 @@ export class ReferenceCaches implements ReferenceSource {
     };
     this.work = new Controller(
       'reference caches',
-      { reconcile: async (key) => (key === PLAN ? this.reconcile() : this.options.onStatusChange?.()) },
+      {
+        reconcile: async (key) =>
+          key === PLAN ? this.reconcile() : this.statusListeners.forEach((l) => l()),
+      },
       { logger: options.logger },
     );
     this.named = new NamedWatches(this.reader, deps);
@@ -65,6 +67,12 @@ export class ReferenceCaches implements ReferenceSource {
         if (feeder.startsWith('named:')) this.statusMayHaveChanged();
       }),
     );
+  }
+
+  /** Calls `listener` (debounced) when what the rules' status should say about their references may have changed. */
+  onStatusChange(listener: () => void): () => void {
+    this.statusListeners.add(listener);
+    return () => void this.statusListeners.delete(listener);
   }
 
   /** Starts the watches the rules held now need. */
@@ -147,6 +155,6 @@ export class ReferenceCaches implements ReferenceSource {
   }
 
   private statusMayHaveChanged(): void {
-    if (!this.stopped && this.options.onStatusChange) this.work.enqueueDebounced(STATUS, 100, 100);
+    if (!this.stopped && this.statusListeners.size > 0) this.work.enqueueDebounced(STATUS, 100, 100);
   }
 }

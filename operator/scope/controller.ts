@@ -64,7 +64,11 @@ export interface ScopeControllerOptions {
   /** Clock; injectable for tests. */
   now?: () => number;
   /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
-  native?: { policiesVersion(): string | null; servingVersion(): string };
+  native?: { policiesVersion(): string | null; servingVersion(): string } | null;
+  /** This replica's view of the live registration, shared with the Ready gate and the status; default its own. */
+  live?: LiveScopeView;
+  /** What the live registration does for native rules, shared with the native controller; default its own. */
+  nativeScopes?: NativeScopes;
   /**
    * Told each computation's per-rule reports (operator/scope/findings.ts); `narrowed` false when the registration is
    * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
@@ -92,15 +96,9 @@ export class ScopeController {
   /** The one worker that writes the registration: its computations and the admissions' widenings, in turn. */
   private readonly work: Controller;
   private stopped = false;
-  /** What this replica computed last: its registration's hash and the rules version it was computed at. */
-  private computed: { hash: string; rulesVersion: string } | null = null;
   private readonly desired: DesiredScope;
-  /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
-  private disabled = false;
   /** What the live registration does for rules served natively. */
-  readonly nativeScopes = new NativeScopes();
-  /** Why the last computation could not write the registration (null: it could). */
-  private failing: string | null = null;
+  readonly nativeScopes: NativeScopes;
   private readonly widener: ScopeWidener;
   private readonly metrics: ScopeMetrics | null;
 
@@ -113,14 +111,15 @@ export class ScopeController {
         backoff: { initialMs: 500, maxMs: 30_000 },
         errorMessage: 'cannot update the dragnet registration; the current one stays',
         onError: (_key, err) => {
-          this.failing = messageOf(err);
+          this.live.setFailing(messageOf(err));
           this.metrics?.writes.inc({ result: 'failed' });
         },
       },
     );
     this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
-    this.live = new LiveScopeView(options);
+    this.live = options.live ?? new LiveScopeView(options);
+    this.nativeScopes = options.nativeScopes ?? new NativeScopes();
     this.writer = new ScopeWriter({ ...options, live: this.live });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
@@ -181,20 +180,12 @@ export class ScopeController {
 
   /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */
   whyNotSent(): string {
-    return (
-      this.heldWide() ??
-      (this.failing ? `it cannot be written: ${this.failing}` : 'the API server has not applied it yet')
-    );
+    return this.live.whyNotSent();
   }
 
   /** Why the registration is held at the configured net, or null (metric, status). */
   heldWide(): string | null {
-    if (this.disabled) return 'the API server stored another dragnet registration than the one written';
-    const live = this.live.scope();
-    const wide = !live?.ours || scopeHash(live.current) === scopeHash(live.configured);
-    if (this.failing && live && wide && this.options.mode === 'rules')
-      return `a narrower registration cannot be written: ${this.failing}`;
-    return this.widener.heldWide();
+    return this.live.heldWide();
   }
 
   start(): void {
@@ -232,7 +223,7 @@ export class ScopeController {
    * is the configured net, or a scope computed from rules at least that new, in place for settleMs.
    */
   covers(ruleVersion: string): boolean {
-    return this.live.covers(ruleVersion, this.computed);
+    return this.live.covers(ruleVersion);
   }
 
   private now(): number {
@@ -256,14 +247,14 @@ export class ScopeController {
       return { requeueAfter: 0 };
     }
     const result = await this.follow();
-    this.failing = null;
+    this.live.setFailing(null);
     return result;
   }
 
   /** Writes the registration the rules in force need, when the stamps say this replica should. */
   private async follow(): Promise<ReconcileResult | void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
-    const held = this.widener.heldUntil();
+    const held = this.live.heldUntil();
     if (held > this.now()) return this.later(held);
     const rulesVersion = this.options.rulesVersion();
     // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
@@ -276,7 +267,7 @@ export class ScopeController {
     const { registration, result, full } = this.desired.compute(live, this.narrowing());
     this.desired.report(result, live);
     const hash = scopeHash(registration);
-    this.computed = { hash, rulesVersion };
+    this.live.setComputed({ hash, rulesVersion });
     if (result) this.widener.remember(hash, result.index);
     this.live.notify();
     const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
@@ -290,7 +281,7 @@ export class ScopeController {
       { rulesVersion, writer: this.id, mode: this.options.mode, nativeVersion },
       ctx,
     );
-    if (decision.reason === 'current') this.nativeScopes.confirm(result, this.disabled);
+    if (decision.reason === 'current') this.nativeScopes.confirm(result, this.live.givenUp);
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
@@ -330,7 +321,7 @@ export class ScopeController {
         await this.giveUp(stored, live.configured);
         return;
       }
-      this.nativeScopes.confirm(result, this.disabled);
+      this.nativeScopes.confirm(result, this.live.givenUp);
       this.options.logger.info('dragnet registration updated', {
         reason: decision.reason,
         mode: this.options.mode,
@@ -368,7 +359,7 @@ export class ScopeController {
 
   /** Whether the registration follows the rules (else it is the configured net: wide mode, or narrowing given up). */
   private narrowing(): boolean {
-    return this.options.mode === 'rules' && !this.disabled;
+    return this.options.mode === 'rules' && !this.live.givenUp;
   }
 
   /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
@@ -383,7 +374,7 @@ export class ScopeController {
 
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
   private async giveUp(stored: JsonObject, configured: Scope): Promise<void> {
-    this.disabled = true;
+    this.live.giveUp();
     this.nativeScopes.confirm(null, true);
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',

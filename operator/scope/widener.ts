@@ -79,8 +79,6 @@ export class ScopeWidener {
   /** The index of each registration this replica computed or widened to, by hash (the fast path's test). */
   private readonly indexes = new Map<string, ScopeIndex>();
   private readonly queue: Waiter[] = [];
-  /** Why this replica put the configured net back, and until when it holds it (the stamp tells other replicas). */
-  private held: { reason: string; until: number } | null = null;
 
   constructor(private readonly ctx: WidenerContext) {}
 
@@ -88,21 +86,6 @@ export class ScopeWidener {
   remember(hash: string, index: ScopeIndex): void {
     if (this.indexes.size >= 64) this.indexes.clear();
     this.indexes.set(hash, index);
-  }
-
-  /** Until when this replica holds the configured net after a fallback (0: it does not). */
-  heldUntil(): number {
-    return this.held?.until ?? 0;
-  }
-
-  /** Why the registration is held at the configured net (this replica's fallback, or another's stamp), or null. */
-  heldWide(): string | null {
-    const now = this.ctx.now();
-    const live = this.ctx.live.scope();
-    const hold = live?.ours ? live.stamp?.hold : undefined;
-    if (hold !== undefined && hold > now)
-      return live?.stamp?.reason ?? 'a narrower registration could not be written';
-    return this.held && this.held.until > now ? this.held.reason : null;
   }
 
   /** Whether admissions (or a repair) wait for a widening: the worker serves them before anything else. */
@@ -288,7 +271,7 @@ export class ScopeWidener {
           await this.ctx.writer.write(config, live.configured, stamp, live.configured);
           this.ctx.onWrite?.('ok');
         }
-        this.held = { reason, until: holdUntil };
+        this.ctx.live.hold(reason, holdUntil);
         this.ctx.onFallback?.(reason, holdUntil);
         const ok = await this.ctx.probe.confirm(
           () => !this.ctx.live.scope()?.ours || this.ctx.live.currentHash === hash,
