@@ -63,33 +63,37 @@ export function buildServing(
   let webhook: RunningWebhook | null = null;
   const server = runnable(
     async () => {
-      webhook = await startWebhookServer({
-        ...{ store, logger, registry, references },
-        tls: certificates.tls,
-        port: config.webhookPort,
-        host: config.host,
-        healthPort: config.healthPort,
-        processMetrics: true,
-        budget: config.budget,
-        isReady: () => !draining() && sync.isReady(),
-        rulesLoaded: sync.synced,
-        onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
-        ruleAdmission,
-        storeFreshness: admitted,
-        // A peer's rule counts here too: held for until stored, and in this replica's computations of the scope.
-        peer: {
-          key: peerKey,
-          receive: (notice) =>
-            admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
+      webhook = await startWebhookServer(
+        {
+          ...{ logger, registry },
+          tls: certificates.tls,
+          port: config.webhookPort,
+          host: config.host,
+          healthPort: config.healthPort,
+          processMetrics: true,
+          isReady: () => !draining() && sync.isReady(),
         },
-        // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
-        onDemotion: controllers.status ? (d) => controllers.status?.reportDemotion(d) : undefined,
-        quarantine: state.quarantine,
-        failures: state.failures,
-        // ModRules naming kinds the cluster does not serve are admitted with a warning.
-        servedKinds: () => controllers.discovery.catalog(),
-        recordPatchedBy: config.recordPatchedBy,
-      });
+        {
+          ...{ store, references, ruleAdmission },
+          budget: config.budget,
+          rulesLoaded: sync.synced,
+          onPodBinding: async (binding) => metrics.podBindings.inc({ result: await podBinding(binding) }),
+          storeFreshness: admitted,
+          // A peer's rule counts here too: held for until stored, and in this replica's computations of the scope.
+          peer: {
+            key: peerKey,
+            receive: (notice) =>
+              admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
+          },
+          // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
+          onDemotion: controllers.status ? (d) => controllers.status?.reportDemotion(d) : undefined,
+          quarantine: state.quarantine,
+          failures: state.failures,
+          // ModRules naming kinds the cluster does not serve are admitted with a warning.
+          servedKinds: () => controllers.discovery.catalog(),
+          recordPatchedBy: config.recordPatchedBy,
+        },
+      );
       logger.info('webhook listening', {
         url: webhook.url,
         health: webhook.healthUrl,
