@@ -69,7 +69,8 @@ describe('the lint ratchet', () => {
     const values = await measure([...new Set(pins.map((p) => p.file))]);
     const wrong = pins.flatMap(({ rule, file, max }) => {
       const value = values.get(file)?.get(rule) ?? 0;
-      if (value <= limitOf(rule, file)) return [`${file}: ${rule} meets the limit now (${value}): remove its pin`];
+      if (value <= limitOf(rule, file))
+        return [`${file}: ${rule} meets the limit now (${value}): remove its pin`];
       return value === max ? [] : [`${file}: ${rule} is ${value}, pinned at ${max}: pin it at ${value}`];
     });
     expect(wrong).toEqual([]);
