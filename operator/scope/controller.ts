@@ -65,6 +65,8 @@ export interface ScopeControllerOptions {
   now?: () => number;
   /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
   native?: { policiesVersion(): string | null; servingVersion(): string } | null;
+  /** This replica's writer id in the stamp; default its start (ms) and a random part (a later start wins a tie). */
+  id?: string;
   /** This replica's view of the live registration, shared with the Ready gate and the status; default its own. */
   live?: LiveScopeView;
   /** What the live registration does for native rules, shared with the native controller; default its own. */
@@ -90,7 +92,7 @@ export class ScopeController {
   private readonly informer: Informer;
   private readonly live: LiveScopeView;
   /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */
-  private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
+  private readonly id: string;
   private readonly writer: ScopeWriter;
   private readonly unsubscribe: Array<() => void> = [];
   /** The one worker that writes the registration: its computations and the admissions' widenings, in turn. */
@@ -103,6 +105,7 @@ export class ScopeController {
   private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: ScopeControllerOptions) {
+    this.id = options.id ?? `${Date.now()}-${randomBytes(4).toString('hex')}`;
     this.work = new Controller(
       'dragnet scope',
       { reconcile: () => this.reconcile() },
