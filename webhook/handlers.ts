@@ -5,7 +5,7 @@ import { holdForFreshness, holdForReferences, holdUntilLoaded } from './dragnet-
 import { reportDecision, reportFairness } from './dragnet-report';
 import { WEBHOOK_PATHS } from './endpoints';
 import { NamespaceFairness } from './fairness';
-import { failOpen, Handler, handlerOf, layered } from './handler';
+import { failClosed, failOpen, Handler, handlerOf, layered } from './handler';
 import { DragnetMetrics } from './metrics';
 import { handleMutateModRule } from './modrule';
 import { podBindingHandler } from './podbinding';
@@ -79,7 +79,10 @@ export function dragnetEndpoint(options: DragnetOptions): EndpointRegistration {
   };
 }
 
-/** The ModRule validation and defaulting endpoints (the same checks as the store), in the store's namespace. */
+/**
+ * The ModRule validation and defaulting endpoints (the same checks as the store), in the store's namespace. They fail
+ * closed, as their webhooks do: an internal error refuses the write.
+ */
 export function modRuleEndpoints(
   options: Pick<DragnetOptions, 'store'> & Pick<RuleEndpointOptions, 'servedKinds' | 'ruleAdmission'>,
 ): { validate: EndpointRegistration; mutate: EndpointRegistration } {
@@ -88,7 +91,7 @@ export function modRuleEndpoints(
     validate: {
       endpoint: 'validate-modrule',
       handler: ({ logger, answers }) =>
-        failOpen(
+        failClosed(
           logger,
           answers,
         )((context) =>
@@ -103,7 +106,7 @@ export function modRuleEndpoints(
     },
     mutate: {
       endpoint: 'mutate-modrule',
-      handler: ({ logger, answers }) => failOpen(logger, answers)(handlerOf(handleMutateModRule)),
+      handler: ({ logger, answers }) => failClosed(logger, answers)(handlerOf(handleMutateModRule)),
     },
   };
 }
