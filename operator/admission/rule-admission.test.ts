@@ -7,6 +7,7 @@ import { RunningOperator, startOperator } from '../start';
 import { eventually } from '../testing/eventually';
 import { FakeApiServer } from '../testing/fake-apiserver';
 import { labelRule } from '../testing/objects';
+import { installedConfiguration, LoadedConfiguration } from '../testing/probed-cluster';
 
 /*
  * The webhook never answers for an object from a store that has not seen a rule the API server already accepted:
@@ -37,9 +38,13 @@ async function labelled(op: RunningOperator, namespace: string, label: string): 
 describe('a ModRule edit admitted a moment before the object it matches', () => {
   let api: FakeApiServer;
   let op: RunningOperator;
+  let loaded: LoadedConfiguration;
 
   beforeEach(async () => {
     api = await FakeApiServer.start();
+    // The dragnet registered, and an API server that loads its configuration at once (it answers the probes).
+    api.put('mutatingwebhookconfigurations', installedConfiguration());
+    loaded = new LoadedConfiguration(api, 0);
     op = await startOperator(
       {
         clusterNamespace: 'kubemod-system',
@@ -60,6 +65,7 @@ describe('a ModRule edit admitted a moment before the object it matches', () => 
   });
   afterEach(async () => {
     await op.stop();
+    loaded.stop();
     await api.close();
   });
 

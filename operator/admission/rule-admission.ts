@@ -1,4 +1,4 @@
-import { Histogram, Registry } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
 import { Logger } from '../../util/logger';
 import { generationOf, metaString, nameOf, objectKey } from '../../util/meta';
 import { RuleStore } from '../../store/rules';
@@ -49,6 +49,13 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
         registers: [deps.registry],
       })
     : null;
+  const unverifiedCount = deps.registry
+    ? new Counter({
+        name: 'modrule_rule_admissions_unverified_total',
+        help: 'ModRule writes admitted in force by the settle time only: the API servers could not be probed (no probe webhook, probes refused, an API server unreachable).',
+        registers: [deps.registry],
+      })
+    : null;
   return async (request, budgetMs): Promise<RuleAdmissionOutcome> => {
     if (request.dryRun) return {};
     const rule = deps.store.compileRule(request.object).rule;
@@ -72,9 +79,24 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
       : [];
     switch (outcome.kind) {
       case 'covered':
-      case 'widened':
+      case 'widened': {
         deps.confirmed.add(version.uid, version.generation);
-        return outsideWarnings.length ? { warnings: outsideWarnings } : {};
+        // In force by the settle time only (the API servers could not be probed): said, so that someone looks.
+        const unverified = outcome.unverified
+          ? [
+              `modrule: ModRule ${key} is in force, but the API servers could not be shown to use it: ${outcome.unverified}`,
+            ]
+          : [];
+        if (outcome.unverified) {
+          unverifiedCount?.inc();
+          deps.logger.warn('ModRule admitted; in force unverified', {
+            rule: key,
+            reason: outcome.unverified,
+          });
+        }
+        const warnings = [...outsideWarnings, ...unverified];
+        return warnings.length ? { warnings } : {};
+      }
       case 'fallback':
         if (outcome.confirmed) deps.confirmed.add(version.uid, version.generation);
         deps.logger.warn('ModRule admitted through the configured net', {

@@ -1,85 +1,27 @@
 import { randomBytes } from 'node:crypto';
-import { Registry } from 'prom-client';
 import { JsonObject } from '../../util/json';
-import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../rule/compile';
-import { reachOf, RuleScopeReport } from '../../scope/compute';
+import { reachOf } from '../../scope/compute';
 import { productsOf } from '../../scope/products';
-import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../../scope/ownership';
-import { dragnetOf, scopeHash } from '../../scope/entry';
-import { Scope } from '../../scope/types';
-import { scopeIncludes } from '../../scope/union';
-import { AdmittedRules } from '../rules/admitted';
 import { Informer } from '../../kube/informer';
 import { LiveScopeView } from './live';
-import { KubeApiError, KubeClient } from '../../kube/kube';
 import { NativeScopes } from './native-scopes';
 import { ScopeProbe } from './probe';
 import { ScopeWriter } from './writer';
-import { DesiredScope, writtenFields } from './desired';
+import { DesiredScope } from './desired';
 import { createScopeMetrics, ScopeMetrics } from './metrics';
 import { ScopeWidener, WidenOutcome } from './widener';
-import {
-  DRAGNET_WEBHOOK,
-  MUTATING_WEBHOOK_CONFIGURATION,
-  MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
-} from '../../kube/owned';
-import type { CatalogSource } from '../rules/discovery';
+import { RuleFollower } from './follow';
+import { ScopeControllerOptions } from './options';
+
+export type { ScopeControllerOptions } from './options';
+import { MUTATING_WEBHOOK_CONFIGURATION, MUTATING_WEBHOOK_CONFIGURATIONS_PATH } from '../../kube/owned';
 import { Controller, ReconcileResult } from '../controller/controller';
 
-export interface ScopeControllerOptions {
-  client: KubeClient;
-  logger: Logger;
-  mode: ScopeMode;
-  clusterNamespace: string;
-  /** The rules the dragnet serves, read at each computation. */
-  rules: () => readonly CompiledRule[];
-  /** The ModRule resourceVersion those rules are at; null before the first list. */
-  rulesVersion: () => string | null;
-  /** Whether the rule store has its first full lists. */
-  rulesReady: () => boolean;
-  /** Subscribes to rule changes; returns the unsubscribe. */
-  onRulesChange: (listener: () => void) => () => void;
-  /** Which resources serve each kind (operator/rules/discovery.ts). */
-  discovery: CatalogSource;
-  registry?: Registry;
-  configurationName?: string;
-  webhookName?: string;
-  /** Quiet time after a change before computing (rules come in bursts); default 200 ms. */
-  debounceMs?: number;
-  /** Longest a stream of changes may hold a computation back; default 2 s. */
-  maxDelayMs?: number;
-  /**
-   * After the live registration changes, how long before rules it covers are reported Ready: each API server
-   * applies a new configuration from its own watch, which no API tells; default 1 s.
-   */
-  settleMs?: number;
-  /** Rules this replica admitted that the store has not seen yet (they count in force); none when absent. */
-  admitted?: Pick<AdmittedRules, 'knows' | 'versions' | 'onChange'>;
-  /** The operator's own namespace: where the registration probes are created (dry run). */
-  probeNamespace?: string;
-  /** How long the configured net is held after a fallback (no replica narrows meanwhile); default 60 s. */
-  holdMs?: number;
-  /** Clock; injectable for tests. */
-  now?: () => number;
-  /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
-  native?: { policiesVersion(): string | null; servingVersion(): string } | null;
-  /** This replica's writer id in the stamp; default its start (ms) and a random part (a later start wins a tie). */
-  id?: string;
-  /** This replica's view of the live registration, shared with the Ready gate and the status; default its own. */
-  live?: LiveScopeView;
-  /** What the live registration does for native rules, shared with the native controller; default its own. */
-  nativeScopes?: NativeScopes;
-  /**
-   * Told each computation's per-rule reports (operator/scope/findings.ts); `narrowed` false when the registration is
-   * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
-   */
-  onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
-}
-
-/** The work queue's one key: the dragnet registration. */
+/** The work queue's keys: the dragnet's scope, and the proof that the API servers use the live one. */
 const DRAGNET = 'dragnet';
+const PROBE = 'probe';
 
 /**
  * Keeps the dragnet webhook's registration (rules, namespaceSelector, matchConditions) as narrow as the ModRules in
@@ -102,13 +44,16 @@ export class ScopeController {
   /** What the live registration does for rules served natively. */
   readonly nativeScopes: NativeScopes;
   private readonly widener: ScopeWidener;
+  private readonly follower: RuleFollower;
+  private readonly probe: ScopeProbe;
+  private probeMisses = 0;
   private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: ScopeControllerOptions) {
     this.id = options.id ?? `${Date.now()}-${randomBytes(4).toString('hex')}`;
     this.work = new Controller(
       'dragnet scope',
-      { reconcile: () => this.reconcile() },
+      { reconcile: (key) => (key === PROBE ? this.probeLive() : this.reconcile()) },
       {
         logger: options.logger,
         backoff: { initialMs: 500, maxMs: 30_000 },
@@ -124,6 +69,11 @@ export class ScopeController {
     this.live = options.live ?? new LiveScopeView(options);
     this.nativeScopes = options.nativeScopes ?? new NativeScopes();
     this.writer = new ScopeWriter({ ...options, live: this.live });
+    this.probe = new ScopeProbe({
+      ...options,
+      live: this.live,
+      namespace: options.probeNamespace ?? options.clusterNamespace,
+    });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
     };
@@ -147,23 +97,25 @@ export class ScopeController {
       ...options,
       live: this.live,
       writer: this.writer,
-      probe: new ScopeProbe({
-        ...options,
-        live: this.live,
-        namespace: options.probeNamespace ?? options.clusterNamespace,
-      }),
+      probe: this.probe,
       id: this.id,
-      narrowing: () => this.narrowing(),
+      narrowing: () => this.follower.narrowing(),
       rulesVersion: () => options.rulesVersion(),
       nativeVersion: () => options.native?.policiesVersion() ?? null,
       desired: (live) => {
-        const { registration, result } = this.desired.compute(live, this.narrowing());
+        const { registration, result } = this.desired.compute(live, this.follower.narrowing());
         return { registration, index: result?.index ?? null };
       },
       pending: () => options.admitted?.versions() ?? [],
       onWrite: (result) => this.metrics?.writes.inc({ result }),
       onFallback: () => this.schedule(),
       request: () => this.work.enqueue(DRAGNET),
+      now: () => this.now(),
+    });
+    this.follower = new RuleFollower({
+      ...{ options, id: this.id, live: this.live, writer: this.writer, desired: this.desired },
+      ...{ widener: this.widener, nativeScopes: this.nativeScopes, metrics: this.metrics },
+      stopped: () => this.stopped,
       now: () => this.now(),
     });
   }
@@ -204,6 +156,7 @@ export class ScopeController {
     );
     this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
     if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
+    this.unsubscribe.push(this.live.onChange(() => this.work.enqueue(PROBE)));
     this.work.start();
     this.informer.start();
   }
@@ -212,7 +165,7 @@ export class ScopeController {
     this.stopped = true;
     for (const u of this.unsubscribe) u();
     this.widener.abort('the operator is stopping');
-    this.live.stop();
+    if (!this.options.live) this.live.stop(); // a shared view is stopped by its owner
     await Promise.all([this.informer.stop(), this.work.stop()]);
   }
 
@@ -243,145 +196,31 @@ export class ScopeController {
    * The worker's one reconcile: the admissions waiting for a widening first (their answer is on the clock), else
    * a computation from the rules in force. A failure is retried after the queue's backoff.
    */
+  /**
+   * Proves the live configuration in force in the background (each version once), so that the Ready gate reports
+   * rules in force and a later admission that it covers is answered without an API call; looked at again, less and
+   * less often, until the API servers use it.
+   */
+  private async probeLive(): Promise<ReconcileResult | void> {
+    if (this.stopped || !this.live.configuration || this.probe.confirmedNow) {
+      this.probeMisses = 0;
+      return;
+    }
+    if ((await this.probe.once()).inForce) {
+      this.probeMisses = 0;
+      return;
+    }
+    return { requeueAfter: Math.min(50 * 2 ** this.probeMisses++, 5_000) };
+  }
+
   private async reconcile(): Promise<ReconcileResult | void> {
     if (this.widener.waiting) {
       await this.widener.serve();
       // The computation the admitted rules asked for comes after (from a fresh read).
       return { requeueAfter: 0 };
     }
-    const result = await this.follow();
+    const result = await this.follower.run();
     this.live.setFailing(null);
     return result;
-  }
-
-  /** Writes the registration the rules in force need, when the stamps say this replica should. */
-  private async follow(): Promise<ReconcileResult | void> {
-    if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
-    const held = this.live.heldUntil();
-    if (held > this.now()) return this.later(held);
-    const rulesVersion = this.options.rulesVersion();
-    // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
-    if (rulesVersion === null || (this.options.mode === 'rules' && !this.options.discovery.catalog())) return;
-    await this.writer.refetch(rulesVersion);
-    const config = this.live.configuration;
-    const webhook = this.live.dragnet();
-    if (!config || !webhook) return;
-    const live = readLive(config, webhook);
-    const { registration, result, full } = this.desired.compute(live, this.narrowing());
-    this.desired.report(result, live);
-    const hash = scopeHash(registration);
-    this.live.setComputed({ hash, rulesVersion });
-    if (result) this.widener.remember(hash, result.index);
-    this.live.notify();
-    const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
-    const ctx = {
-      now: this.now(),
-      landed: (uid: string, generation: number) => this.landed(uid, generation),
-    };
-    const decision = decide(
-      live,
-      registration,
-      { rulesVersion, writer: this.id, mode: this.options.mode, nativeVersion },
-      ctx,
-    );
-    if (decision.reason === 'current') this.nativeScopes.confirm(result, this.live.givenUp);
-    this.metrics?.conditions.set(registration.matchConditions.length);
-    this.metrics?.webhookRules.set(registration.rules.length);
-    if (!decision.write) {
-      this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
-      // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
-      if (this.options.admitted?.versions().length && !scopeIncludes(live.current, registration))
-        this.widener.repair();
-      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
-      return blocked ? this.later(blocked.until) : undefined;
-    }
-    // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
-    const pending = (live.stamp?.pending ?? []).filter(
-      (p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation),
-    );
-    const stamp: ScopeStamp = {
-      hash,
-      rulesVersion,
-      writer: this.id,
-      mode: this.options.mode,
-      ...(nativeVersion ? { nativeVersion } : {}),
-      ...(pending.length > 0 ? { pending } : {}),
-    };
-    try {
-      const stored = await this.writer.write(config, registration, stamp, live.configured);
-      this.metrics?.writes.inc({ result: 'ok' });
-      const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
-      if (!back || scopeHash(readLive(stored, back.webhook).current) !== hash) {
-        // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
-        const next = this.desired.stepDown(full, result);
-        if (next) {
-          this.options.logger.error(
-            'the API server stored another dragnet registration; trying a coarser one',
-            { precision: result?.precision, next },
-          );
-          return { requeueAfter: 0 };
-        }
-        await this.giveUp(stored, live.configured);
-        return;
-      }
-      this.nativeScopes.confirm(result, this.live.givenUp);
-      this.options.logger.info('dragnet registration updated', {
-        reason: decision.reason,
-        mode: this.options.mode,
-        rulesVersion,
-        ...writtenFields(registration, result),
-      });
-    } catch (err) {
-      if (err instanceof KubeApiError && err.status === 409) {
-        this.metrics?.writes.inc({ result: 'conflict' });
-        return { requeueAfter: 0 }; // someone wrote first: decide again on what they wrote
-      }
-      // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
-      const next =
-        err instanceof KubeApiError && (err.status === 422 || err.status === 400)
-          ? this.desired.stepDown(full, result)
-          : null;
-      if (next) {
-        this.metrics?.writes.inc({ result: 'invalid' });
-        this.options.logger.error('the API server refused the dragnet scope; trying a coarser one', {
-          precision: result?.precision,
-          next,
-          error: messageOf(err).slice(0, 2000),
-        });
-        return { requeueAfter: 0 };
-      }
-      // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
-      if (!scopeIncludes(live.current, registration))
-        await this.widener.fallback(
-          `cannot write the dragnet registration: ${messageOf(err)}`,
-          this.now() + 10_000,
-        );
-      throw err;
-    }
-  }
-
-  /** Whether the registration follows the rules (else it is the configured net: wide mode, or narrowing given up). */
-  private narrowing(): boolean {
-    return this.options.mode === 'rules' && !this.live.givenUp;
-  }
-
-  /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
-  private landed(uid: string, generation: number): boolean {
-    return this.options.admitted?.knows(uid, generation) ?? false;
-  }
-
-  /** Computes again at `at` (a hold or a pending rule's time is up). */
-  private later(at: number): ReconcileResult {
-    return { requeueAfter: Math.max(0, at - this.now()) + 10 };
-  }
-
-  /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
-  private async giveUp(stored: JsonObject, configured: Scope): Promise<void> {
-    this.live.giveUp();
-    this.nativeScopes.confirm(null, true);
-    this.options.logger.error(
-      'the stored dragnet registration differs from the one written; restoring the configured net',
-    );
-    if (this.writer.dragnetOf(stored)) await this.writer.write(stored, configured, null, configured);
   }
 }

@@ -1,3 +1,4 @@
+import { JsonObject } from '../../util/json';
 import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../rule/compile';
@@ -10,19 +11,30 @@ import { scopeIncludes, UNION_LEVELS, unionScopes } from '../../scope/union';
 import { RuleVersion } from '../rules/admitted';
 import { KubeApiError } from '../../kube/kube';
 import { LiveScopeView } from './live';
-import { ScopeProbe } from './probe';
+import { Confirmation, ScopeProbe } from './probe';
+import { probeTokenIn } from '../../scope/probe';
 import { ScopeWriter } from './writer';
 
 /** How a ModRule's admission ended for the registration. */
 export type WidenOutcome =
-  /** The live registration sends the rule's objects and the API server uses it. */
-  | { kind: 'covered' }
-  /** Widened for it, and the API server uses the widened registration. */
-  | { kind: 'widened' }
+  /** The live registration sends the rule's objects and the API servers use it (`unverified`: only settled, why). */
+  | { kind: 'covered'; unverified?: string }
+  /** Widened for it, and the API servers use the widened registration (`unverified`: only settled, why). */
+  | { kind: 'widened'; unverified?: string }
   /** The configured (wide) net was put back instead: `reason` says why; `confirmed` whether it is known in force. */
   | { kind: 'fallback'; reason: string; confirmed: boolean }
   /** Nothing that sends its objects could be written: the rule must not be admitted. */
   | { kind: 'failed'; reason: string };
+
+/** Why nothing can be sent: the dragnet's configuration, or its entry, is gone (deleted by hand, an uninstall). */
+export const NOT_REGISTERED =
+  'the dragnet webhook is not registered (no dragnet.kubemod.io entry in kubemod-mutating-webhook-configuration): ' +
+  're-apply bundle.yaml';
+
+/** The `unverified` part of an outcome from a confirmation. */
+function unverifiedOf(got: Confirmation): { unverified?: string } {
+  return got.inForce && got.unverified ? { unverified: got.unverified } : {};
+}
 
 /** What the widener needs of the dragnet scope it widens for. */
 export interface WidenerContext {
@@ -52,6 +64,21 @@ export interface WidenerContext {
   /** Asks the scope controller's worker to serve the waiters (the one writer of the registration). */
   request(): void;
   now(): number;
+}
+
+/** How a widening ended, before any fallback. */
+type Widening =
+  | { kind: 'covered'; unverified?: string }
+  | { kind: 'widened'; unverified?: string }
+  | { kind: 'error'; reason: string };
+
+/** What one widening has tried so far. */
+interface WideningState {
+  /** The UNION_LEVELS entry tried now (coarser after the API server refused or changed a union). */
+  level: number;
+  wrote: boolean;
+  /** Why it has not succeeded yet. */
+  reason: string;
 }
 
 interface Waiter {
@@ -105,7 +132,8 @@ export class ScopeWidener {
   async ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
     const live = this.ctx.live.scope();
     if (this.ctx.live.seen && this.coveredBy(live, rule)) {
-      if (await this.ctx.probe.confirm(() => this.stillCovers(rule), widenBy)) return { kind: 'covered' };
+      const got = await this.ctx.probe.confirm(() => this.stillCovers(rule), widenBy);
+      if (got.inForce) return { kind: 'covered', ...unverifiedOf(got) };
     }
     return new Promise((resolve) => {
       this.queue.push({ widenBy, until, resolve });
@@ -118,9 +146,10 @@ export class ScopeWidener {
     for (const w of this.queue.splice(0)) w.resolve({ kind: 'failed', reason });
   }
 
-  /** Whether the live registration (null: no dragnet at all, nothing to wait for) sends the rule's objects. */
+  /** Whether the live registration (null: no dragnet at all: nothing is sent) sends the rule's objects. */
   private coveredBy(live: LiveScope | null, rule: CompiledRule): boolean {
-    if (!live || !live.ours || !this.ctx.narrowing()) return true;
+    if (!live) return false;
+    if (!live.ours || !this.ctx.narrowing()) return true;
     const index = this.indexes.get(this.ctx.live.currentHash ?? '');
     // An admitted rule is served by the webhook in full (its native policy comes later): it needs every object,
     // which a native rule's group of the same shape (sending only what its guards decline) does not cover.
@@ -155,77 +184,88 @@ export class ScopeWidener {
   }
 
   /** One widening: the union of the live registration and what every rule in force needs, written and confirmed. */
-  private async widen(
-    widenBy: number,
-  ): Promise<{ kind: 'covered' } | { kind: 'widened' } | { kind: 'error'; reason: string }> {
-    let level = 0;
-    let wrote = false;
-    let reason = 'the dragnet registration could not be widened in time';
+  private async widen(widenBy: number): Promise<Widening> {
+    const state: WideningState = {
+      level: 0,
+      wrote: false,
+      reason: 'the dragnet registration could not be widened in time',
+    };
     await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '');
     while (this.ctx.now() < widenBy) {
-      const config = this.ctx.live.configuration;
-      const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
-      if (!config || !webhook) return { kind: 'covered' }; // no dragnet registered: nothing to widen
-      const live = readLive(config, webhook);
-      if (!live.ours || !this.ctx.narrowing()) return this.confirmed(widenBy, () => true);
-      const desired = this.ctx.desired(live);
-      const union = unionScopes(live.current, desired.registration, UNION_LEVELS[level]);
-      const hash = scopeHash(union);
-      if (hash === scopeHash(live.current)) {
-        if (desired.index) this.remember(hash, desired.index);
-        const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === hash);
-        if (confirmed.kind === 'covered' && wrote) return { kind: 'widened' };
-        if (confirmed.kind === 'covered' || this.ctx.live.currentHash === hash) return confirmed;
-        continue; // the live registration moved on meanwhile: decide again on what it is now
-      }
-      const stamp = this.stampFor(live, hash);
-      try {
-        const stored = await this.ctx.writer.write(config, union, stamp, live.configured);
-        this.ctx.onWrite?.('ok');
-        wrote = true;
-        const back = this.ctx.writer.dragnetOf(stored);
-        if (!back || scopeHash(readLive(stored, back).current) !== hash) {
-          reason = 'the API server stored another dragnet registration than the one written';
-          if (++level >= UNION_LEVELS.length) break;
-          continue;
-        }
-        if (desired.index) this.remember(hash, desired.index);
-        this.ctx.logger.info('dragnet registration widened for an admitted ModRule', {
-          rules: union.rules.length,
-          level: UNION_LEVELS[level],
-        });
-        const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === hash);
-        if (confirmed.kind === 'covered') return { kind: 'widened' };
-        // The live registration moved on (another writer): decide again on what it is now.
-        if (this.ctx.live.currentHash !== hash) continue;
-        return {
-          kind: 'error',
-          reason: 'the API server did not use the widened dragnet registration in time',
-        };
-      } catch (err) {
-        reason = messageOf(err);
-        if (err instanceof KubeApiError && err.status === 409) {
-          this.ctx.onWrite?.('conflict');
-          await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '');
-          continue;
-        }
-        if (err instanceof KubeApiError && (err.status === 400 || err.status === 422)) {
-          this.ctx.onWrite?.('invalid');
-          if (++level < UNION_LEVELS.length) continue;
-        } else this.ctx.onWrite?.('failed');
-        break;
-      }
+      const step = await this.widenOnce(widenBy, state);
+      if (step !== 'again') return step;
     }
-    return { kind: 'error', reason };
+    return { kind: 'error', reason: state.reason };
+  }
+
+  /** One try: the union of the live scope as it is now, confirmed as it is, or written; 'again': decide again. */
+  private async widenOnce(widenBy: number, state: WideningState): Promise<Widening | 'again'> {
+    const config = this.ctx.live.configuration;
+    const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
+    if (!config || !webhook) return { kind: 'error', reason: NOT_REGISTERED };
+    const live = readLive(config, webhook);
+    if (!this.ctx.narrowing()) return this.confirmed(widenBy, () => true);
+    const desired = this.ctx.desired(live);
+    const union = unionScopes(live.current, desired.registration, UNION_LEVELS[state.level]);
+    const hash = scopeHash(union);
+    const isLive = () => this.ctx.live.currentHash === hash;
+    // Someone else's configuration (a re-applied bundle) is written once more, stamped and with its probe token,
+    // so that it can be proven in force: the same scope, nothing narrower.
+    if (hash === scopeHash(live.current) && live.ours && probeTokenIn(config) === hash) {
+      if (desired.index) this.remember(hash, desired.index);
+      const confirmed = await this.confirmed(widenBy, isLive);
+      if (confirmed.kind === 'covered' && state.wrote) return { ...confirmed, kind: 'widened' };
+      // Not confirmed while still live: out of time. Else the live registration moved on: decide again.
+      return confirmed.kind === 'covered' || isLive() ? confirmed : 'again';
+    }
+    let stored: JsonObject;
+    try {
+      stored = await this.ctx.writer.write(config, union, this.stampFor(live, hash), live.configured);
+    } catch (err) {
+      return this.writeFailed(err, state);
+    }
+    this.ctx.onWrite?.('ok');
+    state.wrote = true;
+    const back = this.ctx.writer.dragnetOf(stored);
+    if (!back || scopeHash(readLive(stored, back).current) !== hash) {
+      state.reason = 'the API server stored another dragnet registration than the one written';
+      return ++state.level >= UNION_LEVELS.length ? { kind: 'error', reason: state.reason } : 'again';
+    }
+    if (desired.index) this.remember(hash, desired.index);
+    this.ctx.logger.info('dragnet registration widened for an admitted ModRule', {
+      rules: union.rules.length,
+      level: UNION_LEVELS[state.level],
+    });
+    const confirmed = await this.confirmed(widenBy, isLive);
+    if (confirmed.kind === 'covered') return { ...confirmed, kind: 'widened' };
+    // The live registration moved on (another writer): decide again on what it is now.
+    if (!isLive()) return 'again';
+    return { kind: 'error', reason: 'the API server did not use the widened dragnet registration in time' };
+  }
+
+  /** A write the API server refused: read again after a conflict, a coarser union after an invalid one, else stop. */
+  private async writeFailed(err: unknown, state: WideningState): Promise<Widening | 'again'> {
+    state.reason = messageOf(err);
+    if (err instanceof KubeApiError && err.status === 409) {
+      this.ctx.onWrite?.('conflict');
+      await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '');
+      return 'again';
+    }
+    if (err instanceof KubeApiError && (err.status === 400 || err.status === 422)) {
+      this.ctx.onWrite?.('invalid');
+      if (++state.level < UNION_LEVELS.length) return 'again';
+    } else this.ctx.onWrite?.('failed');
+    return { kind: 'error', reason: state.reason };
   }
 
   /** Covered once the probe (or the settle time) says the API server uses the live registration. */
   private async confirmed(
     by: number,
     stillLive: () => boolean,
-  ): Promise<{ kind: 'covered' } | { kind: 'error'; reason: string }> {
-    return (await this.ctx.probe.confirm(stillLive, by))
-      ? { kind: 'covered' }
+  ): Promise<{ kind: 'covered'; unverified?: string } | { kind: 'error'; reason: string }> {
+    const got = await this.ctx.probe.confirm(stillLive, by);
+    return got.inForce
+      ? { kind: 'covered', ...unverifiedOf(got) }
       : { kind: 'error', reason: 'the API server did not use the dragnet registration in time' };
   }
 
@@ -263,7 +303,7 @@ export class ScopeWidener {
         await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '');
         const config = this.ctx.live.configuration;
         const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
-        if (!config || !webhook) return { kind: 'covered' };
+        if (!config || !webhook) return { kind: 'failed', reason: `${reason}; ${NOT_REGISTERED}` };
         const live = readLive(config, webhook);
         const hash = scopeHash(live.configured);
         if (live.ours && scopeHash(live.current) !== hash) {
@@ -273,11 +313,11 @@ export class ScopeWidener {
         }
         this.ctx.live.hold(reason, holdUntil);
         this.ctx.onFallback?.(reason, holdUntil);
-        const ok = await this.ctx.probe.confirm(
+        const got = await this.ctx.probe.confirm(
           () => !this.ctx.live.scope()?.ours || this.ctx.live.currentHash === hash,
           until,
         );
-        return { kind: 'fallback', reason, confirmed: ok };
+        return { kind: 'fallback', reason, confirmed: got.inForce };
       } catch (err) {
         if (err instanceof KubeApiError && err.status === 409 && this.ctx.now() < until) {
           this.ctx.onWrite?.('conflict');
