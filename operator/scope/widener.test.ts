@@ -385,4 +385,27 @@ describe('a ModRule is in force when its admission returns (ScopeController.ensu
     expect(outcome.kind).toBe('failed');
     expect((outcome as { reason: string }).reason).toMatch(/not registered/);
   });
+
+  test('probes answered 403 for ever: in force once settled, said to be unverified, and probed again later', async () => {
+    let refuse = true;
+    fake.interceptor = (req) =>
+      refuse && req.method === 'POST' && req.path.includes('/events')
+        ? { status: 403, message: 'forbidden' }
+        : undefined;
+    const r = replica({ settleMs: 100, retryRefusedMs: 300 } as Partial<
+      ConstructorParameters<typeof ScopeController>[0]
+    >);
+    r.land(kindRule('team-a', 'deployments', 'Deployment'), randomUUID());
+    await eventually(() => expect(registration().rules.flatMap((x) => x.resources)).toEqual(['deployments']));
+    const { outcome } = await r.admit(kindRule('prod', 'configmaps', 'ConfigMap'));
+    expect(['widened', 'covered']).toContain(outcome.kind);
+    expect((outcome as { unverified?: string }).unverified).toMatch(/probes are refused: .*forbidden/);
+    // Allowed again: after the retry time the next version is proven by a probe, not by its settle time.
+    refuse = false;
+    await new Promise((res) => setTimeout(res, 350));
+    const next = await r.admit(kindRule('staging', 'secrets', 'Secret'));
+    expect(next.outcome.kind).toBe('widened');
+    expect((next.outcome as { unverified?: string }).unverified).toBeUndefined();
+    expect(loadedSends('Secret', 'staging')).toBe(true);
+  });
 });
