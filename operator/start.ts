@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { ScopeMode } from '../scope/ownership';
@@ -18,7 +17,7 @@ import { FailingStatus } from './status/failing';
 import { combineHandlers } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { OperatorMetrics } from './metrics';
-import { PeerNotifier } from './admission/peers';
+import { startPeers } from './admission/peers';
 import { createPodBindingHandler } from './rules/podbinding';
 import { startDragnetScope } from './scope/wiring';
 import { SelfSignedCertificates } from './certs/self-signed';
@@ -251,19 +250,14 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   }
   tls = served;
   const podBinding = createPodBindingHandler({ client, logger });
-  // Replicas tell each other of the rules they admit, signed with a key derived from the shared serving key.
-  const peerKey = () => createHash('sha256').update(served.current().key).digest('hex');
-  const peers = new PeerNotifier({
-    client,
-    logger,
-    registry,
-    namespace: config.podNamespace,
-    port: config.webhookPort,
-    selfIp: config.podIp,
-    peers: config.peers,
-    key: peerKey,
-  });
-  peers.start();
+  // Replicas tell each other of the rules they admit (signed with keys both derive from the certificates).
+  const { notifier: peers, keys: peerKeys } = startPeers(
+    {
+      ...{ client, logger, registry, namespace: config.podNamespace, port: config.webhookPort },
+      ...{ selfIp: config.podIp, peers: config.peers },
+    },
+    { served, self: certs },
+  );
 
   let webhook: RunningWebhook;
   try {
@@ -293,7 +287,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       storeFreshness: admitted,
       // A peer's rule counts here too: held for until stored, and in this replica's computations of the registration.
       peer: {
-        key: peerKey,
+        ...peerKeys,
         receive: (notice) =>
           admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
       },
