@@ -80,6 +80,7 @@ export class LocalControlPlane {
   private controllerManager: ChildProcess | null = null;
   private scheduler: ChildProcess | null = null;
   private etcdPaused = false;
+  private readonly pausedApiServers = new Set<number>();
 
   private constructor(
     private readonly assets: string,
@@ -397,6 +398,17 @@ export class LocalControlPlane {
     this.etcdPaused = true;
   }
 
+  /** Freezes API server `index` (SIGSTOP): it accepts nothing, and its watches fall behind, until resumed. */
+  pauseApiServer(index: number): void {
+    this.apiservers[index]?.kill('SIGSTOP');
+    this.pausedApiServers.add(index);
+  }
+
+  resumeApiServer(index: number): void {
+    this.apiservers[index]?.kill('SIGCONT');
+    this.pausedApiServers.delete(index);
+  }
+
   resumeEtcd(): void {
     this.etcd?.kill('SIGCONT');
     this.etcdPaused = false;
@@ -404,6 +416,7 @@ export class LocalControlPlane {
 
   async stop(): Promise<void> {
     if (this.etcdPaused) this.resumeEtcd();
+    for (const index of [...this.pausedApiServers]) this.resumeApiServer(index);
     if (this.scheduler) await terminate(this.scheduler, 3000);
     if (this.controllerManager) await terminate(this.controllerManager, 3000);
     for (const child of this.apiservers) if (child) await terminate(child, 3000);

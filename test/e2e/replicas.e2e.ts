@@ -27,6 +27,7 @@ const run = randomBytes(3).toString('hex');
 const NS_MOVE = `ha-move-${run}`;
 const NS_LOAD = `ha-load-${run}`;
 const ROUNDS = 50;
+const PAUSED_ROUNDS = 20;
 const RATE = 20;
 const ADDRESS = machineAddress();
 const measured: Record<string, string> = {};
@@ -56,6 +57,9 @@ describeHa(`two API servers and two replicas behind the Service's endpoints (run
       texts.reduce((n, t) => n + metricSum(t, 'modrule_peer_notices_total', [`result="${result}"`]), 0);
     return { ok: sum('ok'), retried: sum('retried'), failed: sum('failed') };
   };
+
+  /** Notices sent, whatever their result. */
+  const sent = (n: { ok: number; retried: number; failed: number }) => n.ok + n.retried + n.failed;
 
   /** A counter of the API servers for one webhook, summed over both. */
   const apiServerCount = async (metric: string, webhook: string) => {
@@ -116,6 +120,15 @@ describeHa(`two API servers and two replicas behind the Service's endpoints (run
       50,
     ).catch(() => false);
 
+  /** Moves the rule `mover` to `kind` with label value `value`, through API server `from`. */
+  const moveRule = (from: number, kind: (typeof KINDS)[number], value: string) =>
+    // A merge patch of the spec, as `kubectl apply` sends it (no resourceVersion: the replicas' status writes do not
+    // make it conflict).
+    via[from].request('PATCH', `${MODRULES(NS_MOVE)}/mover`, {
+      body: { spec: labelRule(NS_MOVE, 'mover', kind.kind, value).spec as JsonObject },
+      contentType: MERGE_PATCH,
+    });
+
   it(`patches the object written through one API server at once after its rule through the other, ${ROUNDS} of ${ROUNDS} both ways`, async () => {
     const before = await notices(live);
     const admissionsBefore = await ruleAdmissions();
@@ -127,24 +140,27 @@ describeHa(`two API servers and two replicas behind the Service's endpoints (run
     ]) {
       let patched = 0;
       let uncovered = 0;
+      // Rounds whose object went through the API server that neither stored the widening nor answered its probe:
+      // the one the admitting replica (the one that sent a notice) does not talk to.
+      let unprobed = 0;
       for (let i = 0; i < ROUNDS; i++) {
         const kind = KINDS[i % KINDS.length];
         if (await narrowedAway(kind)) uncovered++;
+        const sentBefore = await Promise.all(live.map(async (r) => sent(await notices([r]))));
         const value = `r${from}${to}-${i}`;
-        // A merge patch of the spec, as `kubectl apply` sends it (no resourceVersion: the replicas' status writes
-        // do not make it conflict).
-        await via[from].request('PATCH', `${MODRULES(NS_MOVE)}/mover`, {
-          body: { spec: labelRule(NS_MOVE, 'mover', kind.kind, value).spec as JsonObject },
-          contentType: MERGE_PATCH,
-        });
+        await moveRule(from, kind, value);
         writes++;
         const got = await via[to].request('POST', kind.path(NS_MOVE), {
           body: kind.object(NS_MOVE, `o-${value}`),
         });
         if (labelsOf(got)[LABEL] === value) patched++;
+        const sentAfter = await Promise.all(live.map(async (r) => sent(await notices([r]))));
+        const admitters = live.filter((_, k) => sentAfter[k] > sentBefore[k]);
+        if (admitters.length === 1 && admitters[0].apiServer !== to) unprobed++;
       }
-      measured[`rule via API server ${from}, object via ${to} at once: patched / needed a widening`] =
-        `${patched} / ${uncovered} of ${ROUNDS}`;
+      measured[
+        `rule via API server ${from}, object via ${to} at once: patched / needed a widening / unprobed`
+      ] = `${patched} / ${uncovered} / ${unprobed} of ${ROUNDS}`;
       expect(uncovered).toBe(ROUNDS);
       expect(patched).toBe(ROUNDS);
     }
@@ -160,6 +176,36 @@ describeHa(`two API servers and two replicas behind the Service's endpoints (run
     expect(admissions).toBeGreaterThanOrEqual(writes);
     expect(after.ok + after.retried - before.ok - before.retried).toBe(admissions);
     for (const n of each) expect(n).toBeGreaterThan(0);
+  });
+
+  // What the probe does not cover (issue 35, item 11): the admitting replica widens the registration and confirms it
+  // through the API server it talks to; another API server applies the change when its own watch of the configuration
+  // delivers it. Here that watch is held back: API server 1 is frozen (SIGSTOP) from before the rule's write until
+  // 50 ms after the object was sent to it, while only replica a (API server 0) is listed, so the widening and its probe
+  // go through API server 0. Measured and printed, not asserted: the object's admission on API server 1 races its
+  // watch, and the webhook configuration it uses may be the one before the widening.
+  it(`measures objects sent to an API server whose watch is held back across the widening (${PAUSED_ROUNDS} rounds)`, async () => {
+    await replicas.publish([{ replica: live[0] }]);
+    await sleep(1000);
+    let patched = 0;
+    for (let i = 0; i < PAUSED_ROUNDS; i++) {
+      const kind = KINDS[i % KINDS.length];
+      expect(await narrowedAway(kind)).toBe(true);
+      const value = `paused-${i}`;
+      cp.pauseApiServer(1);
+      let object: Promise<JsonObject> | null = null;
+      try {
+        await moveRule(0, kind, value);
+        object = via[1].request('POST', kind.path(NS_MOVE), { body: kind.object(NS_MOVE, `o-${value}`) });
+        await sleep(50);
+      } finally {
+        cp.resumeApiServer(1);
+      }
+      if (labelsOf(await object!)[LABEL] === value) patched++;
+    }
+    measured['object via an API server frozen across the widening (the probe went through the other)'] =
+      `${patched} / ${PAUSED_ROUNDS} patched`;
+    await replicas.publish(live.map((replica) => ({ replica })));
   });
 
   /** Creates the load's rule and waits until a write through each API server is patched. */
