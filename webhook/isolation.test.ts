@@ -8,7 +8,6 @@ import {
   HTTP_TIMEOUTS,
   NamespaceDemotion,
   RunningWebhook,
-  startWebhookServer,
   WEBHOOK_PATHS,
 } from './server';
 import { decodePatch, makeReview, postReview, send, startTestServer } from './testing';
@@ -22,7 +21,7 @@ beforeAll(() => {
   certs = generateCertificates({ hosts: ['127.0.0.1'] });
 });
 
-async function start(extra: Partial<Parameters<typeof startWebhookServer>[0]> = {}): Promise<RunningWebhook> {
+async function start(extra: Parameters<typeof startTestServer>[2] = {}): Promise<RunningWebhook> {
   const store = new RuleStore();
   expect(store.replaceRules([...moderate(), benignRule('evil'), benignRule('good')])).toEqual([]);
   return startTestServer(store, certs, {

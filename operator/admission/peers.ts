@@ -221,34 +221,3 @@ export class PeerNotifier {
     });
   }
 }
-
-/** What the peers' keys are derived from: the served certificate, and the self-managed certificates when there are. */
-export interface PeerSecrets {
-  served: TlsSource;
-  /** --cert-mode self: the certificate Secret's bundle (its CA key) and a re-read of it. */
-  self: { current(): { caKey: string } | null; poll(): Promise<void> } | null;
-}
-
-/**
- * This replica's side of the peer notices: the notifier (started) and how the webhook checks notices. The keys come
- * from the certificate Secret's CA key in self mode (it changes only when the CA does, not when a replica reissues
- * the serving certificate, e.g. for a SAN the other replicas lack), else from the serving key (external mode: the
- * same mounted Secret on every replica); docs/operator.md, "Several replicas".
- */
-export function startPeers(
-  options: Omit<PeerNotifierOptions, 'keys' | 'refreshKeys'>,
-  secrets: PeerSecrets,
-): { notifier: PeerNotifier; keys: Pick<PeerReceiver, 'keys' | 'refresh'> } {
-  const { served, self } = secrets;
-  const keys = new PeerKeys(
-    () => self?.current()?.caKey || served.current().key,
-    self ? () => self.poll() : undefined,
-  );
-  const notifier = new PeerNotifier({
-    ...options,
-    keys: () => keys.keys(),
-    refreshKeys: () => keys.refresh(),
-  });
-  notifier.start();
-  return { notifier, keys: { keys: () => keys.keys(), refresh: () => void keys.refresh() } };
-}
