@@ -1,10 +1,9 @@
-import { PeerKeys } from '../webhook/peer';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { BackgroundAudit } from './audit/background';
 import { AuditMetrics } from './audit/metrics';
 import { DEFAULT_INTERVAL_SECONDS } from './audit/background';
 import { createRuleAdmission } from './admission/rule-admission';
-import { PeerNotifier } from './admission/peers';
+import { createPeers } from './admission/peers';
 import { ServingCertificates } from './certs/serving';
 import { OperatorConfig, OperatorDeps } from './config';
 import { Runnable, runnable } from './controller/lifecycle';
@@ -44,21 +43,14 @@ export function buildServing(
     extraHosts: config.extraHosts,
   });
   metrics.watchCertificate(() => certificates.expiry());
-  // Replicas tell each other of the rules they admit, signed with keys derived from a secret they share (the
-  // certificates'; the one before its last change kept: docs/operator.md, "Several replicas").
-  const peerKeys = new PeerKeys(
-    () => certificates.peerSecret(),
-    () => certificates.reread(),
+  // Replicas tell each other of the rules they admit, signed with keys both derive from the certificates.
+  const { notifier: peers, keys: peerKeys } = createPeers(
+    {
+      ...{ client, logger, registry, namespace: config.podNamespace, port: config.webhookPort },
+      ...{ selfIp: config.podIp, peers: config.peers },
+    },
+    certificates,
   );
-  const peers = new PeerNotifier({
-    ...{ client, logger, registry },
-    namespace: config.podNamespace,
-    port: config.webhookPort,
-    selfIp: config.podIp,
-    peers: config.peers,
-    keys: () => peerKeys.keys(),
-    refreshKeys: () => peerKeys.refresh(),
-  });
   const podBinding = createPodBindingHandler({ client, logger });
   // A valid ModRule is admitted once the registration sends its objects; the dragnet waits for the store to have it.
   const ruleAdmission = createRuleAdmission({
@@ -86,8 +78,7 @@ export function buildServing(
           storeFreshness: admitted,
           // A peer's rule counts here too: held for until stored, and in this replica's computations of the scope.
           peer: {
-            keys: () => peerKeys.keys(),
-            refresh: () => void peerKeys.refresh(),
+            ...peerKeys,
             receive: (notice) =>
               admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
           },

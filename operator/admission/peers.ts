@@ -12,7 +12,6 @@ import {
   SIGNATURE_HEADER,
   signatures,
 } from '../../webhook/peer';
-import { TlsSource } from '../../webhook/tls';
 import { RuleVersion } from '../rules/admitted';
 import { Informer } from '../../kube/informer';
 import { KubeClient } from '../../kube/kube';
@@ -220,4 +219,32 @@ export class PeerNotifier {
       req.end(body);
     });
   }
+}
+
+/** Where the keys of the peer notices come from (operator/certs/serving.ts ServingCertificates). */
+export interface PeerSecretSource {
+  /** The secret every replica holds; read at each notice (it changes with the certificates). */
+  peerSecret(): string;
+  /** Reads it again now (a peer refused this replica's signatures, or it could not verify a peer's). */
+  reread(): Promise<void>;
+}
+
+/**
+ * This replica's side of the peer notices: the notifier (a part the operator starts) and the receiving end's keys, both
+ * on one PeerKeys over the certificates' shared secret, so the key before its last change is kept for both.
+ */
+export function createPeers(
+  options: Omit<PeerNotifierOptions, 'keys' | 'refreshKeys'>,
+  secret: PeerSecretSource,
+): { notifier: PeerNotifier; keys: Pick<PeerReceiver, 'keys' | 'refresh'> } {
+  const keys = new PeerKeys(
+    () => secret.peerSecret(),
+    () => secret.reread(),
+  );
+  const notifier = new PeerNotifier({
+    ...options,
+    keys: () => keys.keys(),
+    refreshKeys: () => keys.refresh(),
+  });
+  return { notifier, keys: { keys: () => keys.keys(), refresh: () => void keys.refresh() } };
 }
