@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { issueServingCert, newCa } from '../../webhook/certs';
 import { messageOf } from '../../util/errors';
+import { tokenKubeConfig } from './credentials';
 
 /*
  * A throw-away control plane for the e2e suite, the way controller-runtime's envtest does it: etcd and
@@ -198,16 +199,12 @@ export class LocalControlPlane {
   }
 
   private kubeConfigYaml(server = this.server): string {
-    const ca = Buffer.from(this.caCert).toString('base64');
-    return [
-      'apiVersion: v1',
-      'kind: Config',
-      `clusters: [{name: e2e, cluster: {server: '${server}', certificate-authority-data: '${ca}'}}]`,
-      `users: [{name: e2e-admin, user: {token: '${this.token}'}}]`,
-      'contexts: [{name: e2e, context: {cluster: e2e, user: e2e-admin}}]',
-      'current-context: e2e',
-      '',
-    ].join('\n');
+    return tokenKubeConfig(server, this.caCert, 'e2e-admin', this.token);
+  }
+
+  /** The API servers' CA (PEM). */
+  get caCertPem(): string {
+    return this.caCert;
   }
 
   private spawnLogged(name: string, bin: string, args: string[]): ChildProcess {

@@ -7,6 +7,7 @@ import { KubeApiError, KubeClient } from '../../kube/kube';
 import { send } from '../../webhook/testing';
 import { remove, waitFor } from './cluster';
 import { freePorts, LocalControlPlane } from './controlplane';
+import { tokenKubeConfig } from './credentials';
 import { serviceAccountToken } from './install';
 
 /*
@@ -69,22 +70,10 @@ export class Replicas {
   /** A kubeconfig per API server with a token of the bundle's ServiceAccount (as a pod's, but by kubeconfig). */
   async init(): Promise<void> {
     const token = await serviceAccountToken(this.admin, NAMESPACE, 'kubemod-operator', 7200);
+    const ca = this.cp.caCertPem;
     this.kubeconfigs = this.cp.servers.map((server, i) => {
-      const kc = this.cp.kubeConfigOf(i).getCurrentCluster()!;
       const file = join(this.dir, `kubeconfig-${i}`);
-      writeFileSync(
-        file,
-        [
-          'apiVersion: v1',
-          'kind: Config',
-          `clusters: [{name: e2e, cluster: {server: '${server}', certificate-authority-data: '${kc.caData}'}}]`,
-          `users: [{name: operator, user: {token: '${token}'}}]`,
-          'contexts: [{name: e2e, context: {cluster: e2e, user: operator}}]',
-          'current-context: e2e',
-          '',
-        ].join('\n'),
-        { mode: 0o600 },
-      );
+      writeFileSync(file, tokenKubeConfig(server, ca, 'operator', token), { mode: 0o600 });
       return file;
     });
   }
