@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { BackgroundAudit } from './audit/background';
 import { AuditMetrics } from './audit/metrics';
 import { DEFAULT_INTERVAL_SECONDS } from './audit/background';
 import { createRuleAdmission } from './admission/rule-admission';
-import { PeerNotifier } from './admission/peers';
+import { createPeers } from './admission/peers';
 import { ServingCertificates } from './certs/serving';
 import { OperatorConfig, OperatorDeps } from './config';
 import { Runnable, runnable } from './controller/lifecycle';
@@ -44,16 +43,14 @@ export function buildServing(
     extraHosts: config.extraHosts,
   });
   metrics.watchCertificate(() => certificates.expiry());
-  // Replicas tell each other of the rules they admit, signed with a key derived from the shared serving key.
-  const peerKey = () => createHash('sha256').update(certificates.tls.current().key).digest('hex');
-  const peers = new PeerNotifier({
-    ...{ client, logger, registry },
-    namespace: config.podNamespace,
-    port: config.webhookPort,
-    selfIp: config.podIp,
-    peers: config.peers,
-    key: peerKey,
-  });
+  // Replicas tell each other of the rules they admit, signed with keys both derive from the certificates.
+  const { notifier: peers, keys: peerKeys } = createPeers(
+    {
+      ...{ client, logger, registry, namespace: config.podNamespace, port: config.webhookPort },
+      ...{ selfIp: config.podIp, peers: config.peers },
+    },
+    certificates,
+  );
   const podBinding = createPodBindingHandler({ client, logger });
   // A valid ModRule is admitted once the registration sends its objects; the dragnet waits for the store to have it.
   const ruleAdmission = createRuleAdmission({
@@ -81,7 +78,7 @@ export function buildServing(
           storeFreshness: admitted,
           // A peer's rule counts here too: held for until stored, and in this replica's computations of the scope.
           peer: {
-            key: peerKey,
+            ...peerKeys,
             receive: (notice) =>
               admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
           },

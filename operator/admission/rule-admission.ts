@@ -6,7 +6,7 @@ import { AdmissionRequest } from '../../webhook/admission';
 import { RuleAdmissionHook, RuleAdmissionOutcome } from '../../webhook/rule-admission';
 import { AdmittedRules, RuleVersion } from '../rules/admitted';
 import { ScopeController } from '../scope/controller';
-import { PeerNotifier } from './peers';
+import { PeerFailure, PeerNotifier } from './peers';
 import { ConfirmedRules } from '../scope/ready-gate';
 import { outsideNetPhrase } from '../scope/findings';
 
@@ -31,6 +31,21 @@ function versionOf(request: AdmissionRequest): RuleVersion | null {
   const namespace = request.namespace ?? metaString(obj, 'namespace');
   if (!obj || !uid || !namespace) return null;
   return { namespace, name: nameOf(obj) || (request.name ?? ''), uid, generation: generationOf(obj) ?? 0 };
+}
+
+/**
+ * The writer's warning when peers were not told of the rule: each of them answers the requests the API server sends it
+ * from its own store until its watch brings the rule (normally within a second), so the rule may miss objects written
+ * right after this write returns, where that replica is the one called. The writer is the one who relies on the rule
+ * being in force, and a replica that cannot be told is often one the API server cannot reach either (fail-open).
+ */
+function missedPeersWarning(key: string, missed: readonly PeerFailure[]): string[] {
+  if (missed.length === 0) return [];
+  const peers = missed.map((m) => `${m.peer}: ${m.error}`).join('; ');
+  return [
+    `modrule: ${missed.length} other replica(s) could not be told of ModRule ${key} (${peers}); objects they admit ` +
+      'before their own watch brings the rule (normally within a second) may miss it',
+  ];
 }
 
 /**
@@ -63,20 +78,25 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
     if (!rule || !version) return {};
     deps.admitted.admit(version, rule);
     const start = now();
-    const [outcome] = await Promise.all([
-      deps.scope.ensure(rule, start + budgetMs * (deps.widenShare ?? 0.6), start + budgetMs),
-      deps.peers?.notify(version, request.object ?? undefined),
+    const widenBy = start + budgetMs * (deps.widenShare ?? 0.6);
+    // The notices are tried again within the widening's share: the answer never waits longer than a widening may.
+    const [outcome, missed] = await Promise.all([
+      deps.scope.ensure(rule, widenBy, start + budgetMs),
+      deps.peers?.notify(version, request.object ?? undefined, widenBy),
     ]);
     waited?.observe((now() - start) / 1000);
     const key = objectKey(version.namespace, version.name);
     const outside = deps.scope.outsideNet(rule);
     // Admitted, but the net as installed never sends some of its kinds: as with KubeMod, now said (and on its status).
     const phrase = outsideNetPhrase(outside);
-    const outsideWarnings = outside.length
-      ? [
-          `modrule: ${phrase.head}: the API server never sends the webhook ${phrase.objects}, so ModRule ${key} acts on none of them`,
-        ]
-      : [];
+    const warnings = [
+      ...(outside.length
+        ? [
+            `modrule: ${phrase.head}: the API server never sends the webhook ${phrase.objects}, so ModRule ${key} acts on none of them`,
+          ]
+        : []),
+      ...missedPeersWarning(key, missed ?? []),
+    ];
     switch (outcome.kind) {
       case 'covered':
       case 'widened': {
@@ -94,8 +114,8 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
             reason: outcome.unverified,
           });
         }
-        const warnings = [...outsideWarnings, ...unverified];
-        return warnings.length ? { warnings } : {};
+        const all = [...warnings, ...unverified];
+        return all.length ? { warnings: all } : {};
       }
       case 'fallback':
         if (outcome.confirmed) deps.confirmed.add(version.uid, version.generation);
@@ -105,7 +125,7 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
         });
         return {
           warnings: [
-            ...outsideWarnings,
+            ...warnings,
             `modrule: the dragnet registration fell back to the configured (wide) net (${outcome.reason}); ` +
               `ModRule ${key} is in force through it${outcome.confirmed ? '' : ' as soon as the API server applies it'}`,
           ],

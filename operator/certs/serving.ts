@@ -98,6 +98,20 @@ export class ServingCertificates implements Runnable {
     return this.self?.current()?.caCert ?? null;
   }
 
+  /**
+   * The secret the peer notices' keys are derived from (webhook/peer.ts PeerKeys): the CA's private key in self mode,
+   * which changes only when the CA does (not when a replica reissues the serving certificate, e.g. for a SAN the
+   * others lack); the serving key in external mode (the same mounted Secret in every replica). Only after start().
+   */
+  peerSecret(): string {
+    return this.self?.current()?.caKey || this.tls.current().key;
+  }
+
+  /** Self mode: reads the certificate Secret again now (another replica may have renewed it); else nothing. */
+  async reread(): Promise<void> {
+    await this.self?.poll();
+  }
+
   /** When the served certificate expires (null before it is loaded). */
   expiry(): Date | null {
     return this.source ? expiryOf(this.source.current().cert) : null;
