@@ -10,6 +10,7 @@ import { Runnable, runnable } from './controller/lifecycle';
 import { Controllers } from './controllers';
 import { createPodBindingHandler } from './rules/podbinding';
 import { OperatorState } from './state';
+import { PeerNotice } from '../webhook/peer';
 
 /** What the operator serves: the certificate, the peer notices, the webhook server and the background audit. */
 export interface Serving {
@@ -79,8 +80,7 @@ export function buildServing(
           // A peer's rule counts here too: held for until stored, and in this replica's computations of the scope.
           peer: {
             ...peerKeys,
-            receive: (notice) =>
-              admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null),
+            receive: (notice) => receivePeerNotice(state, notice),
           },
           // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
           onDemotion: controllers.status ? (d) => controllers.status?.reportDemotion(d) : undefined,
@@ -127,4 +127,13 @@ export function buildServing(
     },
     parts,
   };
+}
+
+/**
+ * A peer's notice of a rule it admits: counted here too (held for until stored, and in this replica's computations of
+ * the scope), its write expected once the peer's admission answered.
+ */
+function receivePeerNotice({ admitted, store }: OperatorState, notice: PeerNotice): void {
+  const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;
+  admitted.admit(notice, rule, Date.now() + (notice.answerWithinMs ?? 0));
 }

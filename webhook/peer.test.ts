@@ -120,8 +120,16 @@ describe('POST /peer/admitted', () => {
 
   it('refuses a stale notice with 400', async () => {
     const [key] = new PeerKeys(() => 'one').keys();
-    const stale = JSON.stringify({ ...JSON.parse(body), sent: Date.now() - 60_000 });
+    const stale = JSON.stringify({ ...JSON.parse(body), sent: Date.now() - 11 * 60_000 });
     expect((await post(stale, [key])).status).toBe(400);
     expect(received).toEqual([]);
+  });
+
+  it("takes a notice from a replica whose clock is 40 s off (the age only turns away another era's notices)", async () => {
+    const [key] = new PeerKeys(() => 'one').keys();
+    const skewed = JSON.stringify({ ...JSON.parse(body), sent: Date.now() - 40_000, answerWithinMs: 4000 });
+    expect((await post(skewed, [key])).status).toBe(204);
+    expect(received).toHaveLength(1);
+    expect(received[0].answerWithinMs).toBe(4000);
   });
 });

@@ -19,7 +19,9 @@ export const SIGNATURE_HEADER = 'x-modrule-signature';
 /** At most this many signatures are checked (a sender holds two keys). */
 const MAX_SIGNATURES = 4;
 /** A notice older than this is refused (a replay makes a replica wait for nothing). */
-const MAX_AGE_MS = 30_000;
+// Replays are harmless (a notice of a version the store has, or never gets, is dropped by AdmittedRules): the age
+// only turns away notices from another era, and replicas' clocks may be off by tens of seconds.
+const MAX_AGE_MS = 10 * 60_000;
 
 /** A ModRule version a peer admitted. */
 export interface PeerNotice {
@@ -27,8 +29,10 @@ export interface PeerNotice {
   name: string;
   uid: string;
   generation: number;
-  /** When it was sent (ms since the epoch). */
+  /** When it was sent (ms since the epoch, the sender's clock). */
   sent: number;
+  /** How long the sender's admission may still run: the rule's write lands after that, or never. */
+  answerWithinMs?: number;
   /** The ModRule as admitted: the peer counts it in its own computations of the registration too. */
   rule?: JsonObject;
 }
@@ -122,10 +126,17 @@ function parseNotice(text: string): PeerNotice | null {
     return null;
   }
   if (!isJsonObject(v)) return null;
-  const { namespace, name, uid, generation, sent, rule } = v;
+  const { namespace, name, uid, generation, sent, answerWithinMs, rule } = v;
   if (typeof namespace !== 'string' || typeof name !== 'string' || typeof uid !== 'string') return null;
   if (typeof generation !== 'number' || typeof sent !== 'number') return null;
-  return { namespace, name, uid, generation, sent, ...(isJsonObject(rule) ? { rule } : {}) };
+  // At most the longest admission (the API server's webhook timeout is at most 30 s).
+  const within =
+    typeof answerWithinMs === 'number' ? Math.min(Math.max(answerWithinMs, 0), 30_000) : undefined;
+  return {
+    ...{ namespace, name, uid, generation, sent },
+    ...(within !== undefined ? { answerWithinMs: within } : {}),
+    ...(isJsonObject(rule) ? { rule } : {}),
+  };
 }
 
 /** POST /peer/admitted: 204 for a notice signed with a shared key and fresh, 401 or 400 otherwise. */

@@ -142,10 +142,22 @@ export class PeerNotifier {
    * Tells every peer of a rule version (and the rule), trying again until `by` (ms since the epoch; default: one
    * attempt); resolves with the peers that did not take it.
    */
-  async notify(version: RuleVersion, rule?: JsonObject, by?: number): Promise<PeerFailure[]> {
+  async notify(
+    version: RuleVersion,
+    rule?: JsonObject,
+    by?: number,
+    answerBy?: number,
+  ): Promise<PeerFailure[]> {
     const peers = [...this.peers()];
     if (peers.length === 0) return [];
-    const notice: PeerNotice = { ...version, sent: Date.now(), ...(rule ? { rule } : {}) };
+    // How long the admission may still run: a duration, so that the peers' clocks need not agree with this one's.
+    const answerWithinMs = answerBy !== undefined ? Math.max(0, answerBy - Date.now()) : undefined;
+    const notice: PeerNotice = {
+      ...version,
+      sent: Date.now(),
+      ...(answerWithinMs !== undefined ? { answerWithinMs } : {}),
+      ...(rule ? { rule } : {}),
+    };
     const body = JSON.stringify(notice);
     const deadline = by ?? Date.now() + (this.options.timeoutMs ?? 1000);
     const results = await Promise.all(

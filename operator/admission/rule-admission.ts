@@ -82,9 +82,11 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
     // The notices are tried again within the widening's share: the answer never waits longer than a widening may.
     const [outcome, missed] = await Promise.all([
       deps.scope.ensure(rule, widenBy, start + budgetMs),
-      deps.peers?.notify(version, request.object ?? undefined, widenBy),
+      deps.peers?.notify(version, request.object ?? undefined, widenBy, start + budgetMs),
     ]);
     waited?.observe((now() - start) / 1000);
+    // Answered from here on (a refusal forgets it below): the write lands now, or never.
+    deps.admitted.answered(version);
     const key = objectKey(version.namespace, version.name);
     const outside = deps.scope.outsideNet(rule);
     // Admitted, but the net as installed never sends some of its kinds: as with KubeMod, now said (and on its status).

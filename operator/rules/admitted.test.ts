@@ -87,7 +87,9 @@ describe('AdmittedRules', () => {
 
   it('drops a rule whose write never landed once a read shows it absent', async () => {
     const rule = labelRule('team-a', 'never');
-    admitted.admit({ namespace: 'team-a', name: 'never', uid: 'no-such-uid', generation: 1 }, compile(rule));
+    const never = { namespace: 'team-a', name: 'never', uid: 'no-such-uid', generation: 1 };
+    admitted.admit(never, compile(rule));
+    admitted.answered(never);
     const ms = await timed(admitted.until('team-a', 5000));
     expect(ms).toBeLessThan(1000);
     expect(
@@ -99,6 +101,7 @@ describe('AdmittedRules', () => {
   it('an update that never landed (the stored generation is older) is dropped too', async () => {
     const stored = api.put('modrules', labelRule('team-a', 'old'));
     admitted.admit(version(stored, 5), compile(stored));
+    admitted.answered(version(stored, 5));
     await timed(admitted.until('team-a', 5000));
     expect(admitted.rules()).toEqual([]);
   });
@@ -142,5 +145,35 @@ describe('AdmittedRules', () => {
     expect(admitted.until('team-a', 10)).not.toBeNull();
     admitted.handlers().upsert(stored);
     expect(admitted.until('team-a', 10)).toBeNull();
+  });
+
+  it('does not drop a rule while its own admission is still running (its write cannot have landed yet)', async () => {
+    const rule = labelRule('team-a', 'slow-admission');
+    const v = { namespace: 'team-a', name: 'slow-admission', uid: 'u-slow', generation: 1 };
+    admitted.admit(v, compile(rule));
+    // The look-ups after checkAfterMs find nothing: the API server stores the rule only once the webhook answered.
+    await new Promise((r) => setTimeout(r, 250));
+    expect(admitted.rules().map((r) => r.name)).toEqual(['slow-admission']);
+    expect(admitted.until('team-a', 10)).not.toBeNull();
+    admitted.answered(v);
+    // Answered, and still absent a look-up later: its write never landed.
+    await new Promise((r) => setTimeout(r, 250));
+    expect(admitted.rules()).toEqual([]);
+  });
+
+  it('counts both specs of one version admitted twice at once (one of the two writes will lose with a 409)', () => {
+    const stored = api.put('modrules', labelRule('team-a', 'raced'));
+    const a = compile(stored);
+    const b = compile({
+      ...stored,
+      spec: { ...(stored.spec as JsonObject), match: [{ select: '$.kind', matchValue: 'ConfigMap' }] },
+    });
+    admitted.admit(version(stored, 2), a);
+    admitted.admit(version(stored, 2), b);
+    expect(admitted.rules()).toHaveLength(2);
+    admitted
+      .handlers()
+      .upsert({ ...stored, metadata: { ...(stored.metadata as JsonObject), generation: 2 } });
+    expect(admitted.rules()).toEqual([]);
   });
 });

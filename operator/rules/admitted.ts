@@ -20,9 +20,19 @@ interface Pending extends RuleVersion {
   /** Null for a rule a peer replica admitted: held for, not counted in this replica's scope. */
   rule: CompiledRule | null;
   at: number;
+  /**
+   * By when its admission is answered (the API server stores the rule only after that): undefined while this
+   * replica's own admission runs; a peer's is the time the notice said it may still take.
+   */
+  answerBy?: number;
   waiters: Set<() => void>;
   timer: NodeJS.Timeout | null;
 }
+
+/** Specs of one rule version counted at most (writes of one version admitted at the same time). */
+const MAX_SPECS = 4;
+/** The longest an admission can run (the API server's webhook timeout is at most 30 s). */
+const MAX_ADMISSION_MS = 30_000;
 
 export interface AdmittedRulesOptions {
   client: KubeClient;
@@ -77,20 +87,28 @@ export class AdmittedRules implements StoreFreshness {
    * Records a rule admitted (valid, not a dry run) by this replica (`rule` compiled) or a peer (`rule` null), unless
    * the store already has that version.
    */
-  admit(version: RuleVersion, rule: CompiledRule | null): void {
+  admit(version: RuleVersion, rule: CompiledRule | null, answerBy?: number): void {
     if (this.stopped || this.landed(version.uid, version.generation)) return;
     const key = objectKey(version.namespace, version.name);
     const list = this.pending.get(key) ?? [];
-    const same = list.find((p) => p.uid === version.uid && p.generation === version.generation);
-    // A peer's notice after this replica's own admission adds nothing; this replica's after a notice adds the rule.
-    if (same) {
-      same.rule ??= rule;
+    const same = list.filter((p) => p.uid === version.uid && p.generation === version.generation);
+    // A notice of a version known here adds nothing; a spec of it not counted yet does (two writes of one version
+    // admitted at once: either may be the one the API server stores, the other losing with a 409).
+    if (same.length > 0 && (!rule || same.some((p) => p.rule === rule) || same.length >= MAX_SPECS)) {
+      for (const p of same) if (!p.rule) p.rule = rule;
       return;
     }
-    const entry: Pending = { ...version, rule, at: this.now(), waiters: new Set(), timer: null };
+    const entry: Pending = { ...version, rule, at: this.now(), answerBy, waiters: new Set(), timer: null };
     entry.timer = setTimeout(() => void this.check(key, entry), this.options.checkAfterMs ?? 1000);
     entry.timer.unref();
     this.pending.set(key, [...list, entry]);
+  }
+
+  /** This replica answered the admission of a rule version: its write lands now, or never. */
+  answered(version: RuleVersion): void {
+    const key = objectKey(version.namespace, version.name);
+    for (const p of this.pending.get(key) ?? [])
+      if (p.uid === version.uid && p.generation === version.generation) p.answerBy ??= this.now();
   }
 
   /** Stops waiting for a rule version whose write was refused (the versions before it are still awaited). */
@@ -148,12 +166,9 @@ export class AdmittedRules implements StoreFreshness {
     return this.entries().some((p) => p.rule && p.uid === uid && p.generation >= generation);
   }
 
-  /** The pending rules, compiled (the newest version of each): the scope counts them in force. */
+  /** The pending rules, compiled (every spec admitted and not stored yet): the scope counts them in force. */
   rules(): CompiledRule[] {
-    return [...this.pending.values()].flatMap((list) => {
-      const newest = list.filter((p) => p.rule).at(-1);
-      return newest?.rule ? [newest.rule] : [];
-    });
+    return [...new Set(this.entries().flatMap((p) => (p.rule ? [p.rule] : [])))];
   }
 
   /** The pending rules' versions (the stamp of a registration widened for them). */
@@ -225,8 +240,11 @@ export class AdmittedRules implements StoreFreshness {
         this.options.logger.debug('cannot look up an admitted ModRule', { rule: key, error: messageOf(err) });
     }
     if (!this.isPending(key, p)) return;
-    const age = this.now() - p.at;
-    if (!landed || age >= (this.options.maxAgeMs ?? 10_000)) {
+    const now = this.now();
+    // Its admission is still running: absent says nothing yet (a widening and its probes can take seconds).
+    const answering = p.answerBy === undefined ? now - p.at < MAX_ADMISSION_MS : now < p.answerBy;
+    const age = now - (p.answerBy ?? p.at);
+    if ((!landed && !answering) || age >= (this.options.maxAgeMs ?? 10_000)) {
       if (landed)
         this.options.logger.warn(
           'the store has not seen an admitted ModRule in time; no longer waiting for it',

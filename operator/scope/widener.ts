@@ -4,7 +4,14 @@ import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../rule/compile';
 import { reachOf } from '../../scope/compute';
 import { addsNothing, ScopeIndex } from '../../scope/cover';
-import { compareVersions, LiveScope, PendingRule, readLive, ScopeStamp } from '../../scope/ownership';
+import {
+  compareVersions,
+  LiveScope,
+  PendingRule,
+  readLive,
+  ScopeMode,
+  ScopeStamp,
+} from '../../scope/ownership';
 import { scopeHash } from '../../scope/entry';
 import { Scope } from '../../scope/types';
 import { scopeIncludes, UNION_LEVELS, unionScopes } from '../../scope/union';
@@ -46,6 +53,8 @@ export interface WidenerContext {
   id: string;
   /** False in `wide` mode, or after the scope gave up narrowing: the configured net covers every rule. */
   narrowing(): boolean;
+  /** The scope's mode, for the stamp of a widening; default 'rules'. */
+  mode?: ScopeMode;
   rulesVersion(): string | null;
   /** The last change to the native policies this replica saw (ScopeStamp.nativeVersion); null: none. */
   nativeVersion?(): string | null;
@@ -146,10 +155,14 @@ export class ScopeWidener {
     for (const w of this.queue.splice(0)) w.resolve({ kind: 'failed', reason });
   }
 
-  /** Whether the live registration (null: no dragnet at all: nothing is sent) sends the rule's objects. */
+  /**
+   * Whether the live registration (null: no dragnet at all: nothing is sent) sends the rule's objects, as far as the
+   * fast path can tell: only a registration the operator wrote (stamped, with its probe token) can be proven in
+   * force; someone else's goes through a widening, which stamps it first.
+   */
   private coveredBy(live: LiveScope | null, rule: CompiledRule): boolean {
-    if (!live) return false;
-    if (!live.ours || !this.ctx.narrowing()) return true;
+    if (!live || !live.ours) return false;
+    if (!this.ctx.narrowing()) return true;
     const index = this.indexes.get(this.ctx.live.currentHash ?? '');
     // An admitted rule is served by the webhook in full (its native policy comes later): it needs every object,
     // which a native rule's group of the same shape (sending only what its guards decline) does not cover.
@@ -204,9 +217,11 @@ export class ScopeWidener {
     const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
     if (!config || !webhook) return { kind: 'error', reason: NOT_REGISTERED };
     const live = readLive(config, webhook);
-    if (!this.ctx.narrowing()) return this.confirmed(widenBy, () => true);
     const desired = this.ctx.desired(live);
-    const union = unionScopes(live.current, desired.registration, UNION_LEVELS[state.level]);
+    // Not narrowing (wide mode, or narrowing given up): the live scope as it is, stamped so it can be proven.
+    const union = this.ctx.narrowing()
+      ? unionScopes(live.current, desired.registration, UNION_LEVELS[state.level])
+      : live.current;
     const hash = scopeHash(union);
     const isLive = () => this.ctx.live.currentHash === hash;
     // Someone else's configuration (a re-applied bundle) is written once more, stamped and with its probe token,
@@ -287,7 +302,7 @@ export class ScopeWidener {
       hash,
       rulesVersion: maxVersion(live.stamp?.rulesVersion, this.ctx.rulesVersion()),
       writer: this.ctx.id,
-      mode: 'rules',
+      mode: this.ctx.mode ?? 'rules',
       ...(nativeVersion ? { nativeVersion } : {}),
       ...(pending.length > 0 ? { pending } : {}),
       ...extra,
