@@ -1,5 +1,12 @@
 import { isJsonObject, JsonObject } from '../../util/json';
-import { KubeApiError, KubeClient, QueryValue, RequestOptions, WatchEvent, WatchHandle } from '../../kube/kube';
+import {
+  KubeApiError,
+  KubeClient,
+  QueryValue,
+  RequestOptions,
+  WatchEvent,
+  WatchHandle,
+} from '../../kube/kube';
 import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
 import { PROBE_LABEL, PROBE_SEEN_ANNOTATION, probeTokenIn } from '../../scope/probe';
 import { labelsOf } from '../../util/meta';
@@ -39,7 +46,10 @@ interface Watch {
 
 const ROUTES: Array<[RegExp, string]> = [
   [/^\/apis\/api\.kubemod\.io\/v1beta1(?:\/namespaces\/([^/]+))?\/modrules(?:\/([^/]+))?$/, 'modrules'],
-  [/^\/apis\/admissionregistration\.k8s\.io\/v1\/mutatingwebhookconfigurations()(?:\/([^/]+))?$/, 'mutatingwebhookconfigurations'],
+  [
+    /^\/apis\/admissionregistration\.k8s\.io\/v1\/mutatingwebhookconfigurations()(?:\/([^/]+))?$/,
+    'mutatingwebhookconfigurations',
+  ],
   [/^\/api\/v1\/namespaces\/([^/]+)\/events(?:\/([^/]+))?$/, 'events'],
   [/^\/api\/v1\/namespaces()(?:\/([^/]+))?$/, 'namespaces'],
   [/^\/api\/v1\/nodes()(?:\/([^/]+))?$/, 'nodes'],
@@ -48,7 +58,12 @@ const ROUTES: Array<[RegExp, string]> = [
 function route(path: string): { resource: string; namespace: string; name: string | null } {
   for (const [re, resource] of ROUTES) {
     const m = re.exec(path);
-    if (m) return { resource, namespace: decodeURIComponent(m[1] ?? ''), name: m[2] ? decodeURIComponent(m[2]) : null };
+    if (m)
+      return {
+        resource,
+        namespace: decodeURIComponent(m[1] ?? ''),
+        name: m[2] ? decodeURIComponent(m[2]) : null,
+      };
   }
   throw new KubeApiError(`404 NotFound: ${path}`, 404, 'NotFound');
 }
@@ -136,7 +151,8 @@ export class SimApiServer {
   restart(downMs: number, compact: boolean): void {
     this.up = false;
     this.epoch++;
-    for (const w of [...this.watches]) w.end(new KubeApiError(`watch: ${this.name} went away`, 0, 'ConnectionError'));
+    for (const w of [...this.watches])
+      w.end(new KubeApiError(`watch: ${this.name} went away`, 0, 'ConnectionError'));
     setTimeout(() => {
       this.epoch++;
       if (compact) this.etcd.compact();
@@ -166,10 +182,14 @@ export class SimApiServer {
     try {
       result = this.handle(method, path, options);
     } catch (err) {
-      result = err instanceof StoreConflict ? new KubeApiError(err.message, err.status, err.status === 409 ? 'Conflict' : 'NotFound') : (err as Error);
+      result =
+        err instanceof StoreConflict
+          ? new KubeApiError(err.message, err.status, err.status === 409 ? 'Conflict' : 'NotFound')
+          : (err as Error);
     }
     await after(this.lag([0, 2]));
-    if (epoch !== this.epoch) throw new KubeApiError(`${method} ${path}: connection reset`, 0, 'ConnectionError');
+    if (epoch !== this.epoch)
+      throw new KubeApiError(`${method} ${path}: connection reset`, 0, 'ConnectionError');
     if (result instanceof Error) throw result;
     return result;
   }
@@ -184,13 +204,20 @@ export class SimApiServer {
     }
     if (method === 'GET') {
       const selected = nameSelected(options.query);
-      const items = this.etcd.list(resource, (o) => (selected === null || metaOf(o).name === selected) && (!namespace || metaOf(o).namespace === namespace));
+      const items = this.etcd.list(
+        resource,
+        (o) =>
+          (selected === null || metaOf(o).name === selected) &&
+          (!namespace || metaOf(o).namespace === namespace),
+      );
       return { metadata: { resourceVersion: String(this.etcd.revision) }, items };
     }
     if (method === 'PUT' && resource === 'mutatingwebhookconfigurations' && isJsonObject(options.body)) {
       const faults = this.options.faults;
-      if (this.options.random.chance(faults.conflict)) throw new KubeApiError('409 Conflict: injected', 409, 'Conflict');
-      if (this.options.random.chance(faults.invalid)) throw new KubeApiError('422 Invalid: injected', 422, 'Invalid');
+      if (this.options.random.chance(faults.conflict))
+        throw new KubeApiError('409 Conflict: injected', 409, 'Conflict');
+      if (this.options.random.chance(faults.invalid))
+        throw new KubeApiError('422 Invalid: injected', 422, 'Invalid');
       const body = options.body;
       const stored = this.etcd.put(resource, body, String(metaOf(body).resourceVersion ?? ''));
       this.options.onConfigWrite();
@@ -207,10 +234,17 @@ export class SimApiServer {
     if (!token || options.query?.dryRun !== 'All' || probeTokenIn(this.loaded) !== token) return event;
     const meta = metaOf(event);
     const annotations = isJsonObject(meta.annotations) ? meta.annotations : {};
-    return { ...event, metadata: { ...meta, annotations: { ...annotations, [PROBE_SEEN_ANNOTATION]: token } } };
+    return {
+      ...event,
+      metadata: { ...meta, annotations: { ...annotations, [PROBE_SEEN_ANNOTATION]: token } },
+    };
   }
 
-  private watch(path: string, query: Record<string, QueryValue>, onEvent: (e: WatchEvent) => void): WatchHandle {
+  private watch(
+    path: string,
+    query: Record<string, QueryValue>,
+    onEvent: (e: WatchEvent) => void,
+  ): WatchHandle {
     let settle!: (err?: Error) => void;
     const done = new Promise<void>((resolve, reject) => {
       settle = (err) => (err ? reject(err) : resolve());
@@ -230,18 +264,22 @@ export class SimApiServer {
       },
     };
     const epoch = this.epoch;
-    setTimeout(() => {
-      if (aborted) return;
-      if (!this.up || epoch !== this.epoch) return settle(new KubeApiError(`watch ${path}: connection refused`, 0, 'ConnectionError'));
-      const backlog = this.etcd.since(w.from);
-      if (backlog === null) {
-        onEvent({ type: 'ERROR', object: { code: 410, message: 'too old resource version' } });
-        return settle();
-      }
-      this.watches.add(w);
-      timer = setTimeout(() => w.end(), Number(query.timeoutSeconds ?? 300) * 1000);
-      for (const e of backlog) this.send(w, e);
-    }, this.lag([0, 2]));
+    setTimeout(
+      () => {
+        if (aborted) return;
+        if (!this.up || epoch !== this.epoch)
+          return settle(new KubeApiError(`watch ${path}: connection refused`, 0, 'ConnectionError'));
+        const backlog = this.etcd.since(w.from);
+        if (backlog === null) {
+          onEvent({ type: 'ERROR', object: { code: 410, message: 'too old resource version' } });
+          return settle();
+        }
+        this.watches.add(w);
+        timer = setTimeout(() => w.end(), Number(query.timeoutSeconds ?? 300) * 1000);
+        for (const e of backlog) this.send(w, e);
+      },
+      this.lag([0, 2]),
+    );
     return {
       done,
       abort: () => {

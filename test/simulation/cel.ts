@@ -16,7 +16,8 @@ export interface CelRequest {
 
 type Value = string | boolean | Value[] | { [k: string]: Value };
 
-const TOKEN = /\s*(?:("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(\|\||&&|==|>=|[()[\]!<?:.,+])|(in\b)|([A-Za-z_][A-Za-z0-9_]*))/y;
+const TOKEN =
+  /\s*(?:("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(\|\||&&|==|>=|[()[\]!<?:.,+])|(in\b)|([A-Za-z_][A-Za-z0-9_]*))/y;
 
 function tokenize(text: string): string[] {
   const out: string[] = [];
@@ -47,7 +48,8 @@ export function evaluateCel(expression: string, request: CelRequest): boolean {
   const peek = () => tokens[i];
   const take = (want?: string) => {
     const t = tokens[i++];
-    if (want !== undefined && t !== want) throw new Error(`simulation CEL: want ${want}, got ${t} in ${expression}`);
+    if (want !== undefined && t !== want)
+      throw new Error(`simulation CEL: want ${want}, got ${t} in ${expression}`);
     return t;
   };
   const bool = (v: Value) => {
@@ -71,7 +73,8 @@ export function evaluateCel(expression: string, request: CelRequest): boolean {
       return items;
     }
     if (t.startsWith('"')) return JSON.parse(t) as string;
-    if (t.startsWith("'")) return JSON.parse(`"${t.slice(1, -1).replace(/\\'/g, "'").replace(/"/g, '\\"')}"`) as string;
+    if (t.startsWith("'"))
+      return JSON.parse(`"${t.slice(1, -1).replace(/\\'/g, "'").replace(/"/g, '\\"')}"`) as string;
     if (t === 'true' || t === 'false') return t === 'true';
     if (t === 'request') return (env as Record<string, Value>).request;
     throw new Error(`simulation CEL: unknown ${t} in ${expression}`);
@@ -113,7 +116,8 @@ export function evaluateCel(expression: string, request: CelRequest): boolean {
       const b = sum();
       if (op === '==') return a === b;
       if (op === 'in') return Array.isArray(b) && b.includes(a);
-      if (typeof a !== 'string' || typeof b !== 'string') throw new Error('simulation CEL: ordering non-strings');
+      if (typeof a !== 'string' || typeof b !== 'string')
+        throw new Error('simulation CEL: ordering non-strings');
       return op === '<' ? a < b : a >= b;
     }
     return a;

@@ -64,7 +64,8 @@ export class Etcd {
     if (expect !== undefined && expect !== 'create') {
       if (!before) throw new StoreConflict(404, `${key} not found`);
       const rv = String((before.object.metadata as JsonObject).resourceVersion);
-      if (rv !== expect) throw new StoreConflict(409, `${key}: the object has been modified (rv ${expect} < ${rv})`);
+      if (rv !== expect)
+        throw new StoreConflict(409, `${key}: the object has been modified (rv ${expect} < ${rv})`);
     }
     const stored = clone(object);
     (stored.metadata as JsonObject).resourceVersion = String(++this.revision);

@@ -113,7 +113,14 @@ export class SimReplica {
       key: () => this.key(),
       transport: this.world.transport(this),
     });
-    const hook = createRuleAdmission({ store, admitted, scope, peers, logger, confirmed: new ConfirmedRules() });
+    const hook = createRuleAdmission({
+      store,
+      admitted,
+      scope,
+      peers,
+      logger,
+      confirmed: new ConfirmedRules(),
+    });
     this.parts = { store, admitted, sync, scope, peers, hook };
     this.draining = false;
     sync.start();
@@ -159,7 +166,9 @@ export class SimReplica {
     const parts = this.parts;
     if (!parts) throw new Error(`${this.name} is down`);
     return this.serving(async () => {
-      const fresh = this.sabotage.skipHold ? null : parts.admitted.until(request.namespace ?? '', holdBudgetMs(url));
+      const fresh = this.sabotage.skipHold
+        ? null
+        : parts.admitted.until(request.namespace ?? '', holdBudgetMs(url));
       if (fresh) await fresh;
       return handleDragnet(request, parts.store.snapshot()).response;
     });
@@ -186,7 +195,10 @@ export class SimReplica {
     await handlePeerNotice(req, res as unknown as ServerResponse, {
       key: () => this.key(),
       receive: (notice) =>
-        parts.admitted.admit(notice, notice.rule ? (parts.store.compileRule(notice.rule).rule ?? null) : null),
+        parts.admitted.admit(
+          notice,
+          notice.rule ? (parts.store.compileRule(notice.rule).rule ?? null) : null,
+        ),
     });
     return status;
   }
@@ -216,7 +228,8 @@ export function patchedLabels(object: JsonObject, response: AdmissionResponse): 
     if (op.path === '/metadata/labels' && op.value && typeof op.value === 'object')
       Object.assign(labels, op.value);
     const m = /^\/metadata\/labels\/(.+)$/.exec(op.path);
-    if (m && (op.op === 'add' || op.op === 'replace')) labels[m[1].replace(/~1/g, '/').replace(/~0/g, '~')] = String(op.value);
+    if (m && (op.op === 'add' || op.op === 'replace'))
+      labels[m[1].replace(/~1/g, '/').replace(/~0/g, '~')] = String(op.value);
   }
   return labels;
 }

@@ -47,7 +47,9 @@ function scheduleFaults(world: World, counts: { starts: number }): void {
       if (e.what === 'api-restart') {
         const down = random.between(50, 2000);
         const compact = random.chance(0.5);
-        world.log(`${world.servers[e.target].name} restarts (down ${down}ms${compact ? ', history compacted' : ''})`);
+        world.log(
+          `${world.servers[e.target].name} restarts (down ${down}ms${compact ? ', history compacted' : ''})`,
+        );
         world.servers[e.target].restart(down, compact);
       } else if (e.what === 'replica-restart') {
         const r = world.replicas[e.target];
@@ -63,10 +65,13 @@ function scheduleFaults(world: World, counts: { starts: number }): void {
         world.log(`serving certificate rotated (key ${world.keyVersion})`);
         const version = world.keyVersion;
         for (const r of world.replicas)
-          setTimeout(() => {
-            r.keyVersion = Math.max(r.keyVersion, version);
-            world.log(`${r.name} loads key ${version}`);
-          }, random.between(0, 3000));
+          setTimeout(
+            () => {
+              r.keyVersion = Math.max(r.keyVersion, version);
+              world.log(`${r.name} loads key ${version}`);
+            },
+            random.between(0, 3000),
+          );
       } else {
         const s = world.servers[e.target];
         const ms = random.between(500, 5000);
@@ -102,9 +107,13 @@ function checkStep(world: World, users: Users, counts: { starts: number }): Viol
 /** At the end, once the world settled: nothing held, nothing waiting. */
 function checkEnd(world: World): Violation | null {
   if (world.requestsInFlight > 0)
-    return { invariant: 'hang', message: `${world.requestsInFlight} webhook request(s) still unanswered ${world.scenario.settleMs}ms after the last write` };
+    return {
+      invariant: 'hang',
+      message: `${world.requestsInFlight} webhook request(s) still unanswered ${world.scenario.settleMs}ms after the last write`,
+    };
   const waiting = world.replicas.filter((r) => r.pendingAdmitted() > 0).map((r) => r.name);
-  if (waiting.length) return { invariant: 'hang', message: `admitted rules never settled on ${waiting.join(', ')}` };
+  if (waiting.length)
+    return { invariant: 'hang', message: `admitted rules never settled on ${waiting.join(', ')}` };
   return null;
 }
 
@@ -119,7 +128,17 @@ export async function runSchedule(options: RunOptions): Promise<RunResult> {
   const realRandom = Math.random;
   const clock = FakeTimers.withGlobal(globalThis).install({
     now: START,
-    toFake: ['Date', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'performance', 'hrtime'],
+    toFake: [
+      'Date',
+      'setTimeout',
+      'clearTimeout',
+      'setInterval',
+      'clearInterval',
+      'setImmediate',
+      'clearImmediate',
+      'performance',
+      'hrtime',
+    ],
   });
   Math.random = () => random.next();
   const scenario = scenarioOf(options.seed, options.faults ?? new Set(FAULTS), random, options.short);

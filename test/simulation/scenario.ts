@@ -42,26 +42,43 @@ export interface Scenario {
   settleMs: number;
   lostNotices: number;
   /** Fault events: at (ms from the start), what. */
-  events: Array<{ at: number; what: 'api-restart' | 'replica-restart' | 'rotation' | 'probe-refusal'; target: number }>;
+  events: Array<{
+    at: number;
+    what: 'api-restart' | 'replica-restart' | 'rotation' | 'probe-refusal';
+    target: number;
+  }>;
 }
 
 /** The scenario of `seed` with the faults allowed. */
-export function scenarioOf(seed: number, faults: ReadonlySet<Fault>, random: Random, short = false): Scenario {
+export function scenarioOf(
+  seed: number,
+  faults: ReadonlySet<Fault>,
+  random: Random,
+  short = false,
+): Scenario {
   const has = (f: Fault) => faults.has(f);
   const servers = Array.from({ length: has('servers') ? random.between(1, 3) : 1 }, () => {
     const slow = has('slow-load') && random.chance(0.5);
     return {
       cacheLag: [1, random.between(5, 150)] as [number, number],
-      loadLag: [random.between(0, 50), slow ? random.between(1000, 2500) : random.between(50, 600)] as [number, number],
+      loadLag: [random.between(0, 50), slow ? random.between(1000, 2500) : random.between(50, 600)] as [
+        number,
+        number,
+      ],
       faults: has('errors')
-        ? { conflict: random.next() * 0.15, invalid: random.chance(0.2) ? 0.05 : 0, transient: random.next() * 0.03 }
+        ? {
+            conflict: random.next() * 0.15,
+            invalid: random.chance(0.2) ? 0.05 : 0,
+            transient: random.next() * 0.03,
+          }
         : { conflict: 0, invalid: 0, transient: 0 },
     };
   });
   const activeMs = short ? random.between(1500, 3000) : random.between(3000, 8000);
   const events: Scenario['events'] = [];
   const add = (what: Scenario['events'][number]['what'], count: number, targets: number) => {
-    for (let i = 0; i < count; i++) events.push({ at: random.between(500, activeMs), what, target: random.int(targets) });
+    for (let i = 0; i < count; i++)
+      events.push({ at: random.between(500, activeMs), what, target: random.int(targets) });
   };
   const replicas = random.between(1, 3);
   if (has('api-restart')) add('api-restart', random.between(0, 2), servers.length);
@@ -86,7 +103,10 @@ export function scenarioOf(seed: number, faults: ReadonlySet<Fault>, random: Ran
 /** A readable one-line summary of a scenario. */
 export function describeScenario(s: Scenario): string {
   const servers = s.servers
-    .map((x, i) => `api${i}(cache ${x.cacheLag.join('-')}ms, loads ${x.loadLag.join('-')}ms${x.faults.conflict ? `, 409 ${(x.faults.conflict * 100).toFixed(0)}%` : ''}${x.faults.invalid ? ', 422 5%' : ''})`)
+    .map(
+      (x, i) =>
+        `api${i}(cache ${x.cacheLag.join('-')}ms, loads ${x.loadLag.join('-')}ms${x.faults.conflict ? `, 409 ${(x.faults.conflict * 100).toFixed(0)}%` : ''}${x.faults.invalid ? ', 422 5%' : ''})`,
+    )
     .join(' ');
   return `seed ${s.seed}: ${s.replicas} replica(s), ${s.users} user(s), rules ${s.ruleNames.join(',')}, ${servers}, faults [${[...s.faults].join(',')}]`;
 }

@@ -74,25 +74,50 @@ export class Users {
     return out;
   }
 
-  private async act(u: number): Promise<void> {
+  /** What user `u` does next: a write of one of the shared rules, and the kind the rule has now. */
+  private plan(u: number): { write: RuleWrite; currentKind: string } {
     const { random, etcd, scenario } = this.world;
     const name = random.pick(scenario.ruleNames);
     const existing = NAMESPACES.map((ns) => etcd.get('modrules', ns, name)).find((o) => o);
     const meta = existing?.metadata as JsonObject | undefined;
     const spec = existing?.spec as JsonObject | undefined;
-    const currentKind = String(((spec?.match as JsonObject[] | undefined)?.[0] as JsonObject | undefined)?.matchValue ?? '');
+    const currentKind = String(
+      ((spec?.match as JsonObject[] | undefined)?.[0] as JsonObject | undefined)?.matchValue ?? '',
+    );
+    // An edit (same kind), a move (another kind, maybe the same), or a delete; a create when it does not exist.
     const roll = random.next();
-    const op = !existing ? 'create' : roll < 0.5 ? 'update' : roll < 0.8 ? 'update' : 'delete';
+    const op = !existing ? 'create' : roll < 0.8 ? 'update' : 'delete';
     const namespace = meta ? String(meta.namespace) : random.pick(NAMESPACES);
     const kind = !existing || (roll >= 0.5 && roll < 0.8) ? random.pick(KINDS) : currentKind;
     const edition = (this.editions.get(name) ?? 0) + 1;
     this.editions.set(name, edition);
+    return { write: { user: u, op, name, namespace, kind, edition, start: Date.now() }, currentKind };
+  }
+
+  private async act(u: number): Promise<void> {
+    const { random } = this.world;
+    const { write, currentKind } = this.plan(u);
+    const { op, name, namespace, kind, edition } = write;
     const server = random.pick(this.world.servers);
-    const write: RuleWrite = { user: u, op, name, namespace, kind, edition, start: Date.now() };
     this.writes.push(write);
-    const verb = op === 'delete' ? 'delete' : op === 'create' ? 'create' : kind === currentKind ? 'edit' : `move ${currentKind}->`;
-    this.world.log(`user${u} ${verb} ${namespace}/${name}${op === 'delete' ? '' : ` kind=${kind} e${edition}`} via ${server.name} ...`);
-    const result = await this.world.writeRule(server, op, namespace, name, op === 'delete' ? undefined : ruleSpec(name, kind, edition));
+    const verb =
+      op === 'delete'
+        ? 'delete'
+        : op === 'create'
+          ? 'create'
+          : kind === currentKind
+            ? 'edit'
+            : `move ${currentKind}->`;
+    this.world.log(
+      `user${u} ${verb} ${namespace}/${name}${op === 'delete' ? '' : ` kind=${kind} e${edition}`} via ${server.name} ...`,
+    );
+    const result = await this.world.writeRule(
+      server,
+      op,
+      namespace,
+      name,
+      op === 'delete' ? undefined : ruleSpec(name, kind, edition),
+    );
     write.end = Date.now();
     write.ok = result.ok;
     if (result.ok) {
@@ -100,8 +125,12 @@ export class Users {
       write.uid = String(m.uid);
       write.generation = Number(m.generation);
     }
-    const how = result.ok ? `ok${op === 'delete' ? '' : ` gen ${write.generation}`}` : `failed ${result.status}: ${result.message.slice(0, 160)}`;
-    this.world.log(`user${u} ... ${namespace}/${name} e${edition} ${how}${result.replica ? ` (admitted by ${result.replica})` : ''}`);
+    const how = result.ok
+      ? `ok${op === 'delete' ? '' : ` gen ${write.generation}`}`
+      : `failed ${result.status}: ${result.message.slice(0, 160)}`;
+    this.world.log(
+      `user${u} ... ${namespace}/${name} e${edition} ${how}${result.replica ? ` (admitted by ${result.replica})` : ''}`,
+    );
     if (result.ok && op !== 'delete') {
       await sleep(random.between(0, 20));
       await this.writeObjectFor(u, write);
@@ -115,20 +144,34 @@ export class Users {
     const objectName = `o${++this.objects}`;
     const result = await this.world.writeObject(server, write.kind, write.namespace, objectName);
     if (!result) {
-      this.world.log(`user${u} object ${write.namespace}/${objectName} via ${server.name}: API server down, not written`);
+      this.world.log(
+        `user${u} object ${write.namespace}/${objectName} via ${server.name}: API server down, not written`,
+      );
       return;
     }
     const label = result.labels[`sim-${write.name}`];
-    const applied = label ? this.writes.find((w) => w.name === write.name && w.ok && `e${w.edition}` === label) : undefined;
+    const applied = label
+      ? this.writes.find((w) => w.name === write.name && w.ok && `e${w.edition}` === label)
+      : undefined;
     const ok = !!applied && applied.uid === write.uid && (applied.generation ?? 0) >= (write.generation ?? 0);
-    const where = result.sent ? `dragnet on ${result.replica ?? 'none'}${result.ignored ? ` (${result.ignored})` : ''}` : `NOT SENT by ${server.name}'s loaded configuration`;
-    this.world.log(`user${u} object ${write.kind} ${write.namespace}/${objectName} via ${server.name}: ${where}, label ${label ?? 'none'}${ok ? '' : ' (rule not applied)'}`);
+    const where = result.sent
+      ? `dragnet on ${result.replica ?? 'none'}${result.ignored ? ` (${result.ignored})` : ''}`
+      : `NOT SENT by ${server.name}'s loaded configuration`;
+    this.world.log(
+      `user${u} object ${write.kind} ${write.namespace}/${objectName} via ${server.name}: ${where}, label ${label ?? 'none'}${ok ? '' : ' (rule not applied)'}`,
+    );
     if (ok) {
       this.objectsChecked++;
       return;
     }
     // A delete or move of the same rule begun meanwhile may rightly win.
-    const changed = this.writes.some((w) => w !== write && w.name === write.name && w.start >= write.start && (w.op === 'delete' || w.kind !== write.kind));
+    const changed = this.writes.some(
+      (w) =>
+        w !== write &&
+        w.name === write.name &&
+        w.start >= write.start &&
+        (w.op === 'delete' || w.kind !== write.kind),
+    );
     if (changed) return;
     this.violation = {
       invariant: 'object-unpatched',

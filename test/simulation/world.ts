@@ -38,7 +38,12 @@ export interface ObjectWriteResult {
 }
 
 /** Whether a configuration's dragnet entry sends a CREATE of `kind` in `namespace` (rules, selector, conditions). */
-export function configSends(config: JsonObject | null, kind: string, namespace: string, nsLabels: Record<string, string>): boolean {
+export function configSends(
+  config: JsonObject | null,
+  kind: string,
+  namespace: string,
+  nsLabels: Record<string, string>,
+): boolean {
   const webhook = config ? dragnetOf(config, DRAGNET_WEBHOOK)?.webhook : null;
   if (!webhook) return false;
   const reg = readScope(webhook);
@@ -88,10 +93,21 @@ export class World {
     sabotage: Sabotage = {},
   ) {
     for (const ns of ['team-a', 'team-b', CLUSTER_NAMESPACE])
-      this.etcd.put('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { 'kubernetes.io/metadata.name': ns } } }, 'create');
+      this.etcd.put(
+        'namespaces',
+        {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name: ns, labels: { 'kubernetes.io/metadata.name': ns } },
+        },
+        'create',
+      );
     this.etcd.put('mutatingwebhookconfigurations', installedConfiguration(), 'create');
     this.etcd.onEvent((e) => {
-      if (e.resource === 'mutatingwebhookconfigurations') this.log(`etcd: configuration rv ${String((e.object.metadata as JsonObject).resourceVersion)} ${describeStamp(e.object)}`);
+      if (e.resource === 'mutatingwebhookconfigurations')
+        this.log(
+          `etcd: configuration rv ${String((e.object.metadata as JsonObject).resourceVersion)} ${describeStamp(e.object)}`,
+        );
     });
     this.servers = scenario.servers.map(
       (s, i) =>
@@ -111,7 +127,10 @@ export class World {
       transport: (from: SimReplica) => this.transport(from),
       inFlight: (d: number) => (this.requestsInFlight += d),
     };
-    this.replicas = Array.from({ length: scenario.replicas }, (_, i) => new SimReplica(`replica${i}`, world, sabotage));
+    this.replicas = Array.from(
+      { length: scenario.replicas },
+      (_, i) => new SimReplica(`replica${i}`, world, sabotage),
+    );
   }
 
   /** One line of the schedule, stamped with the simulated time. */
@@ -152,15 +171,28 @@ export class World {
   }
 
   /** A ModRule create, update or delete through `server`: validating webhook on an endpoint, then etcd. */
-  async writeRule(server: SimApiServer, op: 'create' | 'update' | 'delete', namespace: string, name: string, spec?: JsonObject): Promise<RuleWriteResult> {
+  async writeRule(
+    server: SimApiServer,
+    op: 'create' | 'update' | 'delete',
+    namespace: string,
+    name: string,
+    spec?: JsonObject,
+  ): Promise<RuleWriteResult> {
     await new Promise((r) => setTimeout(r, this.random.between(0, 2)));
     if (!server.up) return { ok: false, status: 0, message: `${server.name} is down`, replica: null };
     const current = this.etcd.get('modrules', namespace, name);
     try {
-      if (op === 'delete') return { ok: true, object: this.etcd.delete('modrules', namespace, name), replica: null };
+      if (op === 'delete')
+        return { ok: true, object: this.etcd.delete('modrules', namespace, name), replica: null };
       if (op === 'update' && !current) return { ok: false, status: 404, message: 'not found', replica: null };
-      if (op === 'create' && current) return { ok: false, status: 409, message: 'already exists', replica: null };
-      const meta = (current?.metadata ?? { name, namespace, uid: `uid-${++this.uids}`, generation: 0 }) as JsonObject;
+      if (op === 'create' && current)
+        return { ok: false, status: 409, message: 'already exists', replica: null };
+      const meta = (current?.metadata ?? {
+        name,
+        namespace,
+        uid: `uid-${++this.uids}`,
+        generation: 0,
+      }) as JsonObject;
       const object: JsonObject = {
         apiVersion: 'api.kubemod.io/v1beta1',
         kind: 'ModRule',
@@ -168,42 +200,106 @@ export class World {
         spec: spec ?? {},
       };
       const replica = this.endpoint();
-      if (!replica) return { ok: false, status: 500, message: 'failed calling webhook: no endpoints available', replica: null };
-      const request = admissionRequest(op === 'create' ? 'CREATE' : 'UPDATE', 'api.kubemod.io', 'v1beta1', 'ModRule', 'modrules', object, current);
-      const answer = await timeout(10_000, replica.validate(request, `${replica.url}/validate-modrule?timeout=10s`)).catch((e: Error) => e);
+      if (!replica)
+        return {
+          ok: false,
+          status: 500,
+          message: 'failed calling webhook: no endpoints available',
+          replica: null,
+        };
+      const type = { group: 'api.kubemod.io', version: 'v1beta1', kind: 'ModRule', resource: 'modrules' };
+      const request = admissionRequest(
+        { operation: op === 'create' ? 'CREATE' : 'UPDATE', ...type },
+        object,
+        current,
+      );
+      const answer = await timeout(
+        10_000,
+        replica.validate(request, `${replica.url}/validate-modrule?timeout=10s`),
+      ).catch((e: Error) => e);
       if (answer === 'timeout' || answer instanceof Error || !answer.allowed) {
-        const why = answer === 'timeout' ? 'webhook timed out' : answer instanceof Error ? answer.message : (answer.status?.message ?? 'denied');
+        const why =
+          answer === 'timeout'
+            ? 'webhook timed out'
+            : answer instanceof Error
+              ? answer.message
+              : (answer.status?.message ?? 'denied');
         return { ok: false, status: 500, message: why, replica: replica.name };
       }
-      if (!server.up) return { ok: false, status: 0, message: `${server.name} went away`, replica: replica.name };
-      const stored = this.etcd.put('modrules', object, current ? String((current.metadata as JsonObject).resourceVersion) : 'create');
+      if (!server.up)
+        return { ok: false, status: 0, message: `${server.name} went away`, replica: replica.name };
+      const stored = this.etcd.put(
+        'modrules',
+        object,
+        current ? String((current.metadata as JsonObject).resourceVersion) : 'create',
+      );
       return { ok: true, object: stored, replica: replica.name };
     } catch (err) {
-      if (err instanceof StoreConflict) return { ok: false, status: err.status, message: err.message, replica: null };
+      if (err instanceof StoreConflict)
+        return { ok: false, status: err.status, message: err.message, replica: null };
       throw err;
     }
   }
 
   /** An object CREATE through `server`: the dragnet is called when that API server's configuration sends it. */
-  async writeObject(server: SimApiServer, kind: string, namespace: string, name: string): Promise<ObjectWriteResult | null> {
+  async writeObject(
+    server: SimApiServer,
+    kind: string,
+    namespace: string,
+    name: string,
+  ): Promise<ObjectWriteResult | null> {
     await new Promise((r) => setTimeout(r, this.random.between(0, 2)));
     if (!server.up) return null;
-    const object: JsonObject = { apiVersion: 'v1', kind, metadata: { name, namespace, labels: { app: 'sim' } } };
+    const object: JsonObject = {
+      apiVersion: 'v1',
+      kind,
+      metadata: { name, namespace, labels: { app: 'sim' } },
+    };
     const sent = configSends(server.loaded, kind, namespace, this.nsLabels(namespace));
     if (!sent) return { replica: null, sent, labels: patchedLabels(object, {} as AdmissionResponse) };
     const replica = this.endpoint();
-    if (!replica) return { replica: null, sent, labels: patchedLabels(object, {} as AdmissionResponse), ignored: 'no endpoints' };
-    const request = admissionRequest('CREATE', '', 'v1', kind, KIND_RESOURCES[kind], object, undefined);
-    const answer = await timeout(10_000, replica.dragnet(request, `${replica.url}/dragnet-webhook?timeout=10s`)).catch((e: Error) => e);
+    if (!replica)
+      return {
+        replica: null,
+        sent,
+        labels: patchedLabels(object, {} as AdmissionResponse),
+        ignored: 'no endpoints',
+      };
+    const request = admissionRequest(
+      { operation: 'CREATE', group: '', version: 'v1', kind, resource: KIND_RESOURCES[kind] },
+      object,
+      undefined,
+    );
+    const answer = await timeout(
+      10_000,
+      replica.dragnet(request, `${replica.url}/dragnet-webhook?timeout=10s`),
+    ).catch((e: Error) => e);
     if (answer === 'timeout' || answer instanceof Error)
-      return { replica: replica.name, sent, labels: patchedLabels(object, {} as AdmissionResponse), ignored: answer === 'timeout' ? 'timed out' : answer.message };
+      return {
+        replica: replica.name,
+        sent,
+        labels: patchedLabels(object, {} as AdmissionResponse),
+        ignored: answer === 'timeout' ? 'timed out' : answer.message,
+      };
     return { replica: replica.name, sent, labels: patchedLabels(object, answer) };
   }
 }
 
 let requests = 0;
 
-function admissionRequest(operation: 'CREATE' | 'UPDATE', group: string, version: string, kind: string, resource: string, object: JsonObject, old: JsonObject | undefined): AdmissionRequest {
+interface RequestType {
+  operation: 'CREATE' | 'UPDATE';
+  group: string;
+  version: string;
+  kind: string;
+  resource: string;
+}
+
+function admissionRequest(
+  { operation, group, version, kind, resource }: RequestType,
+  object: JsonObject,
+  old: JsonObject | undefined,
+): AdmissionRequest {
   const meta = object.metadata as JsonObject;
   return {
     uid: `req-${++requests}`,
@@ -225,7 +321,13 @@ export function describeStamp(config: JsonObject): string {
   const annotations = (isJsonObject(meta.annotations) ? meta.annotations : {}) as Record<string, string>;
   const text = annotations[SCOPE_ANNOTATION];
   if (!text) return '(installed, no stamp)';
-  const stamp = JSON.parse(text) as { writer: string; rulesVersion: string; hash: string; pending?: unknown[]; hold?: number };
+  const stamp = JSON.parse(text) as {
+    writer: string;
+    rulesVersion: string;
+    hash: string;
+    pending?: unknown[];
+    hold?: number;
+  };
   const webhook = dragnetOf(config, DRAGNET_WEBHOOK)?.webhook;
   const reg = webhook ? readScope(webhook) : null;
   const resources = reg ? [...new Set(reg.rules.flatMap((r) => r.resources))].join(',') : '-';
