@@ -130,7 +130,9 @@ export class ScopeProbe {
     const token = probeTokenIn(live.configuration);
     if (token === null)
       return 'the configuration has no probe webhook (dragnet-probe.kubemod.io): re-apply bundle.yaml';
-    if (token !== live.currentHash) return 'the dragnet entry was written by someone else, not the operator';
+    const scope = live.scope();
+    if (!scope?.ours || scope.stamp?.probe !== token)
+      return 'the dragnet entry was written by someone else, not the operator';
     return null;
   }
 

@@ -226,7 +226,7 @@ export class ScopeWidener {
     const isLive = () => this.ctx.live.currentHash === hash;
     // Someone else's configuration (a re-applied bundle) is written once more, stamped and with its probe token,
     // so that it can be proven in force: the same scope, nothing narrower.
-    if (hash === scopeHash(live.current) && live.ours && probeTokenIn(config) === hash) {
+    if (hash === scopeHash(live.current) && live.ours && probeTokenIn(config) === live.stamp?.probe) {
       if (desired.index) this.remember(hash, desired.index);
       const confirmed = await this.confirmed(widenBy, isLive);
       if (confirmed.kind === 'covered' && state.wrote) return { ...confirmed, kind: 'widened' };

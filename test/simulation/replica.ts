@@ -7,7 +7,7 @@ import { ResourceCatalog } from '../../scope/catalog';
 import { AdmissionRequest, AdmissionResponse } from '../../webhook/admission';
 import { handleDragnet } from '../../webhook/dragnet';
 import { answerValidateModRule, RuleAdmissionHook } from '../../webhook/rule-admission';
-import { handlePeerNotice, SIGNATURE_HEADER } from '../../webhook/peer';
+import { handlePeerNotice, PeerKeys, SIGNATURE_HEADER } from '../../webhook/peer';
 import { holdBudgetMs } from '../../webhook/hold';
 import { KubeClient } from '../../kube/kube';
 import { AdmittedRules } from '../../operator/rules/admitted';
@@ -110,7 +110,7 @@ export class SimReplica {
     const peers = new PeerNotifier({
       ...{ client, logger, namespace: CLUSTER_NAMESPACE, port: 9443 },
       peers: this.world.peerUrls(this),
-      key: () => this.key(),
+      keys: () => this.keys.keys(),
       transport: this.world.transport(this),
     });
     const hook = createRuleAdmission({
@@ -142,10 +142,13 @@ export class SimReplica {
     await parts.peers.stop();
   }
 
-  /** The peers' signing key (derived from the serving key every replica shares). */
+  /** The secret the peers' keys derive from (the CA key every replica shares; it changes with a rotation). */
   key(): string {
     return `serving-key-${this.keyVersion}`;
   }
+
+  /** This replica's peer keys: the current one and the one before the last rotation it saw (webhook/peer.ts). */
+  private readonly keys = new PeerKeys(() => this.key());
 
   /** POST /validate-modrule, as the webhook server answers it. */
   async validate(request: AdmissionRequest, url: string): Promise<AdmissionResponse> {
@@ -193,11 +196,13 @@ export class SimReplica {
       },
     };
     await handlePeerNotice(req, res as unknown as ServerResponse, {
-      key: () => this.key(),
+      keys: () => this.keys.keys(),
+      // As operator/serving.ts takes a notice: its write expected once the peer's admission answered.
       receive: (notice) =>
         parts.admitted.admit(
           notice,
           notice.rule ? (parts.store.compileRule(notice.rule).rule ?? null) : null,
+          Date.now() + (notice.answerWithinMs ?? 0),
         ),
     });
     return status;

@@ -155,18 +155,18 @@ export class World {
   }
 
   private transport(from: SimReplica): PeerTransport {
-    return async (url, body, signature) => {
+    return async (url, body, signature, timeoutMs) => {
       const to = this.replicas.find((r) => r.url === url);
       await new Promise((r) => setTimeout(r, this.random.between(0, 2)));
-      if (!to?.up) return { failed: 'connect ECONNREFUSED' };
+      if (!to?.up) return { ok: false, status: 0, error: 'connect ECONNREFUSED' };
       if (this.random.chance(this.scenario.lostNotices)) {
-        await new Promise((r) => setTimeout(r, 1000));
+        await new Promise((r) => setTimeout(r, timeoutMs));
         this.log(`peer notice ${from.name} -> ${to.name} lost`);
-        return { failed: 'timed out' };
+        return { ok: false, status: 0, error: 'timed out' };
       }
       const status = await to.receiveNotice(body, signature);
       if (status !== 204) this.log(`peer notice ${from.name} -> ${to.name} refused: HTTP ${status}`);
-      return status === 204 ? 'ok' : { failed: `HTTP ${status}` };
+      return status === 204 ? { ok: true } : { ok: false, status, error: `HTTP ${status}` };
     };
   }
 
