@@ -93,22 +93,25 @@ export class ScopeProbe {
       this.proved(version, why);
       return { inForce: true, unverified: why };
     }
+    // Per version, and held locally: a probe of an older version that answers late (another admission's) must not
+    // count for this one.
     if (this.marked.version !== version) this.marked = { version, targets: new Set(), misses: new Map() };
+    const marked = this.marked;
     const token = probeTokenIn(live.configuration)!;
     const targets = [{ name: '', client: this.options.client }, ...(this.options.apiServers?.() ?? [])];
-    const pending = targets.filter((t) => !this.marked.targets.has(t.name));
+    const pending = targets.filter((t) => !marked.targets.has(t.name));
     const answers = await Promise.all(pending.map((t) => this.probe(t, token)));
     const unreachable: string[] = [];
     pending.forEach((t, i) => {
-      if (answers[i] === 'marked') this.marked.targets.add(t.name);
+      if (answers[i] === 'marked') marked.targets.add(t.name);
       else if (answers[i] === 'unreachable') {
-        const misses = (this.marked.misses.get(t.name) ?? 0) + 1;
-        this.marked.misses.set(t.name, misses);
+        const misses = (marked.misses.get(t.name) ?? 0) + 1;
+        marked.misses.set(t.name, misses);
         if (misses >= 3) unreachable.push(t.name);
       }
     });
     if (answers.includes('refused') || this.version() !== version) return { inForce: false };
-    if (this.marked.targets.size + unreachable.length < targets.length) return { inForce: false };
+    if (marked.targets.size + unreachable.length < targets.length) return { inForce: false };
     // An API server that cannot be reached at all cannot admit anything either; said, not waited for.
     const unverified = unreachable.length
       ? `API server ${unreachable.join(', ')} could not be probed (unreachable)`

@@ -34,6 +34,8 @@ export interface ApiServerOptions {
   faults: ApiServerFaults;
   /** Told of every stored write of the webhook configuration (the write-storm bound). */
   onConfigWrite: () => void;
+  /** The schedule's log (details with SIM_DETAIL=1). */
+  log?: (line: string) => void;
 }
 
 interface Watch {
@@ -136,7 +138,10 @@ export class SimApiServer {
     const now = Date.now();
     this.lastLoad = Math.max(this.lastLoad, now + this.lag(this.options.loadLag));
     setTimeout(() => {
-      if (epoch === this.epoch) this.loaded = e.type === 'DELETED' ? null : e.object;
+      if (epoch !== this.epoch) return;
+      this.loaded = e.type === 'DELETED' ? null : e.object;
+      if (process.env.SIM_DETAIL)
+        this.options.log?.(`${this.name} loads configuration rv ${String(metaOf(e.object).resourceVersion)}`);
     }, this.lastLoad - now);
   }
 

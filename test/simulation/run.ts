@@ -1,6 +1,8 @@
 import FakeTimers from '@sinonjs/fake-timers';
 import { messageOf } from '../../util/errors';
-import { silentLogger } from '../../util/logger';
+import { Writable } from 'node:stream';
+import winston from 'winston';
+import { Logger, silentLogger } from '../../util/logger';
 import { Random } from './random';
 import { Sabotage } from './replica';
 import { describeScenario, Fault, FAULTS, Scenario, scenarioOf } from './scenario';
@@ -142,7 +144,11 @@ export async function runSchedule(options: RunOptions): Promise<RunResult> {
   });
   Math.random = () => random.next();
   const scenario = scenarioOf(options.seed, options.faults ?? new Set(FAULTS), random, options.short);
-  const world = new World(random.fork(), scenario, silentLogger(), options.sabotage);
+  // SIM_DETAIL=1: the operator's own log lines (debug and up) go into the schedule too.
+  let into: World | null = null;
+  const logger = process.env.SIM_DETAIL ? detailLogger((line) => into?.log(line)) : silentLogger();
+  const world = new World(random.fork(), scenario, logger, options.sabotage);
+  into = world;
   const users = new Users(world);
   const counts = { starts: 0 };
   let violation: Violation | null = null;
@@ -183,4 +189,20 @@ export async function runSchedule(options: RunOptions): Promise<RunResult> {
     objectsChecked: users.objectsChecked,
     configWrites: world.configWrites,
   };
+}
+
+/** A logger whose lines go to `log` as `log: message {fields}` (SIM_DETAIL). */
+function detailLogger(log: (line: string) => void): Logger {
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      const { message, level, ...fields } = JSON.parse(chunk.toString('utf8')) as Record<string, unknown>;
+      log(`  [${String(level)}] ${String(message)} ${JSON.stringify(fields)}`);
+      done();
+    },
+  });
+  return winston.createLogger({
+    level: 'debug',
+    format: winston.format.json(),
+    transports: [new winston.transports.Stream({ stream })],
+  });
 }

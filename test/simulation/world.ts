@@ -119,6 +119,7 @@ export class World {
           loadLag: s.loadLag,
           faults: s.faults,
           onConfigWrite: () => this.configWrites++,
+          log: (line) => this.log(line),
         }),
     );
     const world = {
@@ -228,6 +229,7 @@ export class World {
       }
       if (!server.up)
         return { ok: false, status: 0, message: `${server.name} went away`, replica: replica.name };
+      for (const w of answer.warnings ?? []) this.log(`  warning to the writer: ${w}`);
       const stored = this.etcd.put(
         'modrules',
         object,
@@ -331,5 +333,7 @@ export function describeStamp(config: JsonObject): string {
   const webhook = dragnetOf(config, DRAGNET_WEBHOOK)?.webhook;
   const reg = webhook ? readScope(webhook) : null;
   const resources = reg ? [...new Set(reg.rules.flatMap((r) => r.resources))].join(',') : '-';
-  return `writer=${stamp.writer.split('-').slice(1).join('-')} rules@${stamp.rulesVersion} hash=${stamp.hash.slice(0, 8)} resources=[${resources}] conditions=${reg?.matchConditions.length ?? 0}${stamp.pending?.length ? ` pending=${stamp.pending.length}` : ''}${stamp.hold ? ' HOLD' : ''}`;
+  const selector = reg ? JSON.stringify(reg.namespaceSelector) : '-';
+  const conditions = reg?.matchConditions.map((c) => c.expression).join(' && ') ?? '';
+  return `writer=${stamp.writer.split('-').slice(1).join('-')} rules@${stamp.rulesVersion} hash=${stamp.hash.slice(0, 8)} resources=[${resources}] conditions=${reg?.matchConditions.length ?? 0}${stamp.pending?.length ? ` pending=${stamp.pending.length}` : ''}${stamp.hold ? ' HOLD' : ''}${process.env.SIM_DETAIL ? ` namespaces=${selector} when=${conditions}` : ''}`;
 }
