@@ -134,6 +134,8 @@ export function buildServing(
  * the scope), its write expected once the peer's admission answered.
  */
 function receivePeerNotice({ admitted, store }: OperatorState, notice: PeerNotice): void {
+  if (notice.answered === 'refused') return admitted.forget(notice);
+  if (notice.answered === 'allowed') return admitted.answered(notice);
   const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;
   admitted.admit(notice, rule, Date.now() + (notice.answerWithinMs ?? 0));
 }

@@ -33,6 +33,8 @@ export interface PeerNotice {
   sent: number;
   /** How long the sender's admission may still run: the rule's write lands after that, or never. */
   answerWithinMs?: number;
+  /** A second notice, once the sender answered: 'allowed' (the write lands now, or never) or 'refused'. */
+  answered?: 'allowed' | 'refused';
   /** The ModRule as admitted: the peer counts it in its own computations of the registration too. */
   rule?: JsonObject;
 }
@@ -126,7 +128,7 @@ function parseNotice(text: string): PeerNotice | null {
     return null;
   }
   if (!isJsonObject(v)) return null;
-  const { namespace, name, uid, generation, sent, answerWithinMs, rule } = v;
+  const { namespace, name, uid, generation, sent, answerWithinMs, answered, rule } = v;
   if (typeof namespace !== 'string' || typeof name !== 'string' || typeof uid !== 'string') return null;
   if (typeof generation !== 'number' || typeof sent !== 'number') return null;
   // At most the longest admission (the API server's webhook timeout is at most 30 s).
@@ -135,6 +137,7 @@ function parseNotice(text: string): PeerNotice | null {
   return {
     ...{ namespace, name, uid, generation, sent },
     ...(within !== undefined ? { answerWithinMs: within } : {}),
+    ...(answered === 'allowed' || answered === 'refused' ? { answered } : {}),
     ...(isJsonObject(rule) ? { rule } : {}),
   };
 }

@@ -186,6 +186,17 @@ export class PeerNotifier {
     return failures;
   }
 
+  /**
+   * Tells the peers that the admission of a rule version was answered (allowed: its write lands now or never;
+   * refused: it never does), so that they stop holding for a write that failed after the webhook. One attempt each,
+   * in the background: the answer is out already, and a peer that misses it gives up on its own.
+   */
+  answered(version: RuleVersion, answered: 'allowed' | 'refused'): void {
+    const notice: PeerNotice = { ...version, sent: Date.now(), answered };
+    const body = JSON.stringify(notice);
+    for (const url of this.peers().keys()) void this.post(url, body, this.options.timeoutMs ?? 1000);
+  }
+
   /** One peer's notice, tried until it is taken or `by` (0: once); null when taken. */
   private async deliver(url: string, body: string, by: number): Promise<PeerFailure | null> {
     const once = by === 0 || this.suspect.has(url);

@@ -176,4 +176,15 @@ describe('AdmittedRules', () => {
       .upsert({ ...stored, metadata: { ...(stored.metadata as JsonObject), generation: 2 } });
     expect(admitted.rules()).toEqual([]);
   });
+
+  it('drops a create at once when another object took its name (AlreadyExists), answered or not', async () => {
+    api.put('modrules', labelRule('team-a', 'taken'));
+    admitted.admit(
+      { namespace: 'team-a', name: 'taken', uid: 'u-lost', generation: 1 },
+      compile(labelRule('team-a', 'taken')),
+    );
+    await new Promise((r) => setTimeout(r, 150));
+    expect(admitted.rules()).toEqual([]);
+    expect(admitted.until('team-a', 10)).toBeNull();
+  });
 });

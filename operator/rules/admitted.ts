@@ -104,11 +104,14 @@ export class AdmittedRules implements StoreFreshness {
     this.pending.set(key, [...list, entry]);
   }
 
-  /** This replica answered the admission of a rule version: its write lands now, or never. */
+  /** The admission of a rule version was answered (here, or a peer's notice says so): it lands now, or never. */
   answered(version: RuleVersion): void {
     const key = objectKey(version.namespace, version.name);
+    // The API server stores the rule a moment after the answer: absence counts only from a look-up interval later.
+    const by = this.now() + (this.options.checkAfterMs ?? 1000);
     for (const p of this.pending.get(key) ?? [])
-      if (p.uid === version.uid && p.generation === version.generation) p.answerBy ??= this.now();
+      if (p.uid === version.uid && p.generation === version.generation)
+        p.answerBy = Math.min(p.answerBy ?? by, by);
   }
 
   /** Stops waiting for a rule version whose write was refused (the versions before it are still awaited). */
@@ -231,9 +234,12 @@ export class AdmittedRules implements StoreFreshness {
     if (!this.isPending(key, p)) return;
     const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(p.namespace)}/modrules/${encodeURIComponent(p.name)}`;
     let landed = true;
+    // Another object under its name: its create failed (AlreadyExists), whether the admission answered yet or not.
+    let superseded = false;
     try {
       const got = await this.options.client.request('GET', path);
       landed = metaString(got, 'uid') === p.uid && (generationOf(got) ?? 0) >= p.generation;
+      superseded = metaString(got, 'uid') !== p.uid;
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) landed = false;
       else
@@ -244,7 +250,7 @@ export class AdmittedRules implements StoreFreshness {
     // Its admission is still running: absent says nothing yet (a widening and its probes can take seconds).
     const answering = p.answerBy === undefined ? now - p.at < MAX_ADMISSION_MS : now < p.answerBy;
     const age = now - (p.answerBy ?? p.at);
-    if ((!landed && !answering) || age >= (this.options.maxAgeMs ?? 10_000)) {
+    if ((!landed && (!answering || superseded)) || age >= (this.options.maxAgeMs ?? 10_000)) {
       if (landed)
         this.options.logger.warn(
           'the store has not seen an admitted ModRule in time; no longer waiting for it',
@@ -253,6 +259,12 @@ export class AdmittedRules implements StoreFreshness {
             generation: p.generation,
           },
         );
+      else
+        this.options.logger.debug('an admitted ModRule version never landed; no longer waiting for it', {
+          rule: key,
+          uid: p.uid,
+          generation: p.generation,
+        });
       this.settle(key, p);
       return;
     }

@@ -139,6 +139,9 @@ export class ScopeWidener {
 
   /** Resolves when the registration sends `rule`'s objects, or with why not, by `until` at the latest. */
   async ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
+    // A consistent read first: what this replica's watch shows may be older than a narrower scope another replica
+    // wrote a moment ago (before it heard of this rule), and "covered" must hold for what is stored now.
+    await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '').catch(() => undefined);
     const live = this.ctx.live.scope();
     if (this.ctx.live.seen && this.coveredBy(live, rule)) {
       const got = await this.ctx.probe.confirm(() => this.stillCovers(rule), widenBy);
