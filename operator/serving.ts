@@ -3,14 +3,13 @@ import { BackgroundAudit } from './audit/background';
 import { AuditMetrics } from './audit/metrics';
 import { DEFAULT_INTERVAL_SECONDS } from './audit/background';
 import { createRuleAdmission } from './admission/rule-admission';
-import { createPeers } from './admission/peers';
+import { createPeers, receivePeerNotice } from './admission/peers';
 import { ServingCertificates } from './certs/serving';
 import { OperatorConfig, OperatorDeps } from './config';
 import { Runnable, runnable } from './controller/lifecycle';
 import { Controllers } from './controllers';
 import { createPodBindingHandler } from './rules/podbinding';
 import { OperatorState } from './state';
-import { PeerNotice } from '../webhook/peer';
 
 /** What the operator serves: the certificate, the peer notices, the webhook server and the background audit. */
 export interface Serving {
@@ -80,7 +79,7 @@ export function buildServing(
           // A peer's rule counts here too: held for until stored, and in this replica's computations of the scope.
           peer: {
             ...peerKeys,
-            receive: (notice) => receivePeerNotice(state, notice),
+            receive: (notice) => receivePeerNotice(admitted, store, notice),
           },
           // A demoted namespace's own rules get a Warning Event, so its tenant sees why (kubectl describe modrule).
           onDemotion: controllers.status ? (d) => controllers.status?.reportDemotion(d) : undefined,
@@ -127,15 +126,4 @@ export function buildServing(
     },
     parts,
   };
-}
-
-/**
- * A peer's notice of a rule it admits: counted here too (held for until stored, and in this replica's computations of
- * the scope), its write expected once the peer's admission answered.
- */
-function receivePeerNotice({ admitted, store }: OperatorState, notice: PeerNotice): void {
-  if (notice.answered === 'refused') return admitted.forget(notice);
-  if (notice.answered === 'allowed') return admitted.answered(notice);
-  const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;
-  admitted.admit(notice, rule, Date.now() + (notice.answerWithinMs ?? 0));
 }

@@ -12,7 +12,8 @@ import {
   SIGNATURE_HEADER,
   signatures,
 } from '../../webhook/peer';
-import { RuleVersion } from '../rules/admitted';
+import { AdmittedRules, RuleVersion } from '../rules/admitted';
+import { RuleStore } from '../../store/rules';
 import { Informer } from '../../kube/informer';
 import { KubeClient } from '../../kube/kube';
 import { sleep } from '../../kube/backoff';
@@ -283,4 +284,20 @@ export function createPeers(
     refreshKeys: () => keys.refresh(),
   });
   return { notifier, keys: { keys: () => keys.keys(), refresh: () => void keys.refresh() } };
+}
+
+/**
+ * A peer's notice, taken: a rule it admits is counted here too (held for until stored, and in this replica's
+ * computations of the scope), its write expected once the peer's admission answered; the peer's word that it
+ * answered (allowed: the write lands now or never) or refused (it never does) ends the wait sooner.
+ */
+export function receivePeerNotice(
+  admitted: AdmittedRules,
+  store: Pick<RuleStore, 'compileRule'>,
+  notice: PeerNotice,
+): void {
+  if (notice.answered === 'refused') return admitted.forget(notice);
+  if (notice.answered === 'allowed') return admitted.answered(notice);
+  const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;
+  admitted.admit(notice, rule, Date.now() + (notice.answerWithinMs ?? 0));
 }

@@ -14,7 +14,7 @@ import { AdmittedRules } from '../../operator/rules/admitted';
 import { ClusterSync } from '../../operator/rules/sync';
 import { ScopeController } from '../../operator/scope/controller';
 import { ConfirmedRules } from '../../operator/scope/ready-gate';
-import { PeerNotifier, PeerTransport } from '../../operator/admission/peers';
+import { PeerNotifier, PeerTransport, receivePeerNotice } from '../../operator/admission/peers';
 import { createRuleAdmission } from '../../operator/admission/rule-admission';
 
 export const CLUSTER_NAMESPACE = 'kubemod-system';
@@ -197,13 +197,8 @@ export class SimReplica {
     };
     await handlePeerNotice(req, res as unknown as ServerResponse, {
       keys: () => this.keys.keys(),
-      // As operator/serving.ts takes a notice: its write expected once the peer's admission answered.
-      receive: (notice) =>
-        parts.admitted.admit(
-          notice,
-          notice.rule ? (parts.store.compileRule(notice.rule).rule ?? null) : null,
-          Date.now() + (notice.answerWithinMs ?? 0),
-        ),
+      // As operator/serving.ts takes a notice.
+      receive: (notice) => receivePeerNotice(parts.admitted, parts.store, notice),
     });
     return status;
   }

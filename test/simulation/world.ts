@@ -335,5 +335,5 @@ export function describeStamp(config: JsonObject): string {
   const resources = reg ? [...new Set(reg.rules.flatMap((r) => r.resources))].join(',') : '-';
   const selector = reg ? JSON.stringify(reg.namespaceSelector) : '-';
   const conditions = reg?.matchConditions.map((c) => c.expression).join(' && ') ?? '';
-  return `writer=${stamp.writer.split('-').slice(1).join('-')} rules@${stamp.rulesVersion} hash=${stamp.hash.slice(0, 8)} resources=[${resources}] conditions=${reg?.matchConditions.length ?? 0}${stamp.pending?.length ? ` pending=${stamp.pending.length}` : ''}${stamp.hold ? ' HOLD' : ''}${process.env.SIM_DETAIL ? ` namespaces=${selector} when=${conditions}` : ''}`;
+  return `writer=${stamp.writer.split('-').slice(1).join('-')} rules@${stamp.rulesVersion} hash=${stamp.hash.slice(0, 8)} resources=[${resources}] conditions=${reg?.matchConditions.length ?? 0}${stamp.pending?.length ? ` pending=${stamp.pending.length}` : ''}${stamp.hold ? ' HOLD' : ''}${process.env.SIM_DETAIL ? ` pending=${JSON.stringify(stamp.pending ?? [])} namespaces=${selector} when=${conditions}` : ''}`;
 }
