@@ -8,6 +8,7 @@ import { QuarantineOptions } from '../webhook/quarantine';
 import { RuleFailuresOptions } from '../webhook/rule-failures';
 import { BackgroundAuditConfig } from './audit/background';
 import { KubeClient } from '../kube/kube';
+import { ClusterAccess } from '../kube/access';
 import { NativeController, NativeMode } from './native/controller';
 import type { CertMode } from './certs/serving';
 
@@ -76,6 +77,8 @@ export interface RunningOperator {
 
 export interface OperatorDeps {
   client: KubeClient;
+  /** How `client` reaches the API server: with it, each API server is probed by its own address (scope/apiservers). */
+  access?: ClusterAccess;
   logger: Logger;
   registry?: Registry;
   /** Cancels a start-up that is still waiting for the API server. */

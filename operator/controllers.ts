@@ -9,6 +9,9 @@ import { ReferenceStatus } from './references/status-feed';
 import { Discovery } from './rules/discovery';
 import { ClusterSync } from './rules/sync';
 import { ScopeController } from './scope/controller';
+import { ApiServerTargets } from './scope/apiservers';
+import { createKubeClient } from '../kube/kube';
+import { accessVia } from '../kube/access';
 import { OUTSIDE_NET, ScopeFinding, UNKNOWN_KIND } from './scope/findings';
 import { ReadyGate } from './scope/ready-gate';
 import { ScopeStatus } from './scope/status';
@@ -70,6 +73,10 @@ export function buildControllers(
   });
   metrics.watchInformers(sync);
   const discovery = new Discovery({ client, logger });
+  const access = deps.access;
+  const apiServers = access
+    ? new ApiServerTargets({ client, logger, clientFor: (url) => createKubeClient(accessVia(access, url)) })
+    : undefined;
   const scope = new ScopeController({
     ...{ client, logger, registry, discovery, live },
     mode: config.dragnetScope ?? 'rules',
@@ -80,6 +87,7 @@ export function buildControllers(
     rulesReady: () => sync.isReady(),
     onRulesChange: (listener) => store.onChange(listener),
     admitted: state.admitted,
+    apiServers,
     native,
     nativeScopes: state.nativeScopes,
     onScope: (reports, narrowed) => {

@@ -188,14 +188,17 @@ export class PeerNotifier {
   }
 
   /**
-   * Tells the peers that the admission of a rule version was answered (allowed: its write lands now or never;
-   * refused: it never does), so that they stop holding for a write that failed after the webhook. One attempt each,
-   * in the background: the answer is out already, and a peer that misses it gives up on its own.
+   * Tells the peers, just before the answer, that the admission of a rule version is answered (allowed: its write
+   * lands now or never; refused: it never does): a peer still holding for it stops waiting for a write that failed
+   * after the webhook, and a peer that never heard of it (it started, or restarted, after the first notice) holds
+   * for it from now on. One attempt each, to the peers listed now, within `timeoutMs`.
    */
-  answered(version: RuleVersion, answered: 'allowed' | 'refused'): void {
+  async answered(version: RuleVersion, answered: 'allowed' | 'refused', timeoutMs = 500): Promise<void> {
     const notice: PeerNotice = { ...version, sent: Date.now(), answered };
     const body = JSON.stringify(notice);
-    for (const url of this.peers().keys()) void this.post(url, body, this.options.timeoutMs ?? 1000);
+    // Peers that took none of the tries of their last notice are passed over: they would only cost the answer time.
+    const urls = [...this.peers().keys()].filter((url) => !this.suspect.has(url));
+    await Promise.all(urls.map((url) => this.post(url, body, timeoutMs)));
   }
 
   /** One peer's notice, tried until it is taken or `by` (0: once); null when taken. */
@@ -297,7 +300,11 @@ export function receivePeerNotice(
   notice: PeerNotice,
 ): void {
   if (notice.answered === 'refused') return admitted.forget(notice);
-  if (notice.answered === 'allowed') return admitted.answered(notice);
+  if (notice.answered === 'allowed') {
+    // Not heard of before (this replica started after the first notice): held for from now on, like any other.
+    if (!admitted.pendingVersion(notice)) admitted.admit(notice, null, Date.now());
+    return admitted.answered(notice);
+  }
   const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;
   admitted.admit(notice, rule, Date.now() + (notice.answerWithinMs ?? 0));
 }

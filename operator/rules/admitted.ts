@@ -114,6 +114,14 @@ export class AdmittedRules implements StoreFreshness {
         p.answerBy = Math.min(p.answerBy ?? by, by);
   }
 
+  /** Whether this version is pending here (its write awaited). */
+  pendingVersion(version: RuleVersion): boolean {
+    const key = objectKey(version.namespace, version.name);
+    return (this.pending.get(key) ?? []).some(
+      (p) => p.uid === version.uid && p.generation === version.generation,
+    );
+  }
+
   /** Stops waiting for a rule version whose write was refused (the versions before it are still awaited). */
   forget(version: RuleVersion): void {
     const key = objectKey(version.namespace, version.name);

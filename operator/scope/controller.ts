@@ -22,6 +22,7 @@ import { Controller, ReconcileResult } from '../controller/controller';
 /** The work queue's keys: the dragnet's scope, and the proof that the API servers use the live one. */
 const DRAGNET = 'dragnet';
 const PROBE = 'probe';
+const APISERVERS = 'apiservers';
 
 /**
  * Keeps the dragnet webhook's registration (rules, namespaceSelector, matchConditions) as narrow as the ModRules in
@@ -53,7 +54,7 @@ export class ScopeController {
     this.id = options.id ?? `${Date.now()}-${randomBytes(4).toString('hex')}`;
     this.work = new Controller(
       'dragnet scope',
-      { reconcile: (key) => (key === PROBE ? this.probeLive() : this.reconcile()) },
+      { reconcile: (key) => this.reconcileKey(key) },
       {
         logger: options.logger,
         backoff: { initialMs: 500, maxMs: 30_000 },
@@ -73,6 +74,7 @@ export class ScopeController {
       ...options,
       live: this.live,
       namespace: options.probeNamespace ?? options.clusterNamespace,
+      apiServers: () => options.apiServers?.targets() ?? [],
     });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
@@ -157,6 +159,7 @@ export class ScopeController {
     this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
     if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
     this.unsubscribe.push(this.live.onChange(() => this.work.enqueue(PROBE)));
+    if (this.options.apiServers) this.work.enqueue(APISERVERS);
     this.work.start();
     this.informer.start();
   }
@@ -196,6 +199,15 @@ export class ScopeController {
    * The worker's one reconcile: the admissions waiting for a widening first (their answer is on the clock), else
    * a computation from the rules in force. A failure is retried after the queue's backoff.
    */
+  /** The worker's reconcile of one key: the API servers' list, the proof of the live scope, or the scope itself. */
+  private async reconcileKey(key: string): Promise<ReconcileResult | void> {
+    if (key === PROBE) return this.probeLive();
+    if (key !== APISERVERS) return this.reconcile();
+    await this.options.apiServers?.refresh();
+    // API servers come and go with a control plane's rollout: looked at again every half minute.
+    return { requeueAfter: 30_000 };
+  }
+
   /**
    * Proves the live configuration in force in the background (each version once), so that the Ready gate reports
    * rules in force and a later admission that it covers is answered without an API call; looked at again, less and

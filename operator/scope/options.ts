@@ -7,6 +7,7 @@ import { KubeClient } from '../../kube/kube';
 import { AdmittedRules } from '../rules/admitted';
 import type { CatalogSource } from '../rules/discovery';
 import { LiveScopeView } from './live';
+import { ApiServerTargets } from './apiservers';
 import { NativeScopes } from './native-scopes';
 
 /** What the scope controller (operator/scope/controller.ts) is built with. */
@@ -49,6 +50,8 @@ export interface ScopeControllerOptions {
   native?: { policiesVersion(): string | null; servingVersion(): string } | null;
   /** This replica's writer id in the stamp; default its start (ms) and a random part (a later start wins a tie). */
   id?: string;
+  /** The API servers to probe one by one (their endpoints); absent: only the one the client reaches. */
+  apiServers?: Pick<ApiServerTargets, 'targets' | 'refresh'>;
   /** This replica's view of the live registration, shared with the Ready gate and the status; default its own. */
   live?: LiveScopeView;
   /** What the live registration does for native rules, shared with the native controller; default its own. */

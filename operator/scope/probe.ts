@@ -6,6 +6,9 @@ import { sleep } from '../../kube/backoff';
 import { isTransient, KubeApiError, KubeClient } from '../../kube/kube';
 import { LiveScopeView } from './live';
 
+/** Connection errors that say nothing listens there (a timeout does not: that API server may be hung). */
+const DOWN = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|ECONNRESET/;
+
 /** One API server to probe directly (operator/scope/apiservers.ts), besides the one the client reaches. */
 export interface ProbeTarget {
   /** Its address, as logs name it. */
@@ -152,10 +155,11 @@ export class ScopeProbe {
   ): Promise<'marked' | 'not yet' | 'refused' | 'unreachable'> {
     const { namespace } = this.options;
     try {
+      // Bounded: a hung API server must not hold the loop (it counts as not there yet, and is asked again).
       const created = await target.client.request(
         'POST',
         `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
-        { body: probeEvent(namespace, token), query: { dryRun: 'All' } },
+        { body: probeEvent(namespace, token), query: { dryRun: 'All' }, timeoutMs: 2000 },
       );
       return probeSeen(created, token) ? 'marked' : 'not yet';
     } catch (err) {
@@ -173,9 +177,10 @@ export class ScopeProbe {
         );
         return 'refused';
       }
-      // An extra API server that does not answer at all; the main client's errors are retried.
-      const noAnswer = err instanceof KubeApiError ? err.status === 0 : true;
-      return target.name && noAnswer ? 'unreachable' : 'not yet';
+      // An extra API server that refuses connections is down (it admits nothing either); one that does not answer
+      // in time may be hung and wake up with an old configuration: asked again. The main client's are retried.
+      const down = err instanceof KubeApiError && err.status === 0 && DOWN.test(err.message);
+      return target.name && down ? 'unreachable' : 'not yet';
     }
   }
 }

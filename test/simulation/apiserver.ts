@@ -179,7 +179,12 @@ export class SimApiServer {
 
   private async request(method: string, path: string, options: RequestOptions = {}): Promise<JsonObject> {
     await after(this.lag([0, 2]));
-    if (!this.up) throw new KubeApiError(`${method} ${path}: connection refused`, 0, 'ConnectionError');
+    if (!this.up)
+      throw new KubeApiError(
+        `${method} ${path}: connect ECONNREFUSED (${this.name} is down)`,
+        0,
+        'ConnectionError',
+      );
     if (this.options.random.chance(this.options.faults.transient))
       throw new KubeApiError(`503 ServiceUnavailable: ${this.name} is busy`, 503, 'ServiceUnavailable');
     const epoch = this.epoch;

@@ -13,6 +13,7 @@ import { KubeClient } from '../../kube/kube';
 import { AdmittedRules } from '../../operator/rules/admitted';
 import { ClusterSync } from '../../operator/rules/sync';
 import { ScopeController } from '../../operator/scope/controller';
+import { ProbeTarget } from '../../operator/scope/probe';
 import { ConfirmedRules } from '../../operator/scope/ready-gate';
 import { PeerNotifier, PeerTransport, receivePeerNotice } from '../../operator/admission/peers';
 import { createRuleAdmission } from '../../operator/admission/rule-admission';
@@ -40,6 +41,8 @@ export interface ReplicaWorld {
   transport(from: SimReplica): PeerTransport;
   /** Tells the run a dragnet request or admission started or ended (the no-hang check). */
   inFlight(delta: number): void;
+  /** Every API server by its own address, as the kubernetes Service's endpoints list them (the probe asks each). */
+  apiServers(): ProbeTarget[];
 }
 
 /** Hooks that break the protocol on purpose: the harness must catch them (simulation.test.ts). */
@@ -98,6 +101,7 @@ export class SimReplica {
     const sync = new ClusterSync({ client, store, logger, status: null, observer: admitted.handlers() });
     const scope = new ScopeController({
       ...{ client, logger, admitted, mode: 'rules' as const },
+      apiServers: { targets: () => this.world.apiServers(), refresh: async () => undefined },
       clusterNamespace: CLUSTER_NAMESPACE,
       probeNamespace: CLUSTER_NAMESPACE,
       rules: () => [...store.allRules(), ...admitted.rules()],

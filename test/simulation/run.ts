@@ -27,6 +27,8 @@ export interface RunResult {
   steps: number;
   ruleWrites: number;
   objectsChecked: number;
+  /** Objects not patched after a rule write whose writer was told it might not be in force (and why). */
+  saidMisses: number;
   configWrites: number;
 }
 
@@ -187,6 +189,7 @@ export async function runSchedule(options: RunOptions): Promise<RunResult> {
     steps,
     ruleWrites: users.writes.length,
     objectsChecked: users.objectsChecked,
+    saidMisses: users.saidMisses,
     configWrites: world.configWrites,
   };
 }

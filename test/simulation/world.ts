@@ -23,7 +23,7 @@ export const KIND_RESOURCES: Record<string, string> = {
 
 /** How a ModRule write through an API server ended. */
 export type RuleWriteResult =
-  | { ok: true; object: JsonObject; replica: string | null }
+  | { ok: true; object: JsonObject; replica: string | null; warnings?: string[] }
   | { ok: false; status: number; message: string; replica: string | null };
 
 /** What became of an object written through an API server. */
@@ -127,6 +127,7 @@ export class World {
       peerUrls: (self: SimReplica) => this.replicas.filter((r) => r !== self).map((r) => r.url),
       transport: (from: SimReplica) => this.transport(from),
       inFlight: (d: number) => (this.requestsInFlight += d),
+      apiServers: () => this.servers.map((s) => ({ name: s.name, client: s.client() })),
     };
     this.replicas = Array.from(
       { length: scenario.replicas },
@@ -235,7 +236,7 @@ export class World {
         object,
         current ? String((current.metadata as JsonObject).resourceVersion) : 'create',
       );
-      return { ok: true, object: stored, replica: replica.name };
+      return { ok: true, object: stored, replica: replica.name, warnings: answer.warnings ?? [] };
     } catch (err) {
       if (err instanceof StoreConflict)
         return { ok: false, status: err.status, message: err.message, replica: null };
