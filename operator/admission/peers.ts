@@ -193,8 +193,19 @@ export class PeerNotifier {
    * after the webhook, and a peer that never heard of it (it started, or restarted, after the first notice) holds
    * for it from now on. One attempt each, to the peers listed now, within `timeoutMs`.
    */
-  async answered(version: RuleVersion, answered: 'allowed' | 'refused', timeoutMs = 500): Promise<void> {
-    const notice: PeerNotice = { ...version, sent: Date.now(), answered };
+  async answered(
+    version: RuleVersion,
+    answered: 'allowed' | 'refused',
+    rule?: JsonObject,
+    timeoutMs = 500,
+  ): Promise<void> {
+    // An allowed rule travels again: a peer that never heard of it counts it in its scope, not only holds for it.
+    const notice: PeerNotice = {
+      ...version,
+      sent: Date.now(),
+      answered,
+      ...(answered === 'allowed' && rule ? { rule } : {}),
+    };
     const body = JSON.stringify(notice);
     // Peers that took none of the tries of their last notice are passed over: they would only cost the answer time.
     const urls = [...this.peers().keys()].filter((url) => !this.suspect.has(url));
@@ -301,8 +312,9 @@ export function receivePeerNotice(
 ): void {
   if (notice.answered === 'refused') return admitted.forget(notice);
   if (notice.answered === 'allowed') {
-    // Not heard of before (this replica started after the first notice): held for from now on, like any other.
-    if (!admitted.pendingVersion(notice)) admitted.admit(notice, null, Date.now());
+    // Not heard of before (this replica started after the first notice): held for, and counted, from now on.
+    if (!admitted.pendingVersion(notice))
+      admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null, Date.now());
     return admitted.answered(notice);
   }
   const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;

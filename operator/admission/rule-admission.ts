@@ -98,7 +98,11 @@ class RuleAdmission {
     this.waited?.observe((this.now() - start) / 1000);
     // Answered from here on (a refusal forgets it below): the write lands now, or never; the peers are told too.
     deps.admitted.answered(version);
-    await deps.peers?.answered?.(version, outcome.kind === 'failed' ? 'refused' : 'allowed');
+    await deps.peers?.answered?.(
+      version,
+      outcome.kind === 'failed' ? 'refused' : 'allowed',
+      request.object ?? undefined,
+    );
     const key = objectKey(version.namespace, version.name);
     const outside = deps.scope.outsideNet(rule);
     // Admitted, but the net as installed never sends some of its kinds: as with KubeMod, now said (and on its status).

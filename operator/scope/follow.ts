@@ -120,9 +120,13 @@ export class RuleFollower {
   }
 
   private stampOf(c: Computation): ScopeStamp {
-    // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
+    // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too):
+    // until this replica's store has them, not merely because it counts them (what it holds in memory is lost if it
+    // restarts, and the replica that admitted a rule may be gone too).
+    const stored = (uid: string, generation: number) =>
+      this.parts.options.admitted?.landed(uid, generation) ?? false;
     const pending = (c.live.stamp?.pending ?? []).filter(
-      (p) => p.until > c.ctx.now && !c.ctx.landed(p.uid, p.generation),
+      (p) => p.until > c.ctx.now && !stored(p.uid, p.generation),
     );
     return {
       hash: c.hash,

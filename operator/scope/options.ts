@@ -39,7 +39,7 @@ export interface ScopeControllerOptions {
    */
   settleMs?: number;
   /** Rules this replica admitted that the store has not seen yet (they count in force); none when absent. */
-  admitted?: Pick<AdmittedRules, 'knows' | 'versions' | 'onChange'>;
+  admitted?: Pick<AdmittedRules, 'knows' | 'landed' | 'versions' | 'onChange'>;
   /** The operator's own namespace: where the registration probes are created (dry run). */
   probeNamespace?: string;
   /** How long the configured net is held after a fallback (no replica narrows meanwhile); default 60 s. */
