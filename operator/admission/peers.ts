@@ -197,8 +197,8 @@ export class PeerNotifier {
     version: RuleVersion,
     answered: 'allowed' | 'refused',
     rule?: JsonObject,
-    timeoutMs = 500,
-  ): Promise<void> {
+    withinMs = 500,
+  ): Promise<PeerFailure[]> {
     // An allowed rule travels again: a peer that never heard of it counts it in its scope, not only holds for it.
     const notice: PeerNotice = {
       ...version,
@@ -207,9 +207,12 @@ export class PeerNotifier {
       ...(answered === 'allowed' && rule ? { rule } : {}),
     };
     const body = JSON.stringify(notice);
-    // Peers that took none of the tries of their last notice are passed over: they would only cost the answer time.
-    const urls = [...this.peers().keys()].filter((url) => !this.suspect.has(url));
-    await Promise.all(urls.map((url) => this.post(url, body, timeoutMs)));
+    // Tried again within `withinMs`, ready peers only; one that does not take it is said (it may have restarted
+    // since the first notice and not know of the rule at all).
+    const by = Date.now() + withinMs;
+    const ready = [...this.peers()].filter(([, p]) => p.ready).map(([url]) => url);
+    const failures = await Promise.all(ready.map((url) => this.deliver(url, body, by)));
+    return failures.filter((f): f is PeerFailure => f !== null);
   }
 
   /** One peer's notice, tried until it is taken or `by` (0: once); null when taken. */

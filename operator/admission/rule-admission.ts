@@ -98,11 +98,12 @@ class RuleAdmission {
     this.waited?.observe((this.now() - start) / 1000);
     // Answered from here on (a refusal forgets it below): the write lands now, or never; the peers are told too.
     deps.admitted.answered(version);
-    await deps.peers?.answered?.(
-      version,
-      outcome.kind === 'failed' ? 'refused' : 'allowed',
-      request.object ?? undefined,
-    );
+    const unanswered =
+      (await deps.peers?.answered?.(
+        version,
+        outcome.kind === 'failed' ? 'refused' : 'allowed',
+        request.object ?? undefined,
+      )) ?? [];
     const key = objectKey(version.namespace, version.name);
     const outside = deps.scope.outsideNet(rule);
     // Admitted, but the net as installed never sends some of its kinds: as with KubeMod, now said (and on its status).
@@ -113,7 +114,10 @@ class RuleAdmission {
             `modrule: ${phrase.head}: the API server never sends the webhook ${phrase.objects}, so ModRule ${key} acts on none of them`,
           ]
         : []),
-      ...missedPeersWarning(key, missed),
+      ...missedPeersWarning(key, [
+        ...missed,
+        ...unanswered.filter((u) => !missed.some((m) => m.peer === u.peer)),
+      ]),
     ];
     return this.answer(outcome, version, key, warnings);
   }
