@@ -97,6 +97,7 @@ export class SimApiServer {
   refusesProbes = false;
   private cacheRev: number;
   private epoch = 0;
+  private restarts = 0;
   private lastDelivery = 0;
   private lastLoad = 0;
   private readonly watches = new Set<Watch>();
@@ -156,9 +157,12 @@ export class SimApiServer {
   restart(downMs: number, compact: boolean): void {
     this.up = false;
     this.epoch++;
+    // A restart while down (overlapping faults) extends the outage: only the latest one comes back up.
+    const restart = ++this.restarts;
     for (const w of [...this.watches])
       w.end(new KubeApiError(`watch: ${this.name} went away`, 0, 'ConnectionError'));
     setTimeout(() => {
+      if (restart !== this.restarts) return;
       this.epoch++;
       if (compact) this.etcd.compact();
       this.cacheRev = this.etcd.revision;

@@ -95,7 +95,7 @@ export class SimReplica {
   }
 
   start(client: KubeClient): void {
-    const { logger } = this.world;
+    const logger = this.world.logger.child({ replica: this.name });
     const store = new RuleStore({ clusterNamespace: CLUSTER_NAMESPACE, keepSource: false });
     const admitted = new AdmittedRules({ client, logger, clusterNamespace: CLUSTER_NAMESPACE });
     const sync = new ClusterSync({ client, store, logger, status: null, observer: admitted.handlers() });

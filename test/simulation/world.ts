@@ -169,8 +169,15 @@ export class World {
       const status = await to.receiveNotice(body, signature);
       if (status !== 204) this.log(`peer notice ${from.name} -> ${to.name} refused: HTTP ${status}`);
       else if (process.env.SIM_DETAIL) {
-        const n = JSON.parse(body) as { namespace: string; name: string; generation: number; answered?: string };
-        this.log(`peer notice ${from.name} -> ${to.name}: ${n.namespace}/${n.name} gen ${n.generation}${n.answered ? ` answered ${n.answered}` : ''}`);
+        const n = JSON.parse(body) as {
+          namespace: string;
+          name: string;
+          generation: number;
+          answered?: string;
+        };
+        this.log(
+          `peer notice ${from.name} -> ${to.name}: ${n.namespace}/${n.name} gen ${n.generation}${n.answered ? ` answered ${n.answered}` : ''}`,
+        );
       }
       return status === 204 ? { ok: true } : { ok: false, status, error: `HTTP ${status}` };
     };
