@@ -183,6 +183,20 @@ export class World {
     };
   }
 
+  /** The validating webhook's answer, or why the write is refused (denied, timed out, failed). */
+  private async callWebhook(
+    replica: SimReplica,
+    request: ReturnType<typeof admissionRequest>,
+  ): Promise<AdmissionResponse | string> {
+    const answer = await timeout(
+      10_000,
+      replica.validate(request, `${replica.url}/validate-modrule?timeout=10s`),
+    ).catch((e: Error) => e);
+    if (answer === 'timeout') return 'webhook timed out';
+    if (answer instanceof Error) return answer.message;
+    return answer.allowed ? answer : (answer.status?.message ?? 'denied');
+  }
+
   /** A ModRule create, update or delete through `server`: validating webhook on an endpoint, then etcd. */
   async writeRule(
     server: SimApiServer,
@@ -226,19 +240,9 @@ export class World {
         object,
         current,
       );
-      const answer = await timeout(
-        10_000,
-        replica.validate(request, `${replica.url}/validate-modrule?timeout=10s`),
-      ).catch((e: Error) => e);
-      if (answer === 'timeout' || answer instanceof Error || !answer.allowed) {
-        const why =
-          answer === 'timeout'
-            ? 'webhook timed out'
-            : answer instanceof Error
-              ? answer.message
-              : (answer.status?.message ?? 'denied');
-        return { ok: false, status: 500, message: why, replica: replica.name };
-      }
+      const answer = await this.callWebhook(replica, request);
+      if (typeof answer === 'string')
+        return { ok: false, status: 500, message: answer, replica: replica.name };
       if (!server.up)
         return { ok: false, status: 0, message: `${server.name} went away`, replica: replica.name };
       for (const w of answer.warnings ?? []) this.log(`  warning to the writer: ${w}`);
