@@ -91,10 +91,16 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
   }
 }
 
-if (require.main === module) {
+/**
+ * Runs the command line as the process (bin/modrule, bin/modrule-post-renderer, `node dist/cli/main.js`): a reader
+ * that closes the pipe early ends nothing (see dropOutputWhenClosed), and the command's status is the process's.
+ */
+export function runAsProcess(argv: string[]): void {
   dropOutputWhenClosed(process.stdout);
   dropOutputWhenClosed(process.stderr);
-  void main(process.argv.slice(2)).then((code) => {
+  void main(argv).then((code) => {
     process.exitCode = code;
   });
 }
+
+if (require.main === module) runAsProcess(process.argv.slice(2));

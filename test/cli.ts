@@ -1,7 +1,8 @@
 // Runs `modrule` as a separate process, the way a shell, a CI job or Helm runs it: an executable on PATH, arguments,
-// standard input and output. The executable runs the CLI from the TypeScript sources (see ts-register.js).
+// standard input and output. The executable is bin/modrule, running the CLI from the TypeScript sources (see
+// ts-register.js).
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
@@ -16,18 +17,30 @@ export interface ProcessResult {
 
 let binDir: string | undefined;
 
-/** A folder holding the executables `modrule` and `modrule-post-renderer` (put it first on PATH). */
+/**
+ * A folder holding the executables `modrule` and `modrule-post-renderer` (put it first on PATH). They run the
+ * repository's own bin/ scripts, as `npm link` or `bin/modrule` do, with a dist/cli/main.js beside them that loads
+ * the CLI from the TypeScript sources: what the scripts do with the process (its exit code, a closed pipe) is tested.
+ */
 export function modruleBinDir(): string {
   if (binDir) return binDir;
-  binDir = mkdtempSync(join(tmpdir(), 'modrule-bin-'));
-  const run = `exec "${process.execPath}" -r "${join(ROOT, 'test', 'ts-register.js')}" "${join(ROOT, 'cli', 'main.ts')}"`;
-  for (const [name, command] of [
-    ['modrule', `${run} "$@"`],
-    ['modrule-post-renderer', `${run} post-render "$@"`],
-  ]) {
-    writeFileSync(join(binDir, name), `#!/bin/sh\n${command}\n`);
-    chmodSync(join(binDir, name), 0o755);
+  const root = mkdtempSync(join(tmpdir(), 'modrule-bin-'));
+  mkdirSync(join(root, 'dist', 'cli'), { recursive: true });
+  writeFileSync(
+    join(root, 'dist', 'cli', 'main.js'),
+    `require(${JSON.stringify(join(ROOT, 'test', 'ts-register.js'))});\n` +
+      `module.exports = require(${JSON.stringify(join(ROOT, 'cli', 'main.ts'))});\n`,
+  );
+  mkdirSync(join(root, 'bin'));
+  mkdirSync(join(root, 'path'));
+  for (const name of ['modrule', 'modrule-post-renderer']) {
+    copyFileSync(join(ROOT, 'bin', name), join(root, 'bin', name));
+    // The node running the tests, whichever `node` is first on PATH.
+    const script = `#!/bin/sh\nexec "${process.execPath}" "${join(root, 'bin', name)}" "$@"\n`;
+    writeFileSync(join(root, 'path', name), script);
+    chmodSync(join(root, 'path', name), 0o755);
   }
+  binDir = join(root, 'path');
   return binDir;
 }
 
