@@ -45,6 +45,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run the admission webhook (--local: rules from files, no cluster)',
     load: async () => (await import('./serve')).run,
   },
+  webhooks: {
+    summary: 'print the webhook configurations calling an operator out of the cluster by URL',
+    load: async () => (await import('./webhooks')).run,
+  },
   operator: { summary: 'run the operator in a cluster', load: async () => (await import('./operator')).run },
 };
 

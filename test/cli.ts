@@ -15,21 +15,23 @@ export interface ProcessResult {
   stderr: string;
 }
 
-let binDir: string | undefined;
+let shimRoot: string | undefined;
 
 /**
- * A folder holding the executables `modrule` and `modrule-post-renderer` (put it first on PATH). They run the
- * repository's own bin/ scripts, as `npm link` or `bin/modrule` do, with a dist/cli/main.js beside them that loads
- * the CLI from the TypeScript sources: what the scripts do with the process (its exit code, a closed pipe) is tested.
+ * A folder laid out as the repository after `npm run build`, as far as the command goes: the repository's own
+ * bin/modrule and bin/modrule-post-renderer, and a dist/cli/main.js that loads the CLI from the TypeScript sources
+ * (and runs it when run itself, as the built one does). So what the scripts do with the process (its exit code, a
+ * closed pipe) is tested, and a recipe that runs `bin/modrule` or `node dist/cli/main.js` runs there as written.
  */
-export function modruleBinDir(): string {
-  if (binDir) return binDir;
+export function modruleRootDir(): string {
+  if (shimRoot) return shimRoot;
   const root = mkdtempSync(join(tmpdir(), 'modrule-bin-'));
   mkdirSync(join(root, 'dist', 'cli'), { recursive: true });
   writeFileSync(
     join(root, 'dist', 'cli', 'main.js'),
     `require(${JSON.stringify(join(ROOT, 'test', 'ts-register.js'))});\n` +
-      `module.exports = require(${JSON.stringify(join(ROOT, 'cli', 'main.ts'))});\n`,
+      `module.exports = require(${JSON.stringify(join(ROOT, 'cli', 'main.ts'))});\n` +
+      'if (require.main === module) module.exports.runAsProcess(process.argv.slice(2));\n',
   );
   mkdirSync(join(root, 'bin'));
   mkdirSync(join(root, 'path'));
@@ -40,8 +42,13 @@ export function modruleBinDir(): string {
     writeFileSync(join(root, 'path', name), script);
     chmodSync(join(root, 'path', name), 0o755);
   }
-  binDir = join(root, 'path');
-  return binDir;
+  shimRoot = root;
+  return root;
+}
+
+/** A folder holding the executables `modrule` and `modrule-post-renderer` (put it first on PATH). */
+export function modruleBinDir(): string {
+  return join(modruleRootDir(), 'path');
 }
 
 /** Spawns `command` with `args` (found on PATH, with modruleBinDir() first), feeds `stdin`, collects the output. */

@@ -33,7 +33,16 @@ describe('README', () => {
     expect(section).toContain(`| ${EXIT.ok} | success |`);
     expect(section).toContain(`| ${EXIT.finding} | the command found something |`);
     expect(section).toContain(`| ${EXIT.error} | bad usage or input |`);
-    for (const name of ['apply', 'post-render', 'test', 'validate', 'select', 'serve', 'operator'])
+    for (const name of [
+      'apply',
+      'post-render',
+      'test',
+      'validate',
+      'select',
+      'serve',
+      'operator',
+      'webhooks',
+    ])
       expect(section).toMatch(new RegExp(`^\\| Status \\|.*\`${name}\``, 'm'));
   });
 
