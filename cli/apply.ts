@@ -11,6 +11,7 @@ import { EXIT, exitHelp } from './exit';
 import { allowSecretsHelp, standInCluster } from './cluster';
 import { formatExplanation, palette } from './explain';
 import { CommandIO, fileOrStdin, UsageError } from './io';
+import { failureLine, ON_ERROR_OPTION, OnError, onErrorHelp, parseOnError, RunTimeFailure } from './failures';
 import { loadPaths, loadRules } from './load';
 import {
   admissionInput,
@@ -43,10 +44,22 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
   --record-patched-by   annotate each patched object with the rules that patched it (modrule.io/patched-by), as
                         the operator does with --record-patched-by
+${onErrorHelp(24, 'exit 1, no object written (json: the verdicts)', "exit 0, objects without that rule's changes, as the webhook admits them")}
+                        (either way one line on stderr sums the failures up; -o json lists each)
 ${allowSecretsHelp(24)}
   -h, --help            show this help
 
-${exitHelp('at least one object rejected')}`;
+${exitHelp('at least one object rejected', 'a ModRule failing at run time (--on-error fail)')}`;
+
+const AS_THE_WEBHOOK = "without the failing rules' changes, as the webhook admits them";
+const YAML_CONSEQUENCE = {
+  fail: `no object is written (--on-error=warn writes them ${AS_THE_WEBHOOK}; -o json lists every failure)`,
+  warn: `the objects are written ${AS_THE_WEBHOOK} (-o json lists every failure)`,
+};
+const JSON_CONSEQUENCE = {
+  fail: `exit 1 (--on-error=warn: carry on ${AS_THE_WEBHOOK}); the verdicts list every failure`,
+  warn: `the verdicts are ${AS_THE_WEBHOOK}, and list every failure`,
+};
 
 /** Kinds the API server stores without a namespace (objects of other kinds take --namespace). */
 export { CLUSTER_SCOPED_KINDS };
@@ -69,8 +82,19 @@ export interface ApplyVerdict {
   explanation?: AdmissionExplanation;
 }
 
+/** Who runs apply: its name in messages and what a run-time failure means for its output (see failures.ts). */
+export interface ApplyCaller {
+  command: string;
+  consequence?: Record<OnError, string>;
+}
+
 /** modrule apply: runs ModRules against manifests without a cluster. */
 export async function run(args: string[], io: CommandIO): Promise<number> {
+  return runApply(args, io, { command: 'apply' });
+}
+
+/** modrule apply for `caller` (post-render runs it with --output json). */
+export async function runApply(args: string[], io: CommandIO, caller: ApplyCaller): Promise<number> {
   const parsed = parseCommand(args, {
     options: {
       rules: { type: 'string', multiple: true },
@@ -84,6 +108,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       explain: { type: 'boolean', default: false },
       'record-patched-by': { type: 'boolean', default: false },
       'allow-secret-references': { type: 'boolean', default: false },
+      ...ON_ERROR_OPTION,
     },
     usage: USAGE,
   });
@@ -101,6 +126,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   if (opts.old && operation !== 'UPDATE')
     throw new UsageError(`--old only makes sense with --operation UPDATE`);
   const defaultNamespace = opts.namespace;
+  const onError = parseOnError(opts['on-error']);
 
   const store = new RuleStore({
     clusterNamespace: opts['cluster-namespace'],
@@ -124,6 +150,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   const verdicts: ApplyVerdict[] = [];
   const admitted: JsonObject[] = [];
   let rejected = false;
+  const failures: RunTimeFailure[] = [];
 
   for (const { object } of inputs) {
     const namespace = scope(object, defaultNamespace);
@@ -145,9 +172,8 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     const explanation = opts.explain ? explainAdmission(input, snapshot, compiled, references) : undefined;
     if (explanation && opts.output === 'yaml')
       io.stderr(formatExplanation(label, explanation, palette(false)));
-    for (const f of outcome.failures) {
-      io.stderr(`warning: ModRule ${f.rule.namespace}/${f.rule.name} failed on ${label}: ${f.message}\n`);
-    }
+    for (const f of outcome.failures)
+      failures.push({ rule: `${f.rule.namespace}/${f.rule.name}`, object: label, message: f.message });
     const result = restoreNamespace(resultObject(outcome, subject), object);
     if (!outcome.allowed) {
       rejected = true;
@@ -180,7 +206,11 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     });
   }
 
+  const stop = onError === 'fail' && failures.length > 0;
+  const consequence = caller.consequence ?? (opts.output === 'json' ? JSON_CONSEQUENCE : YAML_CONSEQUENCE);
+  io.stderr(failureLine(caller.command, failures, onError, consequence));
   if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
-  else io.stdout(stringifyManifests(admitted));
+  else if (!stop) io.stdout(stringifyManifests(admitted));
+  if (stop) return EXIT.error;
   return rejected ? EXIT.finding : EXIT.ok;
 }

@@ -223,6 +223,53 @@ describe('modrule test', () => {
     expect(xml).toContain('expected &quot;payments&quot;, got &quot;platform&quot;');
   });
 
+  describe('a ModRule failing at run time where no case expects it (--on-error)', () => {
+    // on-update fails on every Deployment UPDATE; the case expects team-label's patch only.
+    const results: JsonObject[] = [
+      {
+        resource: 'Deployment/nginx',
+        operation: 'UPDATE',
+        patched: { metadata: { labels: { team: 'platform' } } },
+      },
+      { resource: 'Service/nginx', operation: 'UPDATE', unchanged: true },
+    ];
+
+    test('fail (the default): the case fails, and one line on stderr sums the failures up', async () => {
+      const r = await modruleTest([suite(base(results))]);
+      expect(r.code).toBe(EXIT.finding);
+      expect(r.stdout).toContain('1 passed, 1 failed');
+      expect(r.stdout).toContain('a rule failed at run time: default/on-update: replace /spec/nothing');
+      expect(r.stderr).toMatch(
+        /^modrule test: ModRule default\/on-update failed at run time on 1 object, first on /,
+      );
+      expect(r.stderr.split('\n')).toHaveLength(2);
+    });
+
+    test('--on-error=warn: the case is judged as the webhook admits the object, with one warning line', async () => {
+      const r = await modruleTest([suite(base(results)), '--on-error=warn']);
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stdout).toContain('2 passed, 0 failed');
+      expect(r.stderr).toMatch(
+        /^warning: ModRule default\/on-update failed at run time on 1 object, first on /,
+      );
+      expect(r.stderr.split('\n')).toHaveLength(2);
+    });
+
+    test('a failure a case expects (error:) is no failure of the run', async () => {
+      const r = await modruleTest([
+        suite(base([{ resource: 'Deployment/nginx', operation: 'UPDATE', error: 'replace /spec/nothing' }])),
+      ]);
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stderr).toBe('');
+    });
+
+    test('--on-error takes fail or warn', async () => {
+      await expect(modruleTest([suite(base(results)), '--on-error=skip'])).rejects.toThrow(
+        '--on-error must be fail or warn, got "skip"',
+      );
+    });
+  });
+
   test('--output json: one entry per case with the verdict, and the explanation of failures', async () => {
     const dir = suite(
       base([

@@ -217,8 +217,10 @@ describeHelm.each([3, 4] as const)('Helm %i with modrule as the post-renderer', 
     });
     const r = await template(...postRenderer(h, `--rules=${broken}`));
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('warning: ModRule default/broken failed on Service default/shop-storefront: ');
-    expect(r.stderr).toContain('stopping rather than letting them through unpatched');
+    expect(r.stderr).toContain(
+      'modrule post-render: ModRule default/broken failed at run time on 1 object, first on Service default/shop-storefront: ',
+    );
+    expect(r.stderr).toContain('nothing is installed');
   });
 
   it('fails when the rule folder does not exist', async () => {
