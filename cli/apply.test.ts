@@ -258,6 +258,51 @@ describe('modrule apply', () => {
     expect((JSON.parse(r.stdout) as ApplyVerdict[])[0].rules).toEqual(['default/on-update']);
   });
 
+  describe('mistakes that used to pass silently', () => {
+    test('rules that hold no ModRule: exit 1, naming them (kubectl apply of an empty file fails too)', async () => {
+      const empty = write('empty.yaml', '# nothing yet\n');
+      await expect(apply(['--rules', empty, '--file', write('e-in.yaml', bareDeployment())])).rejects.toThrow(
+        `no ModRule in ${empty}: nothing to apply`,
+      );
+      const folder = join(tmp, 'no-rules');
+      write('no-rules/a.yaml', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+      await expect(
+        apply(['--rules', folder, '--file', write('e-in.yaml', bareDeployment())]),
+      ).rejects.toThrow(`no ModRule in ${folder}: nothing to apply`);
+    });
+
+    test('a kind nothing serves: a warning with the kind it is likely a misspelling of (as validate)', async () => {
+      const typo = labelRule('typo', 'x', { match: [{ select: '$.kind', matchValue: 'Deploymnet' }] });
+      const r = await apply([
+        '--rules',
+        write('typo.yaml', typo),
+        '--file',
+        write('t-in.yaml', bareDeployment()),
+      ]);
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stderr).toBe(
+        'warning: ModRule default/typo: spec.match[0].matchValue: kind Deploymnet is not built into Kubernetes 1.37 nor declared by a CustomResourceDefinition in the input (did you mean Deployment?): the rule matches none of its objects\n',
+      );
+    });
+
+    test('a kind of the input or of a CRD given is served: no warning', async () => {
+      const widget = labelRule('widgets', 'x', { match: [{ select: '$.kind', matchValue: 'Widget' }] });
+      const input = { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } };
+      const r = await apply(['--rules', write('widget.yaml', widget), '--file', write('w-in.yaml', input)]);
+      expect(r.stderr).toBe('');
+    });
+
+    test('input that is not a Kubernetes object: exit 1, naming the document (no invented metadata)', async () => {
+      await expect(apply(['--rules', rulesDir], 'foo: bar\n')).rejects.toThrow(
+        '<stdin>: document 1: not a Kubernetes object: apiVersion and kind are missing',
+      );
+      const mixed = stringify(bareDeployment()) + '---\nkind: ConfigMap\nmetadata: {name: c}\n';
+      await expect(apply(['--rules', rulesDir, '-f', write('mixed.yaml', mixed)])).rejects.toThrow(
+        'mixed.yaml: document 2: not a Kubernetes object: apiVersion is missing',
+      );
+    });
+  });
+
   describe('a ModRule failing at run time (--on-error)', () => {
     // The issue's case: a sidecar whose value indexes labels that Pods without labels do not have.
     const sidecar = {
@@ -372,7 +417,7 @@ describe('modrule apply', () => {
     [['--file', 'x.yaml'], /--rules is required/],
     [['--rules', 'r', '--file', 'f', '--operation', 'CONNECT'], /--operation must be/],
     [['--rules', 'r', '--file', 'f', '--output', 'xml'], /--output must be/],
-    [['--rules', 'r', '--file', 'f', '--bogus'], /Unknown option/],
+    [['--rules', 'r', '--file', 'f', '--bogus'], /unknown option/],
     [['--rules', '/does/not/exist', '--file', 'f'], /cannot read/],
   ])('bad usage %j', async (args, message) => {
     await expect(apply(args)).rejects.toThrow(UsageError);

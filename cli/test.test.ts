@@ -431,7 +431,7 @@ describe('modrule test', () => {
       [[], /give at least one PATH/],
       [['/does/not/exist'], /cannot read \/does\/not\/exist/],
       [[tmpdir(), '--output', 'xml'], /--output must be text or json/],
-      [['--bogus'], /Unknown option '--bogus'/],
+      [['--bogus'], /unknown option '--bogus'/],
     ])('usage %j', async (args, message) => {
       // Bad usage is a UsageError, printed by the dispatcher as for every subcommand.
       const r = await runCommand((a, io) => main(['test', ...a], io), args);
