@@ -157,15 +157,14 @@ function check(
       diff: yamlDiff(o.patch as unknown as JsonValue, []),
     };
   }
-  const mismatch = firstMismatch(object, e.object);
-  const diff = mismatch ? yamlDiff(e.object, projectOnto(object, e.object) ?? null) : undefined;
+  const mismatch = firstMismatch(object, e.object, e.lists);
+  const diff = mismatch ? yamlDiff(e.object, projectOnto(object, e.object, e.lists) ?? null) : undefined;
   if (mismatch) {
     const got = mismatch.actual === undefined ? 'nothing' : shortValue(mismatch.actual);
-    return {
-      pass: false,
-      reason: `at ${mismatch.path}: expected ${shortValue(mismatch.expected)}, got ${got}`,
-      diff,
-    };
+    const reason = mismatch.element
+      ? `at ${mismatch.path}: no element contains ${shortValue(mismatch.expected)} after the ones before it (got ${got})`
+      : `at ${mismatch.path}: expected ${shortValue(mismatch.expected)}, got ${got}`;
+    return { pass: false, reason, diff };
   }
   if (o.patch.length === 0)
     return { pass: false, reason: 'no rule changed the object (it already looked like that)' };
