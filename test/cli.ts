@@ -51,7 +51,7 @@ export function modruleBinDir(): string {
   return join(modruleRootDir(), 'path');
 }
 
-/** Spawns `command` with `args` (found on PATH, with modruleBinDir() first), feeds `stdin`, collects the output. */
+/** Spawns `command` with `args` (found on PATH, or `env.PATH`, with modruleBinDir() first), feeds `stdin`, collects the output. */
 export function runProcess(
   command: string,
   args: readonly string[],
@@ -60,7 +60,7 @@ export function runProcess(
   const env = {
     ...process.env,
     ...options.env,
-    PATH: `${modruleBinDir()}${delimiter}${process.env.PATH ?? ''}`,
+    PATH: `${modruleBinDir()}${delimiter}${options.env?.PATH ?? process.env.PATH ?? ''}`,
     NO_COLOR: '1',
   };
   return new Promise((resolve, reject) => {
