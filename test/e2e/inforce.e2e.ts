@@ -22,6 +22,8 @@ const NS_EDIT = `inforce-edit-${run}`;
 const NS_POD = `inforce-pod-${run}`;
 const NODE = `inforce-node-${run}`;
 const ROUNDS = 50;
+/** How long a round waits for the registration to narrow before it starts (the precondition of a widening). */
+const NARROWING_MS = 60_000;
 const measured: Record<string, string> = {};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // 50 kubectl applies take about 15 s on a quiet machine; a loaded one may take several times that.
@@ -87,12 +89,18 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
     measured['set-up'] = `${Date.now() - started} ms`;
   }, 120_000);
 
-  /** Whether the registration does not send `kind` in `ns` (waiting up to 5 s for a narrowing under way). */
+  /**
+   * Whether the registration does not send `kind` in `ns`: the precondition of a round that needs a widening. It is
+   * waited for, not asserted at once: the operator narrows after the rule that left has been stored and a quiet
+   * spell (debounced), which a busy scheduler and controller-manager can stretch past a few seconds (10 rounds of
+   * 50 once found it not narrowed yet after 5 s, every object still patched). Only a registration that never
+   * narrows within NARROWING_MS, which no load explains, counts against the round.
+   */
   const narrowedAway = (kind: (typeof KINDS)[number], ns: string) =>
     waitFor(
       `the registration to leave ${kind.resource} in ${ns}`,
       async () => !maySend(await liveRegistration(h.admin), kind, ns, SCOPE),
-      5000,
+      NARROWING_MS,
       50,
     ).catch(() => false);
 
@@ -112,7 +120,7 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
     for (let i = 0; i < ROUNDS; i++) {
       const ns = `inforce-r${i}-${run}`;
       const kind = KINDS[i % KINDS.length];
-      // What the last round widened is narrowed again once its rule is stored (bounded wait).
+      // What the last round widened is narrowed again once its rule is stored: waited for (see narrowedAway).
       if (await narrowedAway(kind, ns)) uncovered++;
       h.ledger.track(`/api/v1/namespaces/${ns}`);
       const start = process.hrtime.bigint();
@@ -146,7 +154,7 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
     const times: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const kind = KINDS[i % KINDS.length];
-      // The rule left this resource rounds ago: the registration narrowed it away meanwhile (bounded wait).
+      // The rule left this resource rounds ago: the registration narrows it away, waited for (see narrowedAway).
       if (await narrowedAway(kind, NS_EDIT)) uncovered++;
       const start = process.hrtime.bigint();
       const out = await h.applyFile([
