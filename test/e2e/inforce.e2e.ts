@@ -5,7 +5,13 @@ import { KubeApiError, WatchEvent } from '../../kube/kube';
 import { RunningOperator } from '../../operator/start';
 import { apply, remove, waitFor } from './cluster';
 import { percentile } from './metrics';
-import { OperatorHarness, operatorHarness, schedulableNode } from './operator-harness';
+import {
+  bindPod,
+  defaultServiceAccount,
+  OperatorHarness,
+  operatorHarness,
+  schedulableNode,
+} from './operator-harness';
 import { describeCluster } from './target';
 import { KINDS, LABEL, labelRule, labelsOf, liveRegistration, maySend, MODRULES, since } from './inforce';
 
@@ -174,16 +180,7 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
 
   it('gives a pod bound milliseconds after its creation its node labels, its node-reference rule created in the same apply', async () => {
     await schedulableNode(h.admin, h.ledger, NODE, { 'inforce-node': NODE, zone: `zone-${run}` });
-    // Pods need their namespace's default ServiceAccount (the controller-manager's; made here when there is none).
-    await waitFor(
-      'the default ServiceAccount',
-      () => h.admin.request('GET', `/api/v1/namespaces/${NS_POD}/serviceaccounts/default`),
-      10_000,
-    ).catch(() =>
-      h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/serviceaccounts`, {
-        body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
-      }),
-    );
+    await defaultServiceAccount(h.admin, NS_POD);
     // When each pod was added and bound, as a watch sees it.
     const added = new Map<string, bigint>();
     const bound = new Map<string, number>();
@@ -211,14 +208,7 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
       ).catch(() => null);
       if (byScheduler === null) {
         // No scheduler in this cluster: bind it as one would.
-        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods/scheduled/binding`, {
-          body: {
-            apiVersion: 'v1',
-            kind: 'Binding',
-            metadata: { name: 'scheduled' },
-            target: { kind: 'Node', name: NODE },
-          },
-        });
+        await bindPod(h.admin, NS_POD, 'scheduled', NODE);
       }
       const carriesZone = async (name: string) => {
         const got = await waitFor(
@@ -250,14 +240,7 @@ describeCluster(`a ModRule is in force when its write returns (run ${run})`, () 
         await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods`, {
           body: pod(name, { schedulerName: `nobody-${run}` }),
         });
-        await h.admin.request('POST', `/api/v1/namespaces/${NS_POD}/pods/${name}/binding`, {
-          body: {
-            apiVersion: 'v1',
-            kind: 'Binding',
-            metadata: { name },
-            target: { kind: 'Node', name: NODE },
-          },
-        });
+        await bindPod(h.admin, NS_POD, name, NODE);
       }
       for (const name of selfBound) await carriesZone(name);
       const delays = selfBound.map((n) => bound.get(n) ?? Infinity);

@@ -2,11 +2,11 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { JsonObject } from '../../util/json';
-import { KubeApiError, KubeClient } from '../../kube/kube';
+import { KubeClient } from '../../kube/kube';
 import { modruleBinDir, modruleRootDir } from '../cli';
 import { ClusterLedger, waitFor } from './cluster';
 import { freePort } from './controlplane';
-import { schedulableNode } from './operator-harness';
+import { bindPod, defaultServiceAccount, schedulableNode } from './operator-harness';
 import { describeOwn, E2eCluster, startCluster } from './target';
 
 /*
@@ -130,17 +130,7 @@ describeOwn('docs/install.md: the operator out of the cluster, as the page write
 
   it('serves the pod-binding webhook: a pod asking for its node reference gets it', async () => {
     running();
-    // Pods need their namespace's default ServiceAccount, which the controller-manager makes (here, or now).
-    await waitFor('the default ServiceAccount', async () => {
-      try {
-        await admin.request('POST', `/api/v1/namespaces/${NS}/serviceaccounts`, {
-          body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
-        });
-      } catch (err) {
-        if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-      }
-      return true;
-    });
+    await defaultServiceAccount(admin, NS);
     await admin.request('POST', `/api/v1/namespaces/${NS}/pods`, {
       body: {
         apiVersion: 'v1',
@@ -152,14 +142,7 @@ describeOwn('docs/install.md: the operator out of the cluster, as the page write
         },
       },
     });
-    await admin.request('POST', `/api/v1/namespaces/${NS}/pods/node-ref/binding`, {
-      body: {
-        apiVersion: 'v1',
-        kind: 'Binding',
-        metadata: { name: 'node-ref', namespace: NS },
-        target: { apiVersion: 'v1', kind: 'Node', name: NODE },
-      },
-    });
+    await bindPod(admin, NS, 'node-ref', NODE);
     const annotations = await waitFor(
       'the node reference on the pod',
       async () => {
