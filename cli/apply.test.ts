@@ -382,7 +382,7 @@ describe('modrule apply', () => {
       expect(r.stderr.split('\n')).toHaveLength(2);
     });
 
-    test('a rejection with a failure: the failure decides (exit 1)', async () => {
+    test('a rejection with a failure: the rejection decides (exit 2, as scripts read it), nothing written', async () => {
       const r = await apply([
         ...args(),
         '--rules',
@@ -392,7 +392,9 @@ describe('modrule apply', () => {
           spec: { type: 'Reject', match: [{ select: '$.kind', matchValue: 'Pod' }] },
         }),
       ]);
-      expect(r.code).toBe(EXIT.error);
+      expect(r.code).toBe(EXIT.finding);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('failed at run time');
     });
 
     test('--on-error takes fail or warn', async () => {

@@ -158,8 +158,10 @@ export async function runApply(args: string[], io: CommandIO, caller: ApplyCalle
   io.stderr(failureLine(caller.command, run.failures, onError, consequence));
   if (output === 'json') io.stdout(JSON.stringify(run.verdicts, null, 2) + '\n');
   else if (!stop) io.stdout(stringifyManifests(run.admitted));
-  if (stop) return EXIT.error;
-  return run.rejected ? EXIT.finding : EXIT.ok;
+  // A rejection outranks a failure (2, as it always was: KubeMod's tables and scripts read 2 as "rejected"); either
+  // way no object goes on.
+  if (run.rejected) return EXIT.finding;
+  return stop ? EXIT.error : EXIT.ok;
 }
 
 /** Every object through admit(), as the webhook would see it: the verdicts, the objects admitted, the failures. */
