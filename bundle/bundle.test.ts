@@ -111,7 +111,7 @@ describe('bundle.yaml', () => {
     }
   });
 
-  it('puts every namespaced object in kubemod-system, but the read of the API servers\' endpoints in default', () => {
+  it("puts every namespaced object in kubemod-system, but the read of the API servers' endpoints in default", () => {
     const clusterScoped = new Set([
       'Namespace',
       'CustomResourceDefinition',
@@ -393,7 +393,7 @@ describe('RBAC', () => {
   const roles = docs.filter((d) => rbacKinds.has(d.kind as string));
   const rules = roles.flatMap((r) => (r.rules as JsonObject[]).map((rule) => ({ role: r, rule })));
 
-  it('has one ClusterRole and one Role named kubemod-operator, and the read of the API servers\' endpoints', () => {
+  it("has one ClusterRole and one Role named kubemod-operator, and the read of the API servers' endpoints", () => {
     expect(roles.map((r) => `${r.kind}/${at(r, 'metadata.name')}`).sort()).toEqual([
       'ClusterRole/kubemod-operator',
       'Role/kubemod-operator',

@@ -46,6 +46,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run the admission webhook (--local: rules from files, no cluster)',
     load: async () => (await import('./serve')).run,
   },
+  webhooks: {
+    summary: 'print the webhook configurations calling an operator out of the cluster by URL',
+    load: async () => (await import('./webhooks')).run,
+  },
   operator: { summary: 'run the operator in a cluster', load: async () => (await import('./operator')).run },
 };
 
@@ -92,10 +96,16 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
   }
 }
 
-if (require.main === module) {
+/**
+ * Runs the command line as the process (bin/modrule, bin/modrule-post-renderer, `node dist/cli/main.js`): a reader
+ * that closes the pipe early ends nothing (see dropOutputWhenClosed), and the command's status is the process's.
+ */
+export function runAsProcess(argv: string[]): void {
   dropOutputWhenClosed(process.stdout);
   dropOutputWhenClosed(process.stderr);
-  void main(process.argv.slice(2)).then((code) => {
+  void main(argv).then((code) => {
     process.exitCode = code;
   });
 }
+
+if (require.main === module) runAsProcess(process.argv.slice(2));
