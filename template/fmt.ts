@@ -79,9 +79,6 @@ function expForm(f: number, prec: number, upper: boolean): string {
   return upper ? s.toUpperCase() : s;
 }
 
-/** The radix of each integer verb. */
-const RADIX: Readonly<Record<string, number>> = { d: 10, b: 2, o: 8 };
-
 function formatOne(verb: string, v: GoValue, spec: Spec): string {
   switch (verb) {
     case 'v':
@@ -97,11 +94,8 @@ function formatOne(verb: string, v: GoValue, spec: Spec): string {
     case 'd':
     case 'b':
     case 'o':
-      return typeof v === 'bigint'
-        ? pad(signed(v.toString(RADIX[verb]), spec), spec, true)
-        : badVerb(verb, v);
     case 'c':
-      return typeof v === 'bigint' ? pad(String.fromCodePoint(Number(v)), spec, false) : badVerb(verb, v);
+      return formatInteger(verb, v, spec);
     case 'x':
     case 'X':
       return formatHex(verb, v, spec);
@@ -116,6 +110,21 @@ function formatOne(verb: string, v: GoValue, spec: Spec): string {
         : badVerb(verb, v);
     default:
       return badVerb(verb, v);
+  }
+}
+
+/** %d, %b, %o: an integer in base 10, 2 or 8 (signed, zero-padded); %c: the character of that code point. */
+function formatInteger(verb: 'd' | 'b' | 'o' | 'c', v: GoValue, spec: Spec): string {
+  if (typeof v !== 'bigint') return badVerb(verb, v);
+  switch (verb) {
+    case 'd':
+      return pad(signed(v.toString(), spec), spec, true);
+    case 'b':
+      return pad(signed(v.toString(2), spec), spec, true);
+    case 'o':
+      return pad(signed(v.toString(8), spec), spec, true);
+    default:
+      return pad(String.fromCodePoint(Number(v)), spec, false);
   }
 }
 

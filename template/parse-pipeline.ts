@@ -8,7 +8,8 @@ import { describe, ParseCursor } from './parse-cursor';
 /** Parses a pipeline up to `end` (the action's }} or a closing parenthesis). */
 export function pipeline(p: ParseCursor, context: string, end: 'rightDelim' | 'rightParen'): PipeNode {
   const start = p.peekNonSpace();
-  const { decl, isAssign } = declaration(p, start, context);
+  const decl: string[] = [];
+  const isAssign = declaration(p, start, context, decl);
   const cmds: CommandNode[] = [];
   let endTok: Token;
   for (;;) {
@@ -41,20 +42,13 @@ export function pipeline(p: ParseCursor, context: string, end: 'rightDelim' | 'r
   return { type: 'pipe', pos: start.pos, decl, isAssign, cmds, text };
 }
 
-/** The variables a pipeline declares or assigns, and which of the two. */
-interface Declaration {
-  decl: string[];
-  isAssign: boolean;
-}
-
 /**
- * The optional `$x :=`, `$x =` or (range only) `$i, $v :=` at a pipeline's `start`, read past; nothing read when
- * the pipeline starts otherwise. An assignment needs its variables declared before.
+ * The optional `$x :=`, `$x =` or (range only) `$i, $v :=` at a pipeline's `start`, read past (nothing read when the
+ * pipeline starts otherwise): its variables go to `decl`; true for an assignment, whose variables must be declared.
  */
-function declaration(p: ParseCursor, start: Token, context: string): Declaration {
-  const decl: string[] = [];
+function declaration(p: ParseCursor, start: Token, context: string, decl: string[]): boolean {
   let isAssign = false;
-  if (start.type !== 'variable') return { decl, isAssign };
+  if (start.type !== 'variable') return isAssign;
   const save = p.i;
   p.nextNonSpace();
   const t = p.nextNonSpace();
@@ -74,7 +68,7 @@ function declaration(p: ParseCursor, start: Token, context: string): Declaration
   if (isAssign) {
     for (const v of decl) if (!p.vars.includes(v)) p.fail(`undefined variable ${JSON.stringify(v)}`, start);
   }
-  return { decl, isAssign };
+  return isAssign;
 }
 
 function command(p: ParseCursor, end: 'rightDelim' | 'rightParen'): CommandNode {
