@@ -19,7 +19,8 @@ import { BenchRow } from './types';
 // "loop" is the server thread's event-loop delay (monitorEventLoopDelay, 1 ms resolution) during the run.
 const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 10);
 // The API server gives up after the webhook's timeoutSeconds (10 in config/): later answers count as timeouts.
-const load = (url: string, body: string, connections: number) => loadFor(url, body, connections, SECONDS, 10);
+const load = (url: string, body: string, connections: number) =>
+  loadFor(url, body, connections, SECONDS, { timeoutSeconds: 10 });
 const BENIGN_CONNECTIONS = 4;
 const HOSTILE_CONNECTIONS = 4;
 

@@ -112,10 +112,10 @@ async function heavyNeighbours(cert: string, key: string): Promise<BenchRow[]> {
   try {
     const benign = configMapReview(smallConfigMap('good'));
     const heavy = HEAVY_SPECS.map((h) => configMapReview(heavyObject(h, ns(h), BIG_KEYS)));
-    const alone = await load(server.url, benign, CONNECTIONS, SECONDS, 10);
+    const alone = await load(server.url, benign, CONNECTIONS, SECONDS, { timeoutSeconds: 10 });
     const [shared, evil] = await Promise.all([
-      load(server.url, benign, CONNECTIONS, SECONDS, 10),
-      load(server.url, heavy, CONNECTIONS, SECONDS, 10),
+      load(server.url, benign, CONNECTIONS, SECONDS, { timeoutSeconds: 10 }),
+      load(server.url, heavy, CONNECTIONS, SECONDS, { timeoutSeconds: 10 }),
     ]);
     const neighbour = await server.metric(
       'modrule_rule_patches_total{namespace="heavy-',
@@ -165,7 +165,9 @@ async function ordinaryLoad(cert: string, key: string): Promise<BenchRow[]> {
     namespaces: workloadNamespaces(),
   });
   try {
-    const point = await load(server.url, realisticReview(), CONNECTIONS, ORDINARY_SECONDS, 10);
+    const point = await load(server.url, realisticReview(), CONNECTIONS, ORDINARY_SECONDS, {
+      timeoutSeconds: 10,
+    });
     const overruns = await server.metric('modrule_rule_budget_exhausted_total{');
     const quarantines = await server.metric('modrule_rule_quarantines_total{');
     return [

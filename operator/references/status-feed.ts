@@ -75,14 +75,13 @@ export class ReferenceStatus {
     const status = this.status;
     const id = status?.identityOf(namespace, name);
     if (!status || !id) return false;
-    const event: JsonObject = warningEvent(
-      id,
-      REFERENCE_MISSING,
+    const event: JsonObject = warningEvent(id, {
+      reason: REFERENCE_MISSING,
       message,
-      `${id.uid}\nreferences\n${message}`,
-      new Date(),
-      status.instance,
-    );
+      digestOf: `${id.uid}\nreferences\n${message}`,
+      now: new Date(),
+      instance: status.instance,
+    });
     void status.postEvent(event);
     return true;
   }

@@ -128,7 +128,13 @@ export class StatusReporter implements StatusFacets {
 
   private warnOnce(id: RuleIdentity, reason: string, message: string): Promise<void> {
     return this.postEvent(
-      warningEvent(id, reason, message, `${id.uid}\n${reason}\n${message}`, this.now(), this.instance),
+      warningEvent(id, {
+        reason,
+        message,
+        digestOf: `${id.uid}\n${reason}\n${message}`,
+        now: this.now(),
+        instance: this.instance,
+      }),
     );
   }
 
