@@ -152,17 +152,7 @@ function binaryPredicate(
   const left = operand(leftNode, ctx, scope);
   const image = imagePredicate(op, left, rightNode, ctx, scope);
   if (image) return image;
-  if (op === '=~' || op === '!~') {
-    if (rightNode.kind !== 'literal' || typeof rightNode.value !== 'string')
-      throw new NoCelForm('=~ with a pattern that is not a literal string');
-    if (left.kind !== 'path') throw new NoCelForm('=~ on something other than a path');
-    const opt = celOptional(left.path);
-    printableGuard(left, ctx, scope);
-    // An undefined left side is false for both =~ and !~.
-    const test = `${celPrint(`dyn(${opt}.value())`)}.matches(${celRegex(rightNode.value)})`;
-    const t = and([`${opt}.hasValue()`, op === '=~' ? test : not(test)]);
-    return { t, f: not(t) };
-  }
+  if (op === '=~' || op === '!~') return regexPredicate(op, left, rightNode, ctx, scope);
   const right = operand(rightNode, ctx, scope);
   if (op === '==' || op === '!=') {
     const [path, lit] = pathAndLiteral(left, right, op);
@@ -200,6 +190,25 @@ function binaryPredicate(
     return { t, f: not(t) };
   }
   throw new NoCelForm(`operator ${op}`);
+}
+
+/** `=~` and `!~` of a path with a literal pattern. */
+function regexPredicate(
+  op: '=~' | '!~',
+  left: Operand,
+  rightNode: JsonPathNode,
+  ctx: SelectContext,
+  scope: ElementScope | null,
+): Pred {
+  if (rightNode.kind !== 'literal' || typeof rightNode.value !== 'string')
+    throw new NoCelForm('=~ with a pattern that is not a literal string');
+  if (left.kind !== 'path') throw new NoCelForm('=~ on something other than a path');
+  const opt = celOptional(left.path);
+  printableGuard(left, ctx, scope);
+  // An undefined left side is false for both =~ and !~.
+  const test = `${celPrint(`dyn(${opt}.value())`)}.matches(${celRegex(rightNode.value)})`;
+  const t = and([`${opt}.hasValue()`, op === '=~' ? test : not(test)]);
+  return { t, f: not(t) };
 }
 
 /** A comparison of an image function's value with string literals (==, !=, in, =~, !~); undefined for others. */

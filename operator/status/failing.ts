@@ -132,14 +132,13 @@ export class FailingStatus {
     const id = status?.identityOf(record.rule.namespace, record.rule.name);
     if (!status || !id) return false;
     const period = Math.floor(now / (this.options.eventMs ?? 600_000));
-    const event: JsonObject = warningEvent(
-      id,
-      FAILING_EVENT_REASON,
-      facet.condition!.message,
-      `${id.uid}\nfailing\n${record.lastError}\n${period}`,
-      new Date(now),
-      status.instance,
-    );
+    const event: JsonObject = warningEvent(id, {
+      reason: FAILING_EVENT_REASON,
+      message: facet.condition!.message,
+      digestOf: `${id.uid}\nfailing\n${record.lastError}\n${period}`,
+      now: new Date(now),
+      instance: status.instance,
+    });
     void status.postEvent(event);
     return true;
   }
