@@ -94,6 +94,21 @@ describe('a Pod rule with controller variants as one native policy', () => {
   it("names the rule's own fields in a variant's reasons, not the variant's shifted ones", () => {
     const misfit = compileNative(
       rule({
+        ...LABEL_RULE,
+        podControllers: ['Deployment', 'CronJob'],
+        patch: [{ op: 'add', path: '/metadata/labels/team', value: '{{ .Target.kind }}' }],
+      }),
+    );
+    if (misfit.fits) throw new Error('fits');
+    expect(misfit.reasons.map((r) => `${r.field}: ${r.message.split(':')[0]}`)).toEqual([
+      'spec.patch[0]: apps/team-label (Deployment)',
+      'spec.patch[0]: apps/team-label (CronJob)',
+    ]);
+  });
+
+  it("gives the Pod rule's reason once, not again for each variant where the rule itself does not fit", () => {
+    const misfit = compileNative(
+      rule({
         type: 'Reject',
         podControllers: ['Deployment', 'CronJob'],
         match: [
@@ -106,8 +121,6 @@ describe('a Pod rule with controller variants as one native policy', () => {
     expect([...new Set(misfit.reasons.map((r) => r.field))]).toEqual(['spec.match[1]']);
     expect(misfit.reasons.map((r) => r.message.split(':')[0])).toEqual([
       '$.spec["initContainers","containers"][? imageTag(@.image) == "latest"]',
-      'apps/team-label (Deployment)',
-      'apps/team-label (CronJob)',
     ]);
   });
 });

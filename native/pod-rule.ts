@@ -46,11 +46,17 @@ export function mergeMembers(rule: CompiledRule, members: readonly CompiledParts
   const reasons: NativeReason[] = [];
   // The rule's own match items: the Pod rule's last one (a Patch rule's) and a variant's last ones are generated.
   const own = rule.match.length - (rule.type === 'Patch' ? 1 : 0);
+  // A variant's reason at a field where the Pod rule has one already is that reason again, moved: left out.
+  const podFields = new Set<string>();
   members.forEach((m, i) => {
     if (m.fits) return;
     const label = i === 0 ? '' : `${ruleLabel(all[i])}: `;
-    for (const r of m.reasons)
-      reasons.push({ field: memberField(all[i], r.field, own), message: `${label}${r.message}` });
+    for (const r of m.reasons) {
+      const field = memberField(all[i], r.field, own);
+      if (i === 0) podFields.add(field);
+      else if (podFields.has(field)) continue;
+      reasons.push({ field, message: `${label}${r.message}` });
+    }
   });
   if (reasons.length > 0) return { fits: false, reasons };
   const fit = members as ReadonlyArray<Extract<CompiledParts, { fits: true }>>;
