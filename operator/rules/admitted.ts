@@ -242,12 +242,9 @@ export class AdmittedRules implements StoreFreshness {
     if (!this.isPending(key, p)) return;
     const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(p.namespace)}/modrules/${encodeURIComponent(p.name)}`;
     let landed = true;
-    // Another object under its name: its create failed (AlreadyExists), whether the admission answered yet or not.
-    let superseded = false;
     try {
       const got = await this.options.client.request('GET', path);
       landed = metaString(got, 'uid') === p.uid && (generationOf(got) ?? 0) >= p.generation;
-      superseded = metaString(got, 'uid') !== p.uid;
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) landed = false;
       else
@@ -255,10 +252,11 @@ export class AdmittedRules implements StoreFreshness {
     }
     if (!this.isPending(key, p)) return;
     const now = this.now();
-    // Its admission is still running: absent says nothing yet (a widening and its probes can take seconds).
+    // Its admission is still running: absent, or another object under its name, says nothing yet (a widening and its
+    // probes can take seconds, and the other object may be deleted before this create lands: the simulation's seed 66).
     const answering = p.answerBy === undefined ? now - p.at < MAX_ADMISSION_MS : now < p.answerBy;
     const age = now - (p.answerBy ?? p.at);
-    if ((!landed && (!answering || superseded)) || age >= (this.options.maxAgeMs ?? 10_000)) {
+    if ((!landed && !answering) || age >= (this.options.maxAgeMs ?? 10_000)) {
       if (landed)
         this.options.logger.warn(
           'the store has not seen an admitted ModRule in time; no longer waiting for it',
