@@ -189,6 +189,17 @@ export function narrowingBlocked(
 }
 
 /**
+ * Whether the stamp's writer counted a rule version as pending: its registration sends that rule's objects (a writer
+ * keeps every pending rule covered), whatever the text of its conditions.
+ */
+export function stampCarries(
+  stamp: ScopeStamp | null,
+  version: { uid: string; generation: number },
+): boolean {
+  return (stamp?.pending ?? []).some((p) => p.uid === version.uid && p.generation >= version.generation);
+}
+
+/**
  * Whether this replica writes its registration. Writes go only forward in (rulesVersion, writer) order, so
  * replicas computing at once converge on one registration without flapping: one behind the last writer's rules waits
  * for its store (it could miss a rule the other reported Ready), and at equal rules the later-started replica wins.

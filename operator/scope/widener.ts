@@ -11,6 +11,7 @@ import {
   readLive,
   ScopeMode,
   ScopeStamp,
+  stampCarries,
 } from '../../scope/ownership';
 import { scopeHash } from '../../scope/entry';
 import { Scope } from '../../scope/types';
@@ -226,12 +227,18 @@ export class ScopeWidener {
       ? unionScopes(live.current, desired.registration, UNION_LEVELS[state.level])
       : live.current;
     const hash = scopeHash(union);
+    const liveHash = scopeHash(live.current);
     const isLive = () => this.ctx.live.currentHash === hash;
-    // Someone else's configuration (a re-applied bundle) is written once more, stamped and with its probe token,
-    // so that it can be proven in force: the same scope, nothing narrower.
-    if (hash === scopeHash(live.current) && live.ours && probeTokenIn(config) === live.stamp?.probe) {
-      if (desired.index) this.remember(hash, desired.index);
-      const confirmed = await this.confirmed(widenBy, isLive);
+    // Covered already: the union adds nothing, or another replica wrote the live one counting every rule admitted
+    // here (its conditions may read otherwise than ours, joined with rules it knows: widening again would undo its
+    // write, and it redo it, for as long as the admission lasts: the simulation's seed 1103). Someone else's
+    // configuration (a re-applied bundle) is written once more, stamped and with its probe token, so that it can be
+    // proven in force: the same scope, nothing narrower.
+    const mine = this.ctx.pending();
+    const carried = mine.length > 0 && mine.every((v) => stampCarries(live.stamp, v));
+    if ((hash === liveHash || carried) && live.ours && probeTokenIn(config) === live.stamp?.probe) {
+      if (desired.index && hash === liveHash) this.remember(hash, desired.index);
+      const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === liveHash);
       if (confirmed.kind === 'covered' && state.wrote) return { ...confirmed, kind: 'widened' };
       // Not confirmed while still live: out of time. Else the live registration moved on: decide again.
       return confirmed.kind === 'covered' || isLive() ? confirmed : 'again';
