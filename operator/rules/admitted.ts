@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Counter, Registry } from 'prom-client';
 import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
@@ -14,6 +15,15 @@ export interface RuleVersion {
   name: string;
   uid: string;
   generation: number;
+  /** specDigest of the ModRule as admitted (writes of one version admitted at once may differ). */
+  spec?: string;
+}
+
+/** A short digest of a ModRule's spec: tells apart two writes admitted at the same uid and generation. */
+export function specDigest(rule: JsonObject | null | undefined): string | undefined {
+  const spec = rule?.spec;
+  if (spec === undefined) return undefined;
+  return createHash('sha256').update(JSON.stringify(spec)).digest('hex').slice(0, 16);
 }
 
 interface Pending extends RuleVersion {
@@ -94,8 +104,9 @@ export class AdmittedRules implements StoreFreshness {
     const same = list.filter((p) => p.uid === version.uid && p.generation === version.generation);
     // A notice of a version known here adds nothing; a spec of it not counted yet does (two writes of one version
     // admitted at once: either may be the one the API server stores, the other losing with a 409).
-    if (same.length > 0 && (!rule || same.some((p) => p.rule === rule) || same.length >= MAX_SPECS)) {
-      for (const p of same) if (!p.rule) p.rule = rule;
+    const sameSpec = (p: Pending) => p.rule === rule || (!!version.spec && p.spec === version.spec);
+    if (same.length > 0 && (!rule || same.some(sameSpec) || same.length >= MAX_SPECS)) {
+      for (const p of same) if (!p.rule && (!p.spec || p.spec === version.spec)) p.rule = rule;
       return;
     }
     const entry: Pending = { ...version, rule, at: this.now(), answerBy, waiters: new Set(), timer: null };
@@ -172,9 +183,15 @@ export class AdmittedRules implements StoreFreshness {
    * Whether this replica's scope computations count this rule version: its store has it (or newer), or it is one of
    * the rules it admitted itself.
    */
-  knows(uid: string, generation: number): boolean {
+  knows(uid: string, generation: number, spec?: string): boolean {
     if (this.landed(uid, generation)) return true;
-    return this.entries().some((p) => p.rule && p.uid === uid && p.generation >= generation);
+    return this.entries().some(
+      (p) =>
+        p.rule &&
+        p.uid === uid &&
+        (p.generation > generation ||
+          (p.generation === generation && (spec === undefined || p.spec === undefined || p.spec === spec))),
+    );
   }
 
   /** The pending rules, compiled (every spec admitted and not stored yet): the scope counts them in force. */
@@ -184,8 +201,8 @@ export class AdmittedRules implements StoreFreshness {
 
   /** The pending rules' versions (the stamp of a registration widened for them). */
   versions(): RuleVersion[] {
-    return this.entries().flatMap(({ namespace, name, uid, generation, rule }) =>
-      rule ? [{ namespace, name, uid, generation }] : [],
+    return this.entries().flatMap(({ namespace, name, uid, generation, spec, rule }) =>
+      rule ? [{ namespace, name, uid, generation, ...(spec ? { spec } : {}) }] : [],
     );
   }
 

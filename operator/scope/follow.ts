@@ -96,7 +96,7 @@ export class RuleFollower {
     const nativeVersion = options.native?.policiesVersion() ?? undefined;
     const ctx: DecisionContext = {
       now: this.parts.now(),
-      landed: (uid, generation) => options.admitted?.knows(uid, generation) ?? false,
+      landed: (uid, generation, spec) => options.admitted?.knows(uid, generation, spec) ?? false,
     };
     const replica = { rulesVersion, writer: this.parts.id, mode: options.mode, nativeVersion };
     const decision = decide(live, desired.registration, replica, ctx);

@@ -301,10 +301,12 @@ export class ScopeWidener {
     const until = now + (this.ctx.pendingTtlMs ?? 30_000);
     const mine: PendingRule[] = this.ctx
       .pending()
-      .map((v) => ({ uid: v.uid, generation: v.generation, until }));
-    const uids = new Set(mine.map((p) => p.uid));
+      .map((v) => ({ uid: v.uid, generation: v.generation, until, ...(v.spec ? { spec: v.spec } : {}) }));
+    // Another spec of a version admitted here stays (another replica admitted it at once; either may land).
+    const key = (p: PendingRule) => `${p.uid}/${p.generation}/${p.spec ?? ''}`;
+    const ours = new Set(mine.map(key));
     // Bounded: the annotation must stay small (a flood of rules widens for a few at a time anyway).
-    const pending = [...kept.filter((p) => !uids.has(p.uid)), ...mine].slice(-500);
+    const pending = [...kept.filter((p) => !ours.has(key(p))), ...mine].slice(-500);
     // A union is at least as wide as the registration it widened: it keeps the native policy change that one was
     // written for, so no replica that has not seen that change narrows it, this one included (scope/ownership.ts).
     const nativeVersion = maxVersion(live.stamp?.nativeVersion, this.ctx.nativeVersion?.() ?? null);
