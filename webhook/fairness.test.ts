@@ -1,6 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { NamespaceFairness } from './fairness';
-import { cpuClock, cpuMs } from '../util/cpu-clock';
+import { CPU_CLOCK, cpuClock, cpuMs } from '../util/cpu-clock';
+import { memoryLogger } from '../util/logger';
+import { RuleStore } from '../store/rules';
+import { generateCertificates } from './certs';
+import { startTestServer } from './testing';
 import { offCpu, spinningWorker, threadClockOnly } from '../util/testing';
 
 // An evaluation that holds the event loop for `ms` of CPU time, as a rule running up to its share does (the CPU time
@@ -130,4 +134,23 @@ describe('NamespaceFairness on the real clocks', () => {
       }
     },
   );
+});
+
+describe('the webhook server', () => {
+  it("says once, at its start, when the runtime has no per-thread CPU clock (Node 20), naming Node's version", async () => {
+    const { logger, lines } = memoryLogger();
+    const certs = generateCertificates({ hosts: ['127.0.0.1'] });
+    const server = await startTestServer(new RuleStore(), certs, { logger });
+    await server.close();
+    const warned = lines.filter((l) => l.level === 'warn' && /per-thread CPU clock/.test(String(l.message)));
+    expect(warned.map((l) => l.message)).toEqual(
+      CPU_CLOCK === 'thread'
+        ? []
+        : [
+            `Node ${process.versions.node} has no per-thread CPU clock (process.threadCpuUsage, Node 24 has it): ` +
+              "here the process CPU time is charged, at most the wall time: run Node 24 (the image's) to charge a " +
+              "rule its own thread's CPU time",
+          ],
+    );
+  });
 });

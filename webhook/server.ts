@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { DEFAULT_BUDGET } from '../util/budget';
 import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
+import { noThreadClock } from '../util/cpu-clock';
 import { AnswerMetrics } from './answer-metrics';
 import { admissionListener } from './dispatch';
 import { routeTable } from './endpoints';
@@ -20,6 +21,10 @@ export type { NamespaceDemotion, RunningWebhook, WebhookServerOptions } from './
 /** Starts the HTTPS admission server and the plain-HTTP health server; used by the operator and `serve --local`. */
 export async function startWebhookServer(options: WebhookServerOptions): Promise<RunningWebhook> {
   const { store, logger } = options;
+  // Said once: on such a runtime the budget and fairness charge the process's CPU time (docs/webhook.md).
+  const noClock = noThreadClock();
+  if (noClock)
+    logger.warn(`${noClock}: run Node 24 (the image's) to charge a rule its own thread's CPU time`);
   const registry = options.registry ?? new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
   const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
