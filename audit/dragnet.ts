@@ -1,7 +1,7 @@
 import { JsonObject } from '../util/json';
 import { compileLabelSelector, CompiledLabelSelector } from '../rule/labelselector';
 import { readLive } from '../scope/ownership';
-import { dragnetOf } from '../scope/registration';
+import { dragnetOf } from '../scope/entry';
 import { ruleMatches, selectorMatches } from '../scope/sends';
 import { ScopeRequest } from '../scope/types';
 import { ListableResource } from './types';

@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { JsonObject } from '../util/json';
 import { storeFromYaml } from '../engine/testing';
 import { CORE_RESOURCES } from '../operator/testing/fake-cluster';
-import { registrationHash, registrationJson, registrationOf } from '../scope/registration';
+import { scopeHash, scopeJson, readScope } from '../scope/entry';
 import { stampAnnotations } from '../scope/ownership';
 import { installedNetOf, UNRESTRICTED } from './dragnet';
 import { planScan } from './plan';
@@ -175,7 +175,7 @@ describe('installedNetOf', () => {
   it('takes the net as installed when the operator has narrowed the live registration to the rules', () => {
     const config = JSON.parse(JSON.stringify(BUNDLE_WEBHOOKS)) as JsonObject;
     const hook = (config.webhooks as JsonObject[]).find((w) => w.name === 'dragnet.kubemod.io')!;
-    const configured = registrationOf(hook);
+    const configured = readScope(hook);
     const narrowed = {
       ...configured,
       rules: [
@@ -188,9 +188,9 @@ describe('installedNetOf', () => {
         },
       ],
     };
-    Object.assign(hook, registrationJson(narrowed));
+    Object.assign(hook, scopeJson(narrowed));
     (config.metadata as JsonObject).annotations = stampAnnotations(
-      { hash: registrationHash(narrowed), rulesVersion: '7', writer: '1-a', mode: 'rules' },
+      { hash: scopeHash(narrowed), rulesVersion: '7', writer: '1-a', mode: 'rules' },
       configured,
     );
     const live = installedNetOf(config)!;

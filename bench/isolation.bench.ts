@@ -41,17 +41,21 @@ async function serveInWorker(input: WorkerInput): Promise<void> {
   const store = new RuleStore();
   const rejected = store.replaceRules([...hostileRules('evil'), benignRule('evil'), benignRule('good')]);
   if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
-  const webhook = await startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
-    // Steps in proportion (~10 steps per µs of the most expensive work), so the time is what binds.
-    budget: input.budgetMs ? { ms: input.budgetMs, steps: input.budgetMs * 10_000 } : undefined,
-  });
+  const webhook = await startWebhookServer(
+    {
+      tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger: silentLogger(),
+      isReady: () => true,
+    },
+    {
+      store,
+      // Steps in proportion (~10 steps per µs of the most expensive work), so the time is what binds.
+      budget: input.budgetMs ? { ms: input.budgetMs, steps: input.budgetMs * 10_000 } : undefined,
+    },
+  );
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   parentPort?.on('message', (m: string) => {

@@ -40,15 +40,17 @@ async function serveInWorker(input: WorkerInput): Promise<void> {
   const rejected = store.replaceRules(input.rules);
   if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
   store.replaceNamespaces(input.namespaces);
-  const webhook = await startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
-  });
+  const webhook = await startWebhookServer(
+    {
+      tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger: silentLogger(),
+      isReady: () => true,
+    },
+    { store },
+  );
   parentPort?.on('message', (m: string) => {
     if (m === 'stop') void webhook.close().then(() => process.exit(0));
     else void webhook.registry.metrics().then((text) => parentPort?.postMessage({ metrics: text }));

@@ -4,8 +4,7 @@ import * as path from 'node:path';
 import { Registry } from 'prom-client';
 import { parse, parseAllDocuments } from 'yaml';
 import { JsonObject } from '../util/json';
-import { RuleStore } from '../store/rules';
-import { WebhookMetrics } from '../webhook/metrics';
+import { RequestMetrics } from '../webhook/metrics';
 import { prometheusTool } from '../test/prometheus';
 import { renderPrometheusRule } from './monitoring';
 import { dashboardQueries, PENDING_METRICS } from '../test/monitoring';
@@ -78,12 +77,11 @@ describe('config/monitoring/alerts.yaml', () => {
       .flatMap((o) => (o.webhooks as JsonObject[]).map((w) => Number(w.timeoutSeconds)));
     expect(new Set(timeouts)).toEqual(new Set([2, 5, 10]));
     const registry = new Registry();
-    const metrics = new WebhookMetrics(registry, new RuleStore());
+    const metrics = new RequestMetrics(registry);
     metrics.observe('dragnet', 'CREATE', 'allowed', 0.001);
     const bounds = [...(await registry.metrics()).matchAll(/_bucket\{[^}]*le="([^"]+)"/g)].map((m) => m[1]);
     for (const t of timeouts) expect(bounds).toContain(String(t / 2));
     for (const t of [5, 10]) expect(bounds).toContain(String(t));
-    metrics.close();
   });
 });
 

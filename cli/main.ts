@@ -1,5 +1,6 @@
 import { EXIT } from './exit';
 import { Command, CommandIO, dropOutputWhenClosed, processIO, UsageError } from './io';
+import { stackOf } from '../util/errors';
 
 // Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
 // A new subcommand is one entry here; it parses with parseCommand (./args.ts), returns the statuses of ./exit.ts
@@ -86,7 +87,7 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
       return EXIT.error;
     }
     // A bug or an environment failure is trouble too, never "found something".
-    io.stderr(`modrule ${name}: ${(err as Error).stack ?? String(err)}\n`);
+    io.stderr(`modrule ${name}: ${stackOf(err)}\n`);
     return EXIT.error;
   }
 }

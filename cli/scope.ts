@@ -6,8 +6,8 @@ import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, ScopeResult } from '../scope/compute';
 import { defaultConfigured } from '../scope/defaults';
 import { readLive } from '../scope/ownership';
-import { dragnetOf, registrationJson } from '../scope/registration';
-import { Registration } from '../scope/types';
+import { dragnetOf, scopeJson } from '../scope/entry';
+import { Scope } from '../scope/types';
 import { loadPaths, loadRules } from './load';
 import { warnDuplicateKeys } from './duplicates';
 import { parsePathCommand } from './args';
@@ -34,7 +34,7 @@ found under PATH.
 ${exitHelp(undefined, 'an invalid ModRule or an unreadable file')}`;
 
 /** The configured net from a configuration file (its dragnet webhook), as the operator reads the live one. */
-async function configuredFrom(file: string, io: CommandIO): Promise<Registration> {
+async function configuredFrom(file: string, io: CommandIO): Promise<Scope> {
   const loaded = await loadPaths([file], io);
   warnDuplicateKeys(loaded, io);
   for (const { object } of loaded) {
@@ -78,9 +78,7 @@ export function formatScope(result: ScopeResult): string {
     `${n(result.registration.rules.length, 'webhook rule')}, ${n(stats.conditions, 'condition')} ` +
     `(${n(stats.characters, 'character')}, ${n(stats.regexes, 'regex')}), ` +
     `${n(stats.selectorNames, 'namespace')} in the selector\n`;
-  const registration = stringifyManifests([
-    { name: DRAGNET_WEBHOOK, ...registrationJson(result.registration) },
-  ]);
+  const registration = stringifyManifests([{ name: DRAGNET_WEBHOOK, ...scopeJson(result.registration) }]);
   const coarse = result.coarsened.map((c) => `coarsened: ${c}\n`).join('');
   return `${table(rows)}\nThe API server sends ${DRAGNET_WEBHOOK} what this registration matches:\n${registration}${summary}${coarse}`;
 }
@@ -115,9 +113,7 @@ export const run: Command = async (args, io) => {
   });
   if (output === 'json') {
     const { clauses: _clauses, ...rest } = result;
-    io.stdout(
-      JSON.stringify({ ...rest, registration: registrationJson(result.registration) }, null, 2) + '\n',
-    );
+    io.stdout(JSON.stringify({ ...rest, registration: scopeJson(result.registration) }, null, 2) + '\n');
   } else io.stdout(formatScope(result));
   return EXIT.ok;
 };

@@ -245,20 +245,24 @@ export async function startLocalServer(
   const rulesLoaded = new Promise<void>((resolve) => (loaded = resolve));
   let webhook: RunningWebhook;
   try {
-    webhook = await startWebhookServer({
-      store,
-      tls,
-      port: options.port,
-      host: options.host,
-      healthPort: options.healthPort,
-      logger,
-      isReady: () => ready,
-      rulesLoaded,
-      budget: options.budget,
-      recordPatchedBy: options.recordPatchedBy,
-      // Loaded with the rules, before the first request is answered: nothing to wait for.
-      references: readySource(references),
-    });
+    webhook = await startWebhookServer(
+      {
+        tls,
+        port: options.port,
+        host: options.host,
+        healthPort: options.healthPort,
+        logger,
+        isReady: () => ready,
+      },
+      {
+        store,
+        rulesLoaded,
+        budget: options.budget,
+        recordPatchedBy: options.recordPatchedBy,
+        // Loaded with the rules, before the first request is answered: nothing to wait for.
+        references: readySource(references),
+      },
+    );
   } catch (err) {
     tls.close();
     throw new UsageError(`cannot listen: ${messageOf(err)}`);

@@ -139,8 +139,8 @@ export function validatingPolicy(
 
 /** The binding that puts a policy in force (everywhere its matchConstraints reach). */
 export function policyBinding(policy: JsonObject): JsonObject {
-  const name = String(metadataOf(policy).name);
-  const meta = policy.metadata as JsonObject;
+  const meta = metadataOf(policy);
+  const name = String(meta.name);
   const validating = policy.kind === 'ValidatingAdmissionPolicy';
   return {
     apiVersion: POLICY_API_VERSION,

@@ -2,9 +2,9 @@ import { ResourceCatalog } from './catalog';
 import { and, renderCel } from './condition';
 import { computeScope, DEFAULT_LIMITS, NAME_LABEL, SELECTOR_MARK } from './compute';
 import { defaultConfigured } from './defaults';
-import { registrationHash } from './registration';
+import { scopeHash } from './entry';
 import { kindRule, request, rule, scopeOf, sends, WIDGET_CRD, WILDCARD_NET } from './testing';
-import { Registration } from './types';
+import { Scope } from './types';
 
 describe('computeScope', () => {
   test('Deployment-only rules: only Deployments of their namespace, ConfigMaps never', () => {
@@ -194,7 +194,7 @@ describe('computeScope', () => {
     ];
     const a = scopeOf(rules);
     const b = scopeOf([...rules].reverse());
-    expect(registrationHash(b.registration)).toBe(registrationHash(a.registration));
+    expect(scopeHash(b.registration)).toBe(scopeHash(a.registration));
   });
 
   test('10,000 rules in 1,000 namespaces: names in the selector, one condition per distinct resource set', () => {
@@ -276,7 +276,7 @@ describe('computeScope', () => {
   });
 
   test('keeps the configured exclusions and conditions, and never reaches outside the configured net', () => {
-    const configured: Registration = {
+    const configured: Scope = {
       rules: [
         {
           apiGroups: ['apps'],

@@ -7,7 +7,7 @@ import { NativeOutcome, NativeShares } from './native';
 import { mergeProducts, Product, productsOf } from './products';
 import { NamespaceSet, ruleReach, RuleReach } from './reach';
 import { indexOf, patternKey, ScopeIndex } from './cover';
-import { MatchCondition, Registration } from './types';
+import { MatchCondition, Scope } from './types';
 import { UnservedKind } from './unserved';
 import type { Decline } from '../native';
 
@@ -43,7 +43,7 @@ export const NAME_LABEL = 'kubernetes.io/metadata.name';
 export const SELECTOR_MARK = 'modrule.kubemod.io_scope';
 
 /** The registration without what the operator adds (its conditions, its namespace requirement). */
-export function withoutScope(reg: Registration): Registration {
+export function withoutScope(reg: Scope): Scope {
   const expressions = (reg.namespaceSelector.matchExpressions ?? []).filter(
     (e) => !(e.key === NAME_LABEL && e.operator === 'In' && e.values?.includes(SELECTOR_MARK)),
   );
@@ -61,7 +61,7 @@ export interface ScopeInput {
   rules: readonly CompiledRule[];
   clusterNamespace: string;
   /** The net as installed (bundle.yaml, or as a user edited it): the widest the scope may be. */
-  configured: Registration;
+  configured: Scope;
   /** Discovery; null before it is loaded (kind-pinned rules then get every resource of the net). */
   catalog: ResourceCatalog | null;
   precision?: Precision;
@@ -85,7 +85,7 @@ export interface RuleScopeReport {
 
 /** The computed registration and how it came about. */
 export interface ScopeResult {
-  registration: Registration;
+  registration: Scope;
   rules: RuleScopeReport[];
   /** Where the limits made the scope coarser than the rules allow (always toward sending more). */
   coarsened: string[];

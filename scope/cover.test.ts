@@ -4,7 +4,7 @@ import { compileNative, declineOf, residualRule } from '../native';
 import { RuleStore } from '../store/rules';
 import { reachOf } from './compute';
 import { addsNothing } from './cover';
-import { registrationHash } from './registration';
+import { scopeHash } from './entry';
 import { kindRule, scopeOf } from './testing';
 
 const NAMESPACES = ['team-a', 'team-b', 'prod', 'kubemod-system'];
@@ -34,7 +34,7 @@ test('a rule that adds nothing to the index leaves the computed registration as 
       if (!addsNothing(before.index, reachOf(candidate, 'kubemod-system'))) return;
       nothing++;
       const after = scopeOf([...rules, candidate]);
-      expect(registrationHash(after.registration)).toBe(registrationHash(before.registration));
+      expect(scopeHash(after.registration)).toBe(scopeHash(before.registration));
     }),
     { numRuns: 500 },
   );
@@ -91,15 +91,11 @@ describe('rules served natively', () => {
     // only the objects the guards decline, so it must be widened for this one.
     const plain = held('apps', 'b', false);
     expect(addsNothing(before.index, reach(plain))).toBe(false);
-    expect(registrationHash(scopeOf([native, plain]).registration)).not.toBe(
-      registrationHash(before.registration),
-    );
+    expect(scopeHash(scopeOf([native, plain]).registration)).not.toBe(scopeHash(before.registration));
     // Another native rule with the same guards adds nothing; asked as one needing every object, it would.
     const twin = held('apps', 'c', true);
     expect(addsNothing(before.index, reach(twin), declineCel(twin))).toBe(true);
-    expect(registrationHash(scopeOf([native, twin]).registration)).toBe(
-      registrationHash(before.registration),
-    );
+    expect(scopeHash(scopeOf([native, twin]).registration)).toBe(scopeHash(before.registration));
     // A rule in full covers nothing native: its decline's group is not there either.
     expect(addsNothing(scopeOf([plain]).index, reach(twin), declineCel(twin))).toBe(false);
   });
@@ -114,9 +110,7 @@ describe('rules served natively', () => {
         const before = scopeOf(rules);
         if (!addsNothing(before.index, reach(candidate), declineCel(candidate))) return;
         nothing++;
-        expect(registrationHash(scopeOf([...rules, candidate]).registration)).toBe(
-          registrationHash(before.registration),
-        );
+        expect(scopeHash(scopeOf([...rules, candidate]).registration)).toBe(scopeHash(before.registration));
       }),
       { numRuns: 200 },
     );

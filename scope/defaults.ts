@@ -1,13 +1,13 @@
 import type { LabelSelector } from '../rule/labelselector';
 import { defaultDragnetMatch } from '../native';
-import { Registration, WebhookRule } from './types';
+import { Scope, WebhookRule } from './types';
 
 /**
  * The dragnet's net as bundle.yaml installs it (config/webhook/mutating_webhook_configuration.yaml; a test keeps the
  * two equal): KubeMod's resources, CREATE/UPDATE/DELETE, ignore-labelled namespaces and the operator's own left out.
  * What `modrule scope` narrows when no configuration is given.
  */
-export function defaultConfigured(ownNamespace = 'kubemod-system'): Registration {
+export function defaultConfigured(ownNamespace = 'kubemod-system'): Scope {
   // One list of KubeMod's resources and exclusions: the native policies' (native/dragnet.ts) is the same net.
   const net = defaultDragnetMatch(ownNamespace);
   return {

@@ -16,10 +16,10 @@ import {
   ScopeStamp,
   stampAnnotations,
 } from './ownership';
-import { dragnetOf, registrationHash, registrationOf, withRegistration } from './registration';
-import { Registration } from './types';
+import { dragnetOf, scopeHash, readScope, withScope } from './entry';
+import { Scope } from './types';
 
-const narrow = (resource: string): Registration => ({
+const narrow = (resource: string): Scope => ({
   ...defaultConfigured(),
   rules: [
     { apiGroups: ['*'], apiVersions: ['*'], resources: [resource], operations: ['CREATE'], scope: '*' },
@@ -27,8 +27,8 @@ const narrow = (resource: string): Registration => ({
 });
 
 /** A MutatingWebhookConfiguration holding a dragnet with `reg`, stamped when a stamp is given. */
-function config(reg: Registration, stamp?: ScopeStamp, configured = defaultConfigured()): JsonObject {
-  const webhook = withRegistration({ name: 'dragnet.kubemod.io', clientConfig: { caBundle: 'Q0E=' } }, reg);
+function config(reg: Scope, stamp?: ScopeStamp, configured = defaultConfigured()): JsonObject {
+  const webhook = withScope({ name: 'dragnet.kubemod.io', clientConfig: { caBundle: 'Q0E=' } }, reg);
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
@@ -41,8 +41,8 @@ function config(reg: Registration, stamp?: ScopeStamp, configured = defaultConfi
 }
 
 /** The stamp of a write of `reg` at a rules version by a writer. */
-function stampOf(reg: Registration, rulesVersion: string, writer: string): ScopeStamp {
-  return { hash: registrationHash(reg), rulesVersion, writer, mode: 'rules' };
+function stampOf(reg: Scope, rulesVersion: string, writer: string): ScopeStamp {
+  return { hash: scopeHash(reg), rulesVersion, writer, mode: 'rules' };
 }
 
 function live(c: JsonObject) {
@@ -56,7 +56,7 @@ describe('ownership of the live registration', () => {
       'utf8',
     );
     const doc = parseAllDocuments(text)[0].toJSON() as JsonObject;
-    expect(registrationOf(dragnetOf(doc)!.webhook)).toEqual(defaultConfigured());
+    expect(readScope(dragnetOf(doc)!.webhook)).toEqual(defaultConfigured());
   });
 
   test('a registration nobody stamped is the configured net; a stamped one keeps the configured net it was made from', () => {
@@ -77,7 +77,7 @@ describe('ownership of the live registration', () => {
 
   test('what a kubectl apply of the bundle leaves of an earlier scope is not taken for the configured net', () => {
     // kubectl apply replaces the rules but keeps selector requirements and conditions its manifest never had.
-    const leftover: Registration = {
+    const leftover: Scope = {
       ...defaultConfigured(),
       namespaceSelector: {
         matchExpressions: [
@@ -203,7 +203,7 @@ describe('ownership of the live registration', () => {
             };
             const desired = narrow(`r-${replicas[i].view}`);
             if (!decide(live(current), desired, me).write) return false;
-            const stamp: ScopeStamp = { hash: registrationHash(desired), ...me };
+            const stamp: ScopeStamp = { hash: scopeHash(desired), ...me };
             current = config(desired, stamp);
             writes++;
             return true;
@@ -220,7 +220,7 @@ describe('ownership of the live registration', () => {
           // The newest store's view won (it is safe: it has every rule the others saw).
           const newest = Math.max(...replicas.map((r) => r.version));
           const winners = replicas.filter((r) => r.version === newest).map((r) => `r-${r.view}`);
-          expect(winners).toContain(registrationOf(dragnetOf(current)!.webhook).rules[0].resources[0]);
+          expect(winners).toContain(readScope(dragnetOf(current)!.webhook).rules[0].resources[0]);
         },
       ),
     );
@@ -228,7 +228,7 @@ describe('ownership of the live registration', () => {
 });
 
 describe('a registration widened for rules not stored yet, or held at the configured net', () => {
-  const wide: Registration = {
+  const wide: Scope = {
     ...defaultConfigured(),
     rules: [
       {
@@ -264,7 +264,7 @@ describe('a registration widened for rules not stored yet, or held at the config
     expect(decide(l, narrower, me, { now: 1000, landed: (u, g) => u === 'u1' && g >= 3 }).write).toBe(false);
     expect(decide(l, narrower, me, { now: 6000, landed: none }).write).toBe(true);
     // Widening is never held back.
-    const wider: Registration = {
+    const wider: Scope = {
       ...wide,
       rules: [{ ...wide.rules[0], resources: ['configmaps', 'pods', 'secrets'] }],
     };

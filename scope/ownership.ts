@@ -1,8 +1,8 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { withoutScope } from './compute';
-import { parseRegistration, registrationHash, registrationJson, registrationOf } from './registration';
-import { Registration } from './types';
-import { registrationIncludes } from './union';
+import { parseScope, scopeHash, scopeJson, readScope } from './entry';
+import { Scope } from './types';
+import { scopeIncludes } from './union';
 import { metadataOf } from '../util/meta';
 
 /** What the operator wrote last, stamped on the configuration (see ScopeStamp). */
@@ -25,7 +25,7 @@ export interface PendingRule {
 
 /** Who wrote the live registration, from which rules, and what: the replicas' common ground. */
 export interface ScopeStamp {
-  /** registrationHash of what was written: a live registration with another hash was changed by someone else. */
+  /** scopeHash of what was written: a live registration with another hash was changed by someone else. */
   hash: string;
   /** The ModRule resourceVersion the writer's store had reached. */
   rulesVersion: string;
@@ -48,9 +48,9 @@ export interface ScopeStamp {
 
 /** The live dragnet registration as the operator reads it. */
 export interface LiveScope {
-  current: Registration;
+  current: Scope;
   /** The widest the scope may be: the stamped configured net while the registration is ours, else the live one. */
-  configured: Registration;
+  configured: Scope;
   stamp: ScopeStamp | null;
   /** Whether the live registration is the one the stamp describes (nobody changed it since). */
   ours: boolean;
@@ -94,10 +94,10 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
 /** Reads the live registration of the dragnet webhook (`webhook`) of `config` (its annotations). */
 export function readLive(config: JsonObject, webhook: JsonObject): LiveScope {
   const annotations = annotationsOf(config);
-  const current = registrationOf(webhook);
+  const current = readScope(webhook);
   const stamp = parseStamp(annotations[SCOPE_ANNOTATION]);
-  const ours = stamp !== null && stamp.hash === registrationHash(current);
-  const stored = ours ? parseRegistration(annotations[CONFIGURED_ANNOTATION] ?? '') : null;
+  const ours = stamp !== null && stamp.hash === scopeHash(current);
+  const stored = ours ? parseScope(annotations[CONFIGURED_ANNOTATION] ?? '') : null;
   // Someone else's registration (a fresh install, a re-applied bundle, an edit) is the configured net from now on,
   // without what an earlier scope left in it (kubectl apply keeps fields its manifest never had).
   const configured = stored ?? withoutScope(current);
@@ -105,10 +105,10 @@ export function readLive(config: JsonObject, webhook: JsonObject): LiveScope {
 }
 
 /** The annotations the operator writes with a registration. */
-export function stampAnnotations(stamp: ScopeStamp, configured: Registration): Record<string, string> {
+export function stampAnnotations(stamp: ScopeStamp, configured: Scope): Record<string, string> {
   return {
     [SCOPE_ANNOTATION]: JSON.stringify(stamp),
-    [CONFIGURED_ANNOTATION]: JSON.stringify(registrationJson(configured)),
+    [CONFIGURED_ANNOTATION]: JSON.stringify(scopeJson(configured)),
   };
 }
 
@@ -189,16 +189,15 @@ export function narrowingBlocked(
  */
 export function decide(
   live: LiveScope,
-  desired: Registration,
+  desired: Scope,
   me: Replica,
   ctx: DecisionContext = { now: Date.now(), landed: () => false },
 ): Decision {
-  const hash = registrationHash(desired);
-  if (registrationHash(live.current) === hash) return { write: false, reason: 'current' };
+  const hash = scopeHash(desired);
+  if (scopeHash(live.current) === hash) return { write: false, reason: 'current' };
   // Only a registration that sends at least what the live one sends may replace it while it is held or pending.
   const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
-  if (blocked && !registrationIncludes(desired, live.current))
-    return { write: false, reason: blocked.reason };
+  if (blocked && !scopeIncludes(desired, live.current)) return { write: false, reason: blocked.reason };
   const cmp = live.stamp ? compareVersions(me.rulesVersion, live.stamp.rulesVersion) : 1;
   if (cmp < 0) return { write: false, reason: 'behind' };
   if (!live.ours) return { write: true, reason: 'foreign' };

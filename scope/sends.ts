@@ -1,7 +1,7 @@
 import { compileLabelSelector } from '../rule/labelselector';
 import { JsonValue } from '../util/json';
 import { Condition, evaluate } from './condition';
-import { Registration, ScopeRequest, WebhookRule } from './types';
+import { Scope, ScopeRequest, WebhookRule } from './types';
 
 function listed(list: readonly string[], value: string): boolean {
   return list.includes('*') || list.includes(value);
@@ -17,7 +17,7 @@ export function ruleMatches(rule: WebhookRule, r: ScopeRequest): boolean {
 }
 
 /** Whether the namespaceSelector lets the request through (cluster-scoped objects other than Namespaces always). */
-export function selectorMatches(reg: Registration, r: ScopeRequest): boolean {
+export function selectorMatches(reg: Scope, r: ScopeRequest): boolean {
   const isNamespace = r.group === '' && r.resource === 'namespaces';
   if (r.clusterScoped && !isNamespace) return true;
   let invalid = false;
@@ -31,7 +31,7 @@ export function selectorMatches(reg: Registration, r: ScopeRequest): boolean {
  * Whether the API server sends the request to a webhook with this registration, given the conditions as data
  * (`clauses`; the registration's own expressions from elsewhere are not evaluated here).
  */
-export function sendsRequest(reg: Registration, clauses: readonly Condition[], r: ScopeRequest): boolean {
+export function sendsRequest(reg: Scope, clauses: readonly Condition[], r: ScopeRequest): boolean {
   if (!reg.rules.some((rule) => ruleMatches(rule, r))) return false;
   if (!selectorMatches(reg, r)) return false;
   const input = {

@@ -6,7 +6,7 @@ import { ResourceCatalog } from './catalog';
 import { computeScope, ScopeInput, ScopeResult } from './compute';
 import { defaultConfigured } from './defaults';
 import { sendsRequest } from './sends';
-import { Registration, ScopeOperation, ScopeRequest } from './types';
+import { Scope, ScopeOperation, ScopeRequest } from './types';
 
 /** A compiled ModRule of `namespace` with this spec (throws on an invalid one). */
 export function rule(namespace: string, name: string, spec: JsonObject): CompiledRule {
@@ -100,7 +100,7 @@ export function request(
 }
 
 /** A wildcard net (`resources: ['*']`, every operation the dragnet sees) with the bundle's exclusions. */
-export const WILDCARD_NET: Registration = {
+export const WILDCARD_NET: Scope = {
   ...defaultConfigured(),
   rules: [
     {

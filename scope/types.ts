@@ -29,7 +29,7 @@ export interface MatchCondition {
  * The part of the dragnet webhook that decides which requests the API server sends it: the part the operator
  * narrows. Everything else of the webhook (clientConfig, failurePolicy, timeouts, objectSelector) stays as installed.
  */
-export interface Registration {
+export interface Scope {
   rules: WebhookRule[];
   namespaceSelector: LabelSelector;
   matchConditions: MatchCondition[];

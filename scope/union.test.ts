@@ -2,11 +2,11 @@ import fc from 'fast-check';
 import { CompiledRule } from '../rule/compile';
 import { Condition } from './condition';
 import { CONDITION_PREFIX } from './compute';
-import { registrationHash } from './registration';
+import { scopeHash } from './entry';
 import { sendsRequest } from './sends';
 import { isClusterKind, kindRule, request, rule, scopeOf, TEST_KINDS } from './testing';
-import { Registration, ScopeOperation } from './types';
-import { registrationIncludes, UnionLevel, UNION_LEVELS, unionRegistrations } from './union';
+import { Scope, ScopeOperation } from './types';
+import { scopeIncludes, UnionLevel, UNION_LEVELS, unionScopes } from './union';
 
 const NAMESPACES = ['team-a', 'team-b', 'prod', 'kubemod-system'];
 const OPERATIONS: ScopeOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
@@ -37,12 +37,12 @@ const ruleSet = fc.array(spec, { minLength: 0, maxLength: 4 });
 
 /** The union's conditions as data: the wanted ones when it is the wanted registration, the live ones when kept, else none. */
 function unionClauses(
-  union: Registration,
-  live: { registration: Registration; clauses: readonly Condition[] },
-  want: { registration: Registration; clauses: readonly Condition[] },
+  union: Scope,
+  live: { registration: Scope; clauses: readonly Condition[] },
+  want: { registration: Scope; clauses: readonly Condition[] },
 ): Condition[] {
   if (union === want.registration) return [...want.clauses];
-  const expressions = (r: Registration) =>
+  const expressions = (r: Scope) =>
     r.matchConditions.filter((c) => c.name.startsWith(CONDITION_PREFIX)).map((c) => c.expression);
   const kept = JSON.stringify(expressions(union)) === JSON.stringify(expressions(live.registration));
   if (!kept) expect(expressions(union)).toEqual([]);
@@ -64,7 +64,7 @@ test('the union sends every request either registration sends, at every level', 
     fc.property(ruleSet, ruleSet, fc.constantFrom<UnionLevel>(...UNION_LEVELS), (a, b, level) => {
       const live = scopeOf(a.map(compiled));
       const want = scopeOf(b.map((s, i) => compiled(s, i + 10)));
-      const union = unionRegistrations(live.registration, want.registration, level);
+      const union = unionScopes(live.registration, want.registration, level);
       const clauses = unionClauses(union, live, want);
       everyRequest((r) => {
         const either =
@@ -83,10 +83,10 @@ test('a union includes both of its parts, so writing it once is enough', () => {
     fc.property(ruleSet, ruleSet, (a, b) => {
       const live = scopeOf(a.map(compiled)).registration;
       const want = scopeOf(b.map((s, i) => compiled(s, i + 10))).registration;
-      const union = unionRegistrations(live, want);
-      expect(registrationIncludes(union, want)).toBe(true);
-      expect(registrationIncludes(union, live)).toBe(true);
-      expect(registrationIncludes(live, live)).toBe(true);
+      const union = unionScopes(live, want);
+      expect(scopeIncludes(union, want)).toBe(true);
+      expect(scopeIncludes(union, live)).toBe(true);
+      expect(scopeIncludes(live, live)).toBe(true);
     }),
     { numRuns: 300 },
   );
@@ -99,8 +99,8 @@ test('a rule already covered adds nothing: the live registration is the union', 
     kindRule('team-b', 'b', 'ConfigMap'),
     kindRule('team-a', 'c', 'Deployment'),
   ]);
-  expect(registrationHash(again.registration)).toBe(registrationHash(live.registration));
-  expect(registrationIncludes(live.registration, again.registration)).toBe(true);
+  expect(scopeHash(again.registration)).toBe(scopeHash(live.registration));
+  expect(scopeIncludes(live.registration, again.registration)).toBe(true);
 });
 
 test('a rule for a new namespace or resource widens: names and resources added, none taken away', () => {
@@ -109,13 +109,13 @@ test('a rule for a new namespace or resource widens: names and resources added, 
     kindRule('team-a', 'a', 'Deployment'),
     kindRule('prod', 'b', 'ConfigMap'),
   ]).registration;
-  expect(registrationIncludes(live, want)).toBe(false);
-  const union = unionRegistrations(live, want);
+  expect(scopeIncludes(live, want)).toBe(false);
+  const union = unionScopes(live, want);
   const resources = union.rules.flatMap((r) => r.resources);
   expect(resources).toEqual(expect.arrayContaining(['deployments', 'configmaps']));
   const names = union.namespaceSelector.matchExpressions?.find((e) => e.operator === 'In')?.values;
   expect(names).toEqual(expect.arrayContaining(['team-a', 'prod']));
-  expect(unionRegistrations(live, want, 'resources').namespaceSelector.matchExpressions).toEqual(
+  expect(unionScopes(live, want, 'resources').namespaceSelector.matchExpressions).toEqual(
     live.namespaceSelector.matchExpressions?.filter((e) => e.operator !== 'In'),
   );
 });

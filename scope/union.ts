@@ -1,7 +1,7 @@
 import type { LabelSelector, LabelSelectorRequirement } from '../rule/labelselector';
 import { CONDITION_PREFIX, NAME_LABEL, SELECTOR_MARK } from './compute';
-import { registrationHash } from './registration';
-import { MatchCondition, Registration, WebhookRule } from './types';
+import { scopeHash } from './entry';
+import { MatchCondition, Scope, WebhookRule } from './types';
 
 /*
  * The union of two dragnet registrations: one that sends every request either sends. The operator writes it when a
@@ -84,11 +84,7 @@ function unionConditions(live: readonly MatchCondition[], want: readonly MatchCo
  * `live` itself, unchanged, when it already does (by the structure of the operator's registrations: a sufficient
  * test, so an equal result means "nothing to write").
  */
-export function unionRegistrations(
-  live: Registration,
-  want: Registration,
-  level: UnionLevel = 'full',
-): Registration {
+export function unionScopes(live: Scope, want: Scope, level: UnionLevel = 'full'): Scope {
   // A registration with no rules sends nothing: the union is the other one, as precise as it is.
   if (want.rules.length === 0) return live;
   if (live.rules.length === 0 && level === 'full') return want;
@@ -101,6 +97,6 @@ export function unionRegistrations(
 }
 
 /** Whether `live` sends every request `want` sends, as far as the union can tell (no write needed). */
-export function registrationIncludes(live: Registration, want: Registration): boolean {
-  return registrationHash(unionRegistrations(live, want)) === registrationHash(live);
+export function scopeIncludes(live: Scope, want: Scope): boolean {
+  return scopeHash(unionScopes(live, want)) === scopeHash(live);
 }

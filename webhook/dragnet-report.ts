@@ -6,7 +6,7 @@ import { DragnetAnswer } from './dragnet-handler';
 import { DragnetDecision, rejectionLogFields } from './dragnet';
 import { NamespaceFairness } from './fairness';
 import { Wrapper } from './handler';
-import { WebhookMetrics } from './metrics';
+import { DragnetMetrics } from './metrics';
 import { RuleFailures } from './rule-failures';
 import type { NamespaceDemotion } from './server-options';
 
@@ -18,7 +18,7 @@ import type { NamespaceDemotion } from './server-options';
 /** Logs and counts each decision: one line per patch, rejection or failure, and the rules' run-time failures. */
 export function reportDecision(
   logger: Logger,
-  metrics: WebhookMetrics,
+  metrics: DragnetMetrics,
   answers: AnswerMetrics,
   failures: RuleFailures,
 ): Wrapper<DragnetAnswer> {
@@ -34,7 +34,7 @@ function logDecision(
   context: RequestContext,
   decision: DragnetDecision,
   logger: Logger,
-  metrics: WebhookMetrics,
+  metrics: DragnetMetrics,
   failures: RuleFailures,
 ): void {
   const outcome = decision.outcome;
@@ -81,7 +81,7 @@ function logDecision(
 /** Reports what fairness did to each request: its budget ran out, its namespace was demoted. */
 export function reportFairness(
   fairness: NamespaceFairness,
-  metrics: WebhookMetrics,
+  metrics: DragnetMetrics,
   logger: Logger,
   onDemotion: ((demotion: NamespaceDemotion) => unknown) | undefined,
 ): Wrapper<DragnetAnswer> {

@@ -26,8 +26,17 @@ export interface PeerNotifierOptions {
   key: () => string;
   /** Per notice; default 1 s. */
   timeoutMs?: number;
+  /** How a notice travels; default HTTPS to `${url}/peer/admitted` (tests and the simulation bring their own). */
+  transport?: PeerTransport;
   registry?: Registry;
 }
+
+/** Sends one signed notice to a peer's base URL: 'ok' once it took it, else why not. */
+export type PeerTransport = (
+  url: string,
+  body: string,
+  signature: string,
+) => Promise<'ok' | { failed: string }>;
 
 /**
  * The addresses of an EndpointSlice, not-ready ones included (a replica starting up computes the registration too),
@@ -114,13 +123,18 @@ export class PeerNotifier {
     await Promise.all(urls.map((url) => this.send(url, body, signature)));
   }
 
-  private send(url: string, body: string, signature: string): Promise<void> {
+  private async send(url: string, body: string, signature: string): Promise<void> {
+    const result = await (this.options.transport ?? ((u, b, s) => this.post(u, b, s)))(url, body, signature);
+    this.sent?.inc({ result: result === 'ok' ? 'ok' : 'failed' });
+    if (result !== 'ok')
+      this.options.logger.warn('a peer replica did not take a notice', { peer: url, error: result.failed });
+  }
+
+  /** The default transport: a POST over HTTPS (the peer's certificate is not checked: the notice is signed). */
+  private post(url: string, body: string, signature: string): Promise<'ok' | { failed: string }> {
     return new Promise((resolve) => {
-      const done = (result: 'ok' | 'failed', why?: string) => {
-        this.sent?.inc({ result });
-        if (why) this.options.logger.warn('a peer replica did not take a notice', { peer: url, error: why });
-        resolve();
-      };
+      const done = (result: 'ok' | 'failed', why?: string) =>
+        resolve(result === 'ok' ? 'ok' : { failed: why ?? 'failed' });
       const req = request(`${url}${PEER_PATH}`, {
         method: 'POST',
         agent: this.agent,

@@ -5,7 +5,7 @@ import { RuleStore } from '../../store/rules';
 import { AdmissionRequest } from '../../webhook/admission';
 import { RuleAdmissionHook, RuleAdmissionOutcome } from '../../webhook/rule-admission';
 import { AdmittedRules, RuleVersion } from '../rules/admitted';
-import { DragnetScopeController } from '../scope/controller';
+import { ScopeController } from '../scope/controller';
 import { PeerNotifier } from './peers';
 import { ConfirmedRules } from '../scope/ready-gate';
 import { outsideNetPhrase } from '../scope/findings';
@@ -13,7 +13,7 @@ import { outsideNetPhrase } from '../scope/findings';
 export interface RuleAdmissionDeps {
   store: RuleStore;
   admitted: AdmittedRules;
-  scope: DragnetScopeController;
+  scope: ScopeController;
   /** Rules whose registration was confirmed in force at admission: Ready as soon as the store has them. */
   confirmed: ConfirmedRules;
   /** Tells the other replicas, so that they hold their dragnet requests for it too. */
@@ -36,7 +36,7 @@ function versionOf(request: AdmissionRequest): RuleVersion | null {
 /**
  * The operator's part of a valid ModRule's admission (not a dry run): the rule counts as admitted (the dragnet of
  * this replica, and of the peers it tells, waits for the store to have it), and the answer waits until the dragnet registration sends its objects, widening it
- * first when it must (DragnetScopeController.ensure). When the widening does not make it in time the configured net is put
+ * first when it must (ScopeController.ensure). When the widening does not make it in time the configured net is put
  * back and the writer is told (a warning); when nothing can be written, the write is refused.
  */
 export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook {

@@ -12,7 +12,7 @@ import {
 import { KubeApiError, KubeClient } from '../../kube/kube';
 import { RateLimiter } from './rate';
 import { messageOf } from '../../util/errors';
-import { metadataOf } from '../../util/meta';
+import { metadataOf, annotationsOf } from '../../util/meta';
 
 /** What one round of report writing did. */
 export interface WriteSummary {
@@ -120,9 +120,9 @@ export class ReportWriter {
       const built = builder.report(format, ns, now, previous);
       if (!built) continue;
       if (partial)
-        (built.metadata as JsonObject).annotations = {
-          ...(metadataOf(built).annotations as JsonObject | undefined),
-          [PARTIAL_ANNOTATION]: partial,
+        built.metadata = {
+          ...metadataOf(built),
+          annotations: { ...annotationsOf(built), [PARTIAL_ANNOTATION]: partial },
         };
       if (previous && sameReport(built, previous)) {
         summary.unchanged++;

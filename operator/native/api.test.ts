@@ -1,7 +1,7 @@
 import { JsonObject } from '../../util/json';
 import { defaultDragnetMatch } from '../../native';
 import { CONFIGURED_ANNOTATION, SCOPE_ANNOTATION } from '../../scope/ownership';
-import { registrationHash, registrationOf } from '../../scope/registration';
+import { scopeHash, readScope } from '../../scope/entry';
 import { configuredDragnetMatch } from './api';
 
 // The policies' scope is the dragnet's net as installed, never the registration issue 18 narrows to the webhook's
@@ -37,7 +37,7 @@ describe('configuredDragnetMatch', () => {
       ],
     };
     const stamp = {
-      hash: registrationHash(registrationOf(narrowed)),
+      hash: scopeHash(readScope(narrowed)),
       rulesVersion: '7',
       writer: '1-a',
       mode: 'rules',

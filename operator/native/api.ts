@@ -1,7 +1,7 @@
 import { isJsonObject, JsonObject, JsonValue } from '../../util/json';
 import { messageOf } from '../../util/errors';
 import { readLive } from '../../scope/ownership';
-import { registrationJson } from '../../scope/registration';
+import { scopeJson } from '../../scope/entry';
 import {
   DragnetMatch,
   dragnetMatchOf,
@@ -68,7 +68,7 @@ export async function unavailableReason(client: KubeClient): Promise<string | un
 
 /** The object as the operator writes it: owned (label), tied to its rule (uid). */
 export function owned(obj: JsonObject, ruleUid: string): JsonObject {
-  const meta = obj.metadata as JsonObject;
+  const meta = metadataOf(obj);
   return {
     ...obj,
     metadata: {
@@ -225,7 +225,7 @@ export function configuredDragnetMatch(config: JsonObject): DragnetMatch | undef
   const hook = hooks.find((w) => isJsonObject(w) && w.name === DRAGNET_WEBHOOK);
   if (!isJsonObject(hook)) return undefined;
   const { configured } = readLive(config, hook);
-  return dragnetMatchOf({ webhooks: [{ ...hook, ...registrationJson(configured) }] });
+  return dragnetMatchOf({ webhooks: [{ ...hook, ...scopeJson(configured) }] });
 }
 
 /**

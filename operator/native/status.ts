@@ -31,7 +31,7 @@ export function pendingServing(kind: string, policy: string): Serving {
  * no guard to check); null, its guards are checked before the call; else why every object of it still reaches the
  * webhook (the residual rule then decides there).
  */
-export type NativeNet = string | null | undefined;
+export type NativeScope = string | null | undefined;
 
 /**
  * Served natively: the policy, what the webhook keeps (objects a guard declines), and whether the dragnet's
@@ -41,7 +41,7 @@ export function nativeServing(
   kind: string,
   policy: string,
   guards: readonly string[],
-  net: NativeNet,
+  net: NativeScope,
 ): Serving {
   let message = `served by the API server (${kind} ${policy})`;
   if (guards.length > 0) {

@@ -4,7 +4,7 @@ import { CompiledRule } from '../../rule/compile';
 import { RuleStore } from '../../store/rules';
 import { BackoffOptions } from '../../kube/backoff';
 import { KubeClient } from '../../kube/kube';
-import { NativeNet } from './status';
+import { NativeScope } from './status';
 import { StatusReporter } from '../status/reporter';
 import { StatusSink } from '../status/reporter';
 
@@ -30,11 +30,14 @@ export interface NativeControllerOptions {
   settleMs?: number;
   /** Everything is checked again this often (refused policies retried, the dragnet scope re-read); 60 s. */
   resyncMs?: number;
-  /** How long a rule whose reconcile failed (a transient API error) waits before it is tried again; 2000 ms. */
+  /**
+   * How long a rule whose reconcile failed (a transient API error) waits before it is tried again the first time:
+   * the delay doubles with each failure in a row, each randomised to [d/2, d); 2000 ms.
+   */
   retryMs?: number;
   backoff?: BackoffOptions;
   /** What the dragnet registration does for a native rule's objects (its Ready message says so). */
-  net?: (rule: string) => NativeNet;
+  net?: (rule: string) => NativeScope;
   /** Where modrule_native_rules goes. */
   registry?: Registry;
 }

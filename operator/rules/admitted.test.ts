@@ -113,4 +113,34 @@ describe('AdmittedRules', () => {
     await new Promise((r) => setTimeout(r, 600));
     expect(admitted.rules()).toEqual([]);
   });
+
+  it('keeps holding for generation 1 when generation 2 is admitted before the store has either', async () => {
+    const stored = api.put('modrules', labelRule('team-a', 'edited'));
+    const gen2 = { ...stored, metadata: { ...(stored.metadata as JsonObject), generation: 2 } };
+    admitted.admit(version(stored, 1), compile(stored));
+    let released = false;
+    const wait = admitted.until('team-a', 5000)!.then(() => (released = true));
+    // The edit is admitted while the store has neither version: the request held for generation 1 goes on waiting.
+    admitted.admit(version(stored, 2), compile(gen2));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(released).toBe(false);
+    expect(await waits(registry, 'caught_up')).toBe(0);
+    admitted.handlers().upsert(stored); // generation 1 lands: the request held for it goes
+    await wait;
+    expect(await waits(registry, 'caught_up')).toBe(1);
+    // Generation 2 is still pending: a new request waits for it.
+    expect(admitted.until('team-a', 10)).not.toBeNull();
+    admitted.handlers().upsert(gen2);
+    expect(admitted.until('team-a', 10)).toBeNull();
+  });
+
+  it('a refused edit stops holding for itself only, not for the version before it', async () => {
+    const stored = api.put('modrules', labelRule('team-a', 'refused'));
+    admitted.admit(version(stored, 1), compile(stored));
+    admitted.admit(version(stored, 2), compile(stored));
+    admitted.forget(version(stored, 2));
+    expect(admitted.until('team-a', 10)).not.toBeNull();
+    admitted.handlers().upsert(stored);
+    expect(admitted.until('team-a', 10)).toBeNull();
+  });
 });

@@ -45,7 +45,11 @@ export interface AdmittedRulesOptions {
  * maxAgeMs. The scope computations count pending rules as in force, so nothing narrows them away meanwhile.
  */
 export class AdmittedRules implements StoreFreshness {
-  private readonly pending = new Map<string, Pending>();
+  /**
+   * Per rule (namespace/name), every version admitted and not stored yet, oldest first: an edit admitted before the
+   * store has the version before it does not end the wait for that one (the write of each returned).
+   */
+  private readonly pending = new Map<string, Pending[]>();
   /** Generations the store has reached, by uid (the store's own view, for decide() of other replicas' stamps). */
   private readonly storedGenerations = new Map<string, number>();
   private readonly listeners = new Set<() => void>();
@@ -76,40 +80,44 @@ export class AdmittedRules implements StoreFreshness {
   admit(version: RuleVersion, rule: CompiledRule | null): void {
     if (this.stopped || this.landed(version.uid, version.generation)) return;
     const key = objectKey(version.namespace, version.name);
-    const before = this.pending.get(key);
-    if (
-      before &&
-      before.uid === version.uid &&
-      before.generation >= version.generation &&
-      (before.rule || !rule)
-    )
+    const list = this.pending.get(key) ?? [];
+    const same = list.find((p) => p.uid === version.uid && p.generation === version.generation);
+    // A peer's notice after this replica's own admission adds nothing; this replica's after a notice adds the rule.
+    if (same) {
+      same.rule ??= rule;
       return;
-    if (before) this.settle(key, before);
+    }
     const entry: Pending = { ...version, rule, at: this.now(), waiters: new Set(), timer: null };
     entry.timer = setTimeout(() => void this.check(key, entry), this.options.checkAfterMs ?? 1000);
     entry.timer.unref();
-    this.pending.set(key, entry);
+    this.pending.set(key, [...list, entry]);
   }
 
-  /** Stops waiting for a rule whose write was refused. */
+  /** Stops waiting for a rule version whose write was refused (the versions before it are still awaited). */
   forget(version: RuleVersion): void {
     const key = objectKey(version.namespace, version.name);
-    const p = this.pending.get(key);
-    if (p && p.uid === version.uid && p.generation === version.generation) this.settle(key, p);
+    for (const p of this.pending.get(key) ?? [])
+      if (p.uid === version.uid && p.generation === version.generation) this.settle(key, p);
   }
 
   /** The store took this version of a rule (every ModRule the informers deliver). */
   sawStored(namespace: string, name: string, uid: string, generation: number): void {
     if (uid) this.storedGenerations.set(uid, Math.max(generation, this.storedGenerations.get(uid) ?? 0));
     const key = objectKey(namespace, name);
-    const p = this.pending.get(key);
-    if (p && p.uid === uid && generation >= p.generation) this.settle(key, p);
+    for (const p of this.pending.get(key) ?? [])
+      if (p.uid === uid && generation >= p.generation) this.settle(key, p);
   }
 
   /** A rule left the store: every version of it counts as seen (a stamp may still name one). */
   removed(uid: string): void {
     if (this.storedGenerations.size >= 100_000) this.storedGenerations.clear();
     if (uid) this.storedGenerations.set(uid, Number.MAX_SAFE_INTEGER);
+    for (const [key, list] of this.pending) for (const p of list) if (p.uid === uid) this.settle(key, p);
+  }
+
+  /** Every version pending now, oldest first per rule. */
+  private entries(): Pending[] {
+    return [...this.pending.values()].flat();
   }
 
   /** What the store took, as ClusterSync's observer sees it (after the store). */
@@ -137,19 +145,20 @@ export class AdmittedRules implements StoreFreshness {
    */
   knows(uid: string, generation: number): boolean {
     if (this.landed(uid, generation)) return true;
-    for (const p of this.pending.values())
-      if (p.rule && p.uid === uid && p.generation >= generation) return true;
-    return false;
+    return this.entries().some((p) => p.rule && p.uid === uid && p.generation >= generation);
   }
 
-  /** The pending rules, compiled: the scope counts them in force. */
+  /** The pending rules, compiled (the newest version of each): the scope counts them in force. */
   rules(): CompiledRule[] {
-    return [...this.pending.values()].flatMap((p) => (p.rule ? [p.rule] : []));
+    return [...this.pending.values()].flatMap((list) => {
+      const newest = list.filter((p) => p.rule).at(-1);
+      return newest?.rule ? [newest.rule] : [];
+    });
   }
 
   /** The pending rules' versions (the stamp of a registration widened for them). */
   versions(): RuleVersion[] {
-    return [...this.pending.values()].flatMap(({ namespace, name, uid, generation, rule }) =>
+    return this.entries().flatMap(({ namespace, name, uid, generation, rule }) =>
       rule ? [{ namespace, name, uid, generation }] : [],
     );
   }
@@ -163,9 +172,7 @@ export class AdmittedRules implements StoreFreshness {
   until(namespace: string, budgetMs: number): Promise<void> | null {
     if (this.pending.size === 0) return null;
     const cluster = this.options.clusterNamespace;
-    const reaching = [...this.pending.values()].filter(
-      (p) => p.namespace === namespace || p.namespace === cluster,
-    );
+    const reaching = this.entries().filter((p) => p.namespace === namespace || p.namespace === cluster);
     if (reaching.length === 0) return null;
     return new Promise<void>((resolve) => {
       let left = reaching.length;
@@ -186,12 +193,19 @@ export class AdmittedRules implements StoreFreshness {
 
   stop(): void {
     this.stopped = true;
-    for (const [key, p] of this.pending) this.settle(key, p);
+    for (const [key, list] of this.pending) for (const p of list) this.settle(key, p);
+  }
+
+  private isPending(key: string, p: Pending): boolean {
+    return this.pending.get(key)?.includes(p) ?? false;
   }
 
   private settle(key: string, p: Pending): void {
-    if (this.pending.get(key) !== p) return;
-    this.pending.delete(key);
+    const list = this.pending.get(key);
+    if (!list?.includes(p)) return;
+    const rest = list.filter((q) => q !== p);
+    if (rest.length > 0) this.pending.set(key, rest);
+    else this.pending.delete(key);
     if (p.timer) clearTimeout(p.timer);
     for (const w of [...p.waiters]) w();
     this.changed();
@@ -199,7 +213,7 @@ export class AdmittedRules implements StoreFreshness {
 
   /** Looks the rule up: its write never landed (absent, another uid, an older generation) drops it. */
   private async check(key: string, p: Pending): Promise<void> {
-    if (this.pending.get(key) !== p) return;
+    if (!this.isPending(key, p)) return;
     const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(p.namespace)}/modrules/${encodeURIComponent(p.name)}`;
     let landed = true;
     try {
@@ -210,7 +224,7 @@ export class AdmittedRules implements StoreFreshness {
       else
         this.options.logger.debug('cannot look up an admitted ModRule', { rule: key, error: messageOf(err) });
     }
-    if (this.pending.get(key) !== p) return;
+    if (!this.isPending(key, p)) return;
     const age = this.now() - p.at;
     if (!landed || age >= (this.options.maxAgeMs ?? 10_000)) {
       if (landed)

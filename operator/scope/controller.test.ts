@@ -3,9 +3,9 @@ import { silentLogger } from '../../util/logger';
 import { ResourceCatalog } from '../../scope/catalog';
 import { defaultConfigured } from '../../scope/defaults';
 import { CONFIGURED_ANNOTATION, readLive, SCOPE_ANNOTATION } from '../../scope/ownership';
-import { dragnetOf, registrationOf, withRegistration } from '../../scope/registration';
+import { dragnetOf, readScope, withScope } from '../../scope/entry';
 import { RuleStore } from '../../store/rules';
-import { DragnetScopeController } from './controller';
+import { ScopeController } from './controller';
 import { createKubeClient, KubeClient } from '../../kube/kube';
 import { ReadyGate } from './ready-gate';
 import { StatusSink } from '../status/reporter';
@@ -17,7 +17,7 @@ const NAME = 'kubemod-mutating-webhook-configuration';
 
 /** The bundle's configuration as a fresh install has it (with a caBundle the certificate code put there). */
 function bundleConfiguration(): JsonObject {
-  const dragnet = withRegistration(
+  const dragnet = withScope(
     {
       name: 'dragnet.kubemod.io',
       clientConfig: { url: 'https://127.0.0.1:9443/dragnet-webhook', caBundle: 'Q0E=' },
@@ -51,15 +51,15 @@ class Rules {
 
 const catalog = { catalog: () => ResourceCatalog.builtin(), onChange: () => () => undefined };
 
-describe('DragnetScopeController against the fake API server', () => {
+describe('ScopeController against the fake API server', () => {
   let fake: FakeApiServer;
-  const running: DragnetScopeController[] = [];
+  const running: ScopeController[] = [];
 
   function scope(
     rules: Rules,
-    options: Partial<ConstructorParameters<typeof DragnetScopeController>[0]> = {},
-  ): DragnetScopeController {
-    const s = new DragnetScopeController({
+    options: Partial<ConstructorParameters<typeof ScopeController>[0]> = {},
+  ): ScopeController {
+    const s = new ScopeController({
       client: createKubeClient(fake.access()),
       logger: silentLogger(),
       mode: 'rules',
@@ -79,7 +79,7 @@ describe('DragnetScopeController against the fake API server', () => {
   }
 
   const live = () => fake.get('mutatingwebhookconfigurations', null, NAME)!;
-  const registration = () => registrationOf(dragnetOf(live())!.webhook);
+  const registration = () => readScope(dragnetOf(live())!.webhook);
   const resources = () => registration().rules.flatMap((r) => r.resources);
 
   beforeEach(async () => {
@@ -164,7 +164,7 @@ describe('DragnetScopeController against the fake API server', () => {
     const current = live();
     const reapplied = bundleConfiguration();
     const webhooks = reapplied.webhooks as JsonObject[];
-    webhooks[1] = withRegistration(webhooks[1], {
+    webhooks[1] = withScope(webhooks[1], {
       ...defaultConfigured(),
       rules: [{ ...defaultConfigured().rules[0], resources: ['deployments', 'statefulsets', 'pods'] }],
     });

@@ -7,17 +7,16 @@ import { CompiledRule } from '../../rule/compile';
 import { reachOf, RuleScopeReport } from '../../scope/compute';
 import { productsOf } from '../../scope/products';
 import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../../scope/ownership';
-import { dragnetOf, registrationHash } from '../../scope/registration';
-import { Registration } from '../../scope/types';
-import { registrationIncludes } from '../../scope/union';
+import { dragnetOf, scopeHash } from '../../scope/entry';
+import { Scope } from '../../scope/types';
+import { scopeIncludes } from '../../scope/union';
 import { AdmittedRules } from '../rules/admitted';
-import { Backoff } from '../../kube/backoff';
 import { Informer } from '../../kube/informer';
-import { LiveRegistration } from './live';
+import { LiveScopeView } from './live';
 import { KubeApiError, KubeClient } from '../../kube/kube';
-import { NativeNets } from './native-scopes';
-import { RegistrationProbe } from './probe';
-import { RegistrationWriter } from './writer';
+import { NativeScopes } from './native-scopes';
+import { ScopeProbe } from './probe';
+import { ScopeWriter } from './writer';
 import { DesiredScope, writtenFields } from './desired';
 import { createScopeMetrics, ScopeMetrics } from './metrics';
 import { ScopeWidener, WidenOutcome } from './widener';
@@ -27,9 +26,9 @@ import {
   MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
 } from '../../kube/owned';
 import type { CatalogSource } from '../rules/discovery';
-import { Debouncer, SingleFlight } from '../../util/coalesce';
+import { Controller, ReconcileResult } from '../controller/controller';
 
-export interface DragnetScopeOptions {
+export interface ScopeControllerOptions {
   client: KubeClient;
   logger: Logger;
   mode: ScopeMode;
@@ -65,13 +64,22 @@ export interface DragnetScopeOptions {
   /** Clock; injectable for tests. */
   now?: () => number;
   /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
-  native?: { policiesVersion(): string | null; servingVersion(): string };
+  native?: { policiesVersion(): string | null; servingVersion(): string } | null;
+  /** This replica's writer id in the stamp; default its start (ms) and a random part (a later start wins a tie). */
+  id?: string;
+  /** This replica's view of the live registration, shared with the Ready gate and the status; default its own. */
+  live?: LiveScopeView;
+  /** What the live registration does for native rules, shared with the native controller; default its own. */
+  nativeScopes?: NativeScopes;
   /**
    * Told each computation's per-rule reports (operator/scope/findings.ts); `narrowed` false when the registration is
    * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
    */
   onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
 }
+
+/** The work queue's one key: the dragnet registration. */
+const DRAGNET = 'dragnet';
 
 /**
  * Keeps the dragnet webhook's registration (rules, namespaceSelector, matchConditions) as narrow as the ModRules in
@@ -80,44 +88,42 @@ export interface DragnetScopeOptions {
  * this one never undo each other, and stamped (scope/ownership.ts) so replicas converge. Whatever it cannot write
  * stays as it is: the configured net, or an earlier scope that the rules it covers are reported Ready against.
  */
-export class DragnetScopeController {
+export class ScopeController {
   private readonly informer: Informer;
-  private readonly live: LiveRegistration;
+  private readonly live: LiveScopeView;
   /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */
-  private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
-  private readonly writer: RegistrationWriter;
+  private readonly id: string;
+  private readonly writer: ScopeWriter;
   private readonly unsubscribe: Array<() => void> = [];
-  private readonly debounce: Debouncer;
-  private readonly flight: SingleFlight;
+  /** The one worker that writes the registration: its computations and the admissions' widenings, in turn. */
+  private readonly work: Controller;
   private stopped = false;
-  private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
-  private retryTimer: NodeJS.Timeout | null = null;
-  /** What this replica computed last: its registration's hash and the rules version it was computed at. */
-  private computed: { hash: string; rulesVersion: string } | null = null;
   private readonly desired: DesiredScope;
-  /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
-  private disabled = false;
   /** What the live registration does for rules served natively. */
-  readonly nativeNets = new NativeNets();
-  /** Why the last computation could not write the registration (null: it could). */
-  private failing: string | null = null;
+  readonly nativeScopes: NativeScopes;
   private readonly widener: ScopeWidener;
   private readonly metrics: ScopeMetrics | null;
 
-  constructor(private readonly options: DragnetScopeOptions) {
-    this.flight = new SingleFlight(
-      () => this.run(),
-      () => this.stopped,
+  constructor(private readonly options: ScopeControllerOptions) {
+    this.id = options.id ?? `${Date.now()}-${randomBytes(4).toString('hex')}`;
+    this.work = new Controller(
+      'dragnet scope',
+      { reconcile: () => this.reconcile() },
+      {
+        logger: options.logger,
+        backoff: { initialMs: 500, maxMs: 30_000 },
+        errorMessage: 'cannot update the dragnet registration; the current one stays',
+        onError: (_key, err) => {
+          this.live.setFailing(messageOf(err));
+          this.metrics?.writes.inc({ result: 'failed' });
+        },
+      },
     );
-    this.debounce = new Debouncer(() => this.flight.run(), {
-      quietMs: options.debounceMs ?? 200,
-      maxDelayMs: options.maxDelayMs ?? 2000,
-      now: () => this.now(),
-    });
     this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
-    this.live = new LiveRegistration(options);
-    this.writer = new RegistrationWriter({ ...options, live: this.live });
+    this.live = options.live ?? new LiveScopeView(options);
+    this.nativeScopes = options.nativeScopes ?? new NativeScopes();
+    this.writer = new ScopeWriter({ ...options, live: this.live });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
     };
@@ -141,7 +147,7 @@ export class DragnetScopeController {
       ...options,
       live: this.live,
       writer: this.writer,
-      probe: new RegistrationProbe({
+      probe: new ScopeProbe({
         ...options,
         live: this.live,
         namespace: options.probeNamespace ?? options.clusterNamespace,
@@ -157,6 +163,7 @@ export class DragnetScopeController {
       pending: () => options.admitted?.versions() ?? [],
       onWrite: (result) => this.metrics?.writes.inc({ result }),
       onFallback: () => this.schedule(),
+      request: () => this.work.enqueue(DRAGNET),
       now: () => this.now(),
     });
   }
@@ -176,20 +183,12 @@ export class DragnetScopeController {
 
   /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */
   whyNotSent(): string {
-    return (
-      this.heldWide() ??
-      (this.failing ? `it cannot be written: ${this.failing}` : 'the API server has not applied it yet')
-    );
+    return this.live.whyNotSent();
   }
 
   /** Why the registration is held at the configured net, or null (metric, status). */
   heldWide(): string | null {
-    if (this.disabled) return 'the API server stored another dragnet registration than the one written';
-    const live = this.live.scope();
-    const wide = !live?.ours || registrationHash(live.current) === registrationHash(live.configured);
-    if (this.failing && live && wide && this.options.mode === 'rules')
-      return `a narrower registration cannot be written: ${this.failing}`;
-    return this.widener.heldWide();
+    return this.live.heldWide();
   }
 
   start(): void {
@@ -205,16 +204,16 @@ export class DragnetScopeController {
     );
     this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
     if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
+    this.work.start();
     this.informer.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe) u();
-    this.debounce.cancel();
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.widener.abort('the operator is stopping');
     this.live.stop();
-    await Promise.all([this.informer.stop(), this.flight.idle()]);
+    await Promise.all([this.informer.stop(), this.work.stop()]);
   }
 
   /** Calls `listener` when what covers() answers may have changed. */
@@ -227,7 +226,7 @@ export class DragnetScopeController {
    * is the configured net, or a scope computed from rules at least that new, in place for settleMs.
    */
   covers(ruleVersion: string): boolean {
-    return this.live.covers(ruleVersion, this.computed);
+    return this.live.covers(ruleVersion);
   }
 
   private now(): number {
@@ -236,30 +235,29 @@ export class DragnetScopeController {
 
   /** Computes after a quiet time, but not later than maxDelayMs after the first change. */
   private schedule(): void {
-    if (!this.stopped) this.debounce.trigger();
+    if (!this.stopped)
+      this.work.enqueueDebounced(DRAGNET, this.options.debounceMs ?? 200, this.options.maxDelayMs ?? 2000);
   }
 
-  /** One computation (the flight runs it again if asked meanwhile); a failure schedules another after a backoff. */
-  private async run(): Promise<void> {
-    try {
-      await this.reconcile();
-      this.backoff.reset();
-      this.failing = null;
-    } catch (err) {
-      this.failing = messageOf(err);
-      this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
-        error: this.failing,
-      });
-      this.metrics?.writes.inc({ result: 'failed' });
-      if (this.retryTimer) clearTimeout(this.retryTimer);
-      this.retryTimer = setTimeout(() => this.schedule(), this.backoff.next());
-      this.retryTimer.unref();
+  /**
+   * The worker's one reconcile: the admissions waiting for a widening first (their answer is on the clock), else
+   * a computation from the rules in force. A failure is retried after the queue's backoff.
+   */
+  private async reconcile(): Promise<ReconcileResult | void> {
+    if (this.widener.waiting) {
+      await this.widener.serve();
+      // The computation the admitted rules asked for comes after (from a fresh read).
+      return { requeueAfter: 0 };
     }
+    const result = await this.follow();
+    this.live.setFailing(null);
+    return result;
   }
 
-  private async reconcile(): Promise<void> {
+  /** Writes the registration the rules in force need, when the stamps say this replica should. */
+  private async follow(): Promise<ReconcileResult | void> {
     if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
-    const held = this.widener.heldUntil();
+    const held = this.live.heldUntil();
     if (held > this.now()) return this.later(held);
     const rulesVersion = this.options.rulesVersion();
     // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
@@ -271,8 +269,8 @@ export class DragnetScopeController {
     const live = readLive(config, webhook);
     const { registration, result, full } = this.desired.compute(live, this.narrowing());
     this.desired.report(result, live);
-    const hash = registrationHash(registration);
-    this.computed = { hash, rulesVersion };
+    const hash = scopeHash(registration);
+    this.live.setComputed({ hash, rulesVersion });
     if (result) this.widener.remember(hash, result.index);
     this.live.notify();
     const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
@@ -286,17 +284,16 @@ export class DragnetScopeController {
       { rulesVersion, writer: this.id, mode: this.options.mode, nativeVersion },
       ctx,
     );
-    if (decision.reason === 'current') this.nativeNets.confirm(result, this.disabled);
+    if (decision.reason === 'current') this.nativeScopes.confirm(result, this.live.givenUp);
     this.metrics?.conditions.set(registration.matchConditions.length);
     this.metrics?.webhookRules.set(registration.rules.length);
     if (!decision.write) {
       this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
-      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
-      if (blocked) this.later(blocked.until);
       // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
-      if (this.options.admitted?.versions().length && !registrationIncludes(live.current, registration))
+      if (this.options.admitted?.versions().length && !scopeIncludes(live.current, registration))
         this.widener.repair();
-      return;
+      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
+      return blocked ? this.later(blocked.until) : undefined;
     }
     // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
     const pending = (live.stamp?.pending ?? []).filter(
@@ -314,7 +311,7 @@ export class DragnetScopeController {
       const stored = await this.writer.write(config, registration, stamp, live.configured);
       this.metrics?.writes.inc({ result: 'ok' });
       const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
-      if (!back || registrationHash(readLive(stored, back.webhook).current) !== hash) {
+      if (!back || scopeHash(readLive(stored, back.webhook).current) !== hash) {
         // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
         const next = this.desired.stepDown(full, result);
         if (next) {
@@ -322,11 +319,12 @@ export class DragnetScopeController {
             'the API server stored another dragnet registration; trying a coarser one',
             { precision: result?.precision, next },
           );
-          this.flight.again();
-        } else await this.giveUp(stored, live.configured);
+          return { requeueAfter: 0 };
+        }
+        await this.giveUp(stored, live.configured);
         return;
       }
-      this.nativeNets.confirm(result, this.disabled);
+      this.nativeScopes.confirm(result, this.live.givenUp);
       this.options.logger.info('dragnet registration updated', {
         reason: decision.reason,
         mode: this.options.mode,
@@ -336,8 +334,7 @@ export class DragnetScopeController {
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) {
         this.metrics?.writes.inc({ result: 'conflict' });
-        this.flight.again(); // someone wrote first: decide again on what they wrote
-        return;
+        return { requeueAfter: 0 }; // someone wrote first: decide again on what they wrote
       }
       // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
       const next =
@@ -351,11 +348,10 @@ export class DragnetScopeController {
           next,
           error: messageOf(err).slice(0, 2000),
         });
-        this.flight.again();
-        return;
+        return { requeueAfter: 0 };
       }
       // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
-      if (!registrationIncludes(live.current, registration))
+      if (!scopeIncludes(live.current, registration))
         await this.widener.fallback(
           `cannot write the dragnet registration: ${messageOf(err)}`,
           this.now() + 10_000,
@@ -366,7 +362,7 @@ export class DragnetScopeController {
 
   /** Whether the registration follows the rules (else it is the configured net: wide mode, or narrowing given up). */
   private narrowing(): boolean {
-    return this.options.mode === 'rules' && !this.disabled;
+    return this.options.mode === 'rules' && !this.live.givenUp;
   }
 
   /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
@@ -375,16 +371,14 @@ export class DragnetScopeController {
   }
 
   /** Computes again at `at` (a hold or a pending rule's time is up). */
-  private later(at: number): void {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.schedule(), Math.max(0, at - this.now()) + 10);
-    this.retryTimer.unref();
+  private later(at: number): ReconcileResult {
+    return { requeueAfter: Math.max(0, at - this.now()) + 10 };
   }
 
   /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
-  private async giveUp(stored: JsonObject, configured: Registration): Promise<void> {
-    this.disabled = true;
-    this.nativeNets.confirm(null, true);
+  private async giveUp(stored: JsonObject, configured: Scope): Promise<void> {
+    this.live.giveUp();
+    this.nativeScopes.confirm(null, true);
     this.options.logger.error(
       'the stored dragnet registration differs from the one written; restoring the configured net',
     );

@@ -1,11 +1,11 @@
 import { computeScope, Precision, PRECISIONS, RuleScopeReport, ScopeResult } from '../../scope/compute';
 import { LiveScope } from '../../scope/ownership';
-import { registrationHash } from '../../scope/registration';
-import { Registration } from '../../scope/types';
+import { scopeHash } from '../../scope/entry';
+import { Scope } from '../../scope/types';
 import { CompiledRule } from '../../rule/compile';
 import { ResourceCatalog } from '../../scope/catalog';
 
-/** What the desired registration is computed from (DragnetScopeOptions' part). */
+/** What the desired registration is computed from (ScopeControllerOptions' part). */
 export interface DesiredScopeOptions {
   clusterNamespace: string;
   rules: () => readonly CompiledRule[];
@@ -15,7 +15,7 @@ export interface DesiredScopeOptions {
 
 /** The registration to write, and what it was computed as. */
 export interface Desired {
-  registration: Registration;
+  registration: Scope;
   /** Null for the configured net (wide mode, or narrowing given up). */
   result: ScopeResult | null;
   /** The hash of the full-precision registration: the key under which a refusal steps its precision down. */
@@ -35,11 +35,10 @@ export class DesiredScope {
 
   /** For the live registration's configured net; the configured net itself when `narrowing` is false. */
   compute(live: LiveScope, narrowing: boolean): Desired {
-    if (!narrowing)
-      return { registration: live.configured, result: null, full: registrationHash(live.configured) };
+    if (!narrowing) return { registration: live.configured, result: null, full: scopeHash(live.configured) };
     const compute = (precision: Precision) => this.scope(live, precision);
     let result = compute(PRECISIONS[0]);
-    const full = registrationHash(result.registration);
+    const full = scopeHash(result.registration);
     const fallback = this.refused.get(full);
     if (fallback) result = compute(fallback);
     return { registration: result.registration, result, full };
@@ -89,10 +88,7 @@ function noted(result: ScopeResult | null, text: string, field: string): Record<
 }
 
 /** What the log says of a registration written. */
-export function writtenFields(
-  registration: Registration,
-  result: ScopeResult | null,
-): Record<string, unknown> {
+export function writtenFields(registration: Scope, result: ScopeResult | null): Record<string, unknown> {
   return {
     webhookRules: registration.rules.length,
     resources: [...new Set(registration.rules.flatMap((r) => r.resources))].length,

@@ -18,7 +18,7 @@ const kindRule = (name: string, kind: string) =>
     patch: [{ op: 'add', path: '/metadata/labels/x', value: '"y"' }],
   });
 
-/** The scope's per-rule reports for these rules, as DragnetScopeController hands them to the findings. */
+/** The scope's per-rule reports for these rules, as ScopeController hands them to the findings. */
 function reportsOf(
   rules: JsonObject[],
   catalog = ResourceCatalog.builtin(),

@@ -1,21 +1,30 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { compareVersions, liveCovers, LiveScope, readLive } from '../../scope/ownership';
-import { dragnetOf, registrationHash } from '../../scope/registration';
+import { dragnetOf, scopeHash } from '../../scope/entry';
 import { DRAGNET_WEBHOOK } from '../../kube/owned';
 
-export interface LiveRegistrationOptions {
+export interface LiveScopeViewOptions {
   webhookName?: string;
+  /** `rules`: the operator narrows the registration (a failing write then holds it at the configured net). */
+  mode?: 'rules' | 'wide';
   /** After the live registration changes, how long before rules it covers count as covered; default 1 s. */
   settleMs?: number;
   now?: () => number;
 }
 
+/** What this replica computed last: the registration's hash and the rules version it was computed at. */
+export interface Computed {
+  hash: string;
+  rulesVersion: string;
+}
+
 /**
- * What this replica knows of the live dragnet registration: the newest version of the configuration it has seen
- * (from its watch, its own reads and writes), when its content last changed, and so whether it sends the objects of
- * a rule at a given resourceVersion.
+ * What this replica knows of the live dragnet registration, shared by the scope controller (which writes it), the
+ * Ready gate and the status (which read it): the newest version of the configuration it has seen (from its watch,
+ * its own reads and writes), when its content last changed, what this replica computed last, why it is held at the
+ * configured net or cannot be written, and so whether it sends the objects of a rule at a given resourceVersion.
  */
-export class LiveRegistration {
+export class LiveScopeView {
   private config: JsonObject | null = null;
   private seenAny = false;
   private live: LiveScope | null = null;
@@ -29,8 +38,15 @@ export class LiveRegistration {
   private freshAt: string | null = null;
   private settleTimer: NodeJS.Timeout | null = null;
   private readonly listeners = new Set<() => void>();
+  private computedLast: Computed | null = null;
+  /** Why the last computation could not write the registration (null: it could). */
+  private failingWhy: string | null = null;
+  /** This replica put the configured net back: why, and until when it holds it (the stamp tells the others). */
+  private held: { reason: string; until: number } | null = null;
+  /** A write the API server stored differently: the replica stopped narrowing (the configured net is back). */
+  private givenUpFlag = false;
 
-  constructor(private readonly options: LiveRegistrationOptions = {}) {}
+  constructor(private readonly options: LiveScopeViewOptions = {}) {}
 
   /** The configuration held (null: none, or not seen yet). */
   get configuration(): JsonObject | null {
@@ -94,7 +110,8 @@ export class LiveRegistration {
    * net) by a read fresh enough, or the operator's stamped with rules at least that new, or exactly what this
    * replica `computed` from such rules; and it has been in place for settleMs.
    */
-  covers(ruleVersion: string, computed: { hash: string; rulesVersion: string } | null): boolean {
+  covers(ruleVersion: string): boolean {
+    const computed = this.computedLast;
     if (!this.seenAny) return false;
     const live = this.live;
     if (!live) return true; // no dragnet registered: nothing to wait for
@@ -105,6 +122,63 @@ export class LiveRegistration {
       computed !== null &&
       computed.hash === this.hash &&
       compareVersions(computed.rulesVersion, ruleVersion) >= 0
+    );
+  }
+
+  /** Notes what this replica computed last (covers() counts a live registration equal to it). */
+  setComputed(computed: Computed): void {
+    this.computedLast = computed;
+  }
+
+  /** Why the last computation could not write the registration; null once one could. */
+  setFailing(why: string | null): void {
+    this.failingWhy = why;
+  }
+
+  /** Why the last computation could not write the registration (null: it could). */
+  get failing(): string | null {
+    return this.failingWhy;
+  }
+
+  /** This replica put the configured net back and holds it until `until`. */
+  hold(reason: string, until: number): void {
+    this.held = { reason, until };
+  }
+
+  /** Until when this replica holds the configured net after a fallback (0: it does not). */
+  heldUntil(): number {
+    return this.held?.until ?? 0;
+  }
+
+  /** The API server stored another registration than the one written: this replica stops narrowing. */
+  giveUp(): void {
+    this.givenUpFlag = true;
+  }
+
+  /** Whether this replica stopped narrowing (giveUp). */
+  get givenUp(): boolean {
+    return this.givenUpFlag;
+  }
+
+  /** Why the registration is held at the configured net (by this replica or by another's stamp), or null. */
+  heldWide(): string | null {
+    if (this.givenUpFlag) return 'the API server stored another dragnet registration than the one written';
+    const live = this.live;
+    const wide = !live?.ours || scopeHash(live.current) === scopeHash(live.configured);
+    if (this.failingWhy && live && wide && (this.options.mode ?? 'rules') === 'rules')
+      return `a narrower registration cannot be written: ${this.failingWhy}`;
+    const now = this.now();
+    const hold = live?.ours ? live.stamp?.hold : undefined;
+    if (hold !== undefined && hold > now)
+      return live?.stamp?.reason ?? 'a narrower registration could not be written';
+    return this.held && this.held.until > now ? this.held.reason : null;
+  }
+
+  /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */
+  whyNotSent(): string {
+    return (
+      this.heldWide() ??
+      (this.failingWhy ? `it cannot be written: ${this.failingWhy}` : 'the API server has not applied it yet')
     );
   }
 
@@ -128,7 +202,7 @@ export class LiveRegistration {
   private observe(): void {
     const webhook = this.dragnet();
     this.live = webhook ? readLive(this.config!, webhook) : null;
-    const hash = this.live ? registrationHash(this.live.current) : null;
+    const hash = this.live ? scopeHash(this.live.current) : null;
     if (!this.seenAny) {
       // The first sight is whatever was in force before this replica started: no settle time.
       this.seenAny = true;

@@ -1,5 +1,5 @@
 import { ScopeResult } from '../../scope/compute';
-import { NativeNet } from '../native/status';
+import { NativeScope } from '../native/status';
 
 /*
  * What the live dragnet registration does for each rule served natively, from the computation it was written from
@@ -8,7 +8,7 @@ import { NativeNet } from '../native/status';
  */
 
 /** The dragnet registration's part for native rules, as last confirmed live. */
-export class NativeNets {
+export class NativeScopes {
   private outcomes: ScopeResult['native'] | null = null;
   private wide: string | null = null;
   private readonly listeners = new Set<() => void>();
@@ -29,8 +29,8 @@ export class NativeNets {
       for (const l of this.listeners) l();
   }
 
-  /** For a rule (namespace/name): see NativeNet. */
-  of(rule: string): NativeNet {
+  /** For a rule (namespace/name): see NativeScope. */
+  of(rule: string): NativeScope {
     if (this.wide !== null) return this.wide;
     return this.outcomes?.get(rule);
   }

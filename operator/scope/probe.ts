@@ -3,12 +3,12 @@ import { messageOf } from '../../util/errors';
 import { probeEvent, probeSeen, probeTokenIn } from '../../scope/probe';
 import { sleep } from '../../kube/backoff';
 import { isTransient, KubeClient } from '../../kube/kube';
-import { LiveRegistration } from './live';
+import { LiveScopeView } from './live';
 
-export interface RegistrationProbeOptions {
+export interface ScopeProbeOptions {
   client: KubeClient;
   logger: Logger;
-  live: LiveRegistration;
+  live: LiveScopeView;
   /** Where the probe Events are created (dry run): the operator's own namespace. */
   namespace: string;
   /** A registration in place this long counts as in force without a probe; default 1 s. */
@@ -21,11 +21,11 @@ export interface RegistrationProbeOptions {
  * confirmed before, or one in place for settleMs, is; else a dry-run probe Event must come back marked with its
  * token. A registration that cannot be probed (no probe entry, or written by someone else) counts once settled.
  */
-export class RegistrationProbe {
+export class ScopeProbe {
   private readonly confirmed = new Set<string>();
   private forbidden = false;
 
-  constructor(private readonly options: RegistrationProbeOptions) {}
+  constructor(private readonly options: ScopeProbeOptions) {}
 
   private now(): number {
     return (this.options.now ?? Date.now)();

@@ -1,7 +1,7 @@
 import { JsonObject } from '../../util/json';
 import { generationOf, keyOf, metaString } from '../../util/meta';
 import { ValidationProblem } from '../../rule/problems';
-import { RegistrationStatus } from './status';
+import { ScopeStatus } from './status';
 import { StatusSink } from '../status/reporter';
 
 interface Held {
@@ -15,7 +15,7 @@ interface Held {
 
 /** Where the gate says that a rule waits too long: the registration facet, and why it waits. */
 export interface NotInForceReporting {
-  status: Pick<RegistrationStatus, 'setNotInForce'>;
+  status: Pick<ScopeStatus, 'setNotInForce'>;
   why(): string;
   /** A rule waiting longer than this is shown Ready False (NotInForce); default 2 s. */
   afterMs?: number;

@@ -1,6 +1,6 @@
 import { JsonObject } from '../../util/json';
 import { ReadyGate } from './ready-gate';
-import { HELD_WIDE_REASON, NOT_IN_FORCE_REASON, RegistrationStatus } from './status';
+import { HELD_WIDE_REASON, NOT_IN_FORCE_REASON, ScopeStatus } from './status';
 import { Facet, StatusFacets } from '../status/facets';
 import { StatusSink } from '../status/reporter';
 import { eventually } from '../testing/eventually';
@@ -21,7 +21,8 @@ describe('the registration facet', () => {
   test('every valid rule says so while the registration is held at the configured net, and why; cleared after', async () => {
     const facets = new Facets();
     let held: string | null = null;
-    const status = new RegistrationStatus(facets, { heldWide: () => held }, 20);
+    const status = new ScopeStatus(facets, { heldWide: () => held }, 20);
+    status.start();
     status.setRules(['team-a/one', 'team-b/two']);
     expect(facets.now.size).toBe(0);
     held = 'the API server refused the dragnet registration: denied by policy';
@@ -42,7 +43,8 @@ describe('the registration facet', () => {
 
   test('a rule the registration does not send for too long is shown not in force (Ready False), then Ready', async () => {
     const facets = new Facets();
-    const status = new RegistrationStatus(facets, { heldWide: () => null }, 1000);
+    const status = new ScopeStatus(facets, { heldWide: () => null }, 1000);
+    status.start();
     const reported: string[] = [];
     const sink: StatusSink = {
       report: (r) => void reported.push(String((r.metadata as JsonObject).name)),

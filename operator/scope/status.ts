@@ -18,20 +18,22 @@ export interface RegistrationState {
  * condition WideFallback on every valid rule while the registration is held at the configured net because a narrower
  * one could not be written or confirmed (the rules are in force through it; the message says why).
  */
-export class RegistrationStatus {
+export class ScopeStatus {
   private readonly notInForce = new Map<string, string>();
   private readonly rules = new Set<string>();
   private readonly flagged = new Set<string>();
   private wide: string | null = null;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly facets: StatusFacets | null,
     private readonly state: RegistrationState,
-    pollMs = 1000,
-  ) {
-    // Holds end with time, and a failing write is known only to the scope: look again every second.
-    this.timer = setInterval(() => this.refresh(), pollMs);
+    private readonly pollMs = 1000,
+  ) {}
+
+  /** Starts looking at the scope every pollMs: holds end with time, and a failing write is known only to it. */
+  start(): void {
+    this.timer ??= setInterval(() => this.refresh(), this.pollMs);
     this.timer.unref();
   }
 
@@ -51,7 +53,8 @@ export class RegistrationStatus {
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
   }
 
   private refresh(force = false): void {

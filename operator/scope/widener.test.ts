@@ -5,12 +5,12 @@ import { silentLogger } from '../../util/logger';
 import { CompiledRule } from '../../rule/compile';
 import { ResourceCatalog } from '../../scope/catalog';
 import { readLive, stampAnnotations } from '../../scope/ownership';
-import { dragnetOf, registrationHash, registrationOf, withRegistration } from '../../scope/registration';
+import { dragnetOf, scopeHash, readScope, withScope } from '../../scope/entry';
 import { sendsRequest } from '../../scope/sends';
 import { request } from '../../scope/testing';
 import { RuleStore } from '../../store/rules';
 import { AdmittedRules, RuleVersion } from '../rules/admitted';
-import { DragnetScopeController } from './controller';
+import { ScopeController } from './controller';
 import { createKubeClient } from '../../kube/kube';
 import { eventually } from '../testing/eventually';
 import { FakeApiServer } from '../testing/fake-apiserver';
@@ -27,18 +27,15 @@ function kindRule(namespace: string, name: string, kind: string): JsonObject {
   });
 }
 
-/** One operator replica's scope side: its store, its admitted rules, its DragnetScopeController. */
+/** One operator replica's scope side: its store, its admitted rules, its ScopeController. */
 class Replica {
   readonly store = new RuleStore({ clusterNamespace: 'kubemod-system', keepSource: false });
   readonly registry = new Registry();
   readonly admitted: AdmittedRules;
-  readonly scope: DragnetScopeController;
+  readonly scope: ScopeController;
   version = 10;
 
-  constructor(
-    fake: FakeApiServer,
-    options: Partial<ConstructorParameters<typeof DragnetScopeController>[0]> = {},
-  ) {
+  constructor(fake: FakeApiServer, options: Partial<ConstructorParameters<typeof ScopeController>[0]> = {}) {
     const client = createKubeClient(fake.access());
     this.admitted = new AdmittedRules({
       client,
@@ -46,7 +43,7 @@ class Replica {
       clusterNamespace: 'kubemod-system',
       checkAfterMs: 60_000,
     });
-    this.scope = new DragnetScopeController({
+    this.scope = new ScopeController({
       client,
       logger: silentLogger(),
       mode: 'rules',
@@ -104,22 +101,22 @@ class Replica {
   }
 }
 
-describe('a ModRule is in force when its admission returns (DragnetScopeController.ensure on the fake API server)', () => {
+describe('a ModRule is in force when its admission returns (ScopeController.ensure on the fake API server)', () => {
   let fake: FakeApiServer;
   let loaded: LoadedConfiguration;
   const replicas: Replica[] = [];
-  const replica = (options: Partial<ConstructorParameters<typeof DragnetScopeController>[0]> = {}) => {
+  const replica = (options: Partial<ConstructorParameters<typeof ScopeController>[0]> = {}) => {
     const r = new Replica(fake, options);
     replicas.push(r);
     return r;
   };
 
   const config = () => fake.get('mutatingwebhookconfigurations', null, CONFIGURATION)!;
-  const registration = () => registrationOf(dragnetOf(config())!.webhook);
+  const registration = () => readScope(dragnetOf(config())!.webhook);
   const puts = () => fake.requestsTo('PUT', /mutatingwebhookconfigurations/).length;
   /** Whether the registration the API server has loaded sends `kind` objects in `namespace` (rules and selector). */
   const loadedSends = (kind: string, namespace: string) => {
-    const reg = registrationOf(dragnetOf(loaded.loaded()!)!.webhook);
+    const reg = readScope(dragnetOf(loaded.loaded()!)!.webhook);
     return sendsRequest({ ...reg, matchConditions: [] }, [], request('CREATE', kind, namespace));
   };
 
@@ -226,7 +223,7 @@ describe('a ModRule is in force when its admission returns (DragnetScopeControll
     // A replica that started later, at the same rules, whose store has not seen it, writes its own computation.
     const current = config();
     const stamp = {
-      hash: registrationHash(narrow),
+      hash: scopeHash(narrow),
       rulesVersion: String(r.version),
       writer: '9999999999999-z',
       mode: 'rules' as const,
@@ -240,7 +237,7 @@ describe('a ModRule is in force when its admission returns (DragnetScopeControll
         annotations: { ...(meta.annotations as JsonObject), ...stampAnnotations(stamp, configured) },
       },
       webhooks: (current.webhooks as JsonObject[]).map((w) =>
-        w.name === 'dragnet.kubemod.io' ? withRegistration(w, narrow) : w,
+        w.name === 'dragnet.kubemod.io' ? withScope(w, narrow) : w,
       ),
     });
     expect(registration().rules.flatMap((x) => x.resources)).toEqual(['deployments']);
@@ -268,7 +265,7 @@ describe('a ModRule is in force when its admission returns (DragnetScopeControll
     const { outcome, ms } = await r.admit(kindRule('prod', 'configmaps', 'ConfigMap'), 1000);
     expect(outcome).toMatchObject({ kind: 'fallback', confirmed: false });
     expect(ms).toBeLessThan(1200);
-    expect(registrationOf(dragnetOf(config())!.webhook).rules[0].resources).toContain('configmaps');
+    expect(readScope(dragnetOf(config())!.webhook).rules[0].resources).toContain('configmaps');
     const stamp = readLive(config(), dragnetOf(config())!.webhook).stamp!;
     expect(stamp.hold).toBeGreaterThan(Date.now());
     expect(stamp.reason).toContain('did not use');

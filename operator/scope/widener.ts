@@ -4,14 +4,14 @@ import { CompiledRule } from '../../rule/compile';
 import { reachOf } from '../../scope/compute';
 import { addsNothing, ScopeIndex } from '../../scope/cover';
 import { compareVersions, LiveScope, PendingRule, readLive, ScopeStamp } from '../../scope/ownership';
-import { registrationHash } from '../../scope/registration';
-import { Registration } from '../../scope/types';
-import { registrationIncludes, UNION_LEVELS, unionRegistrations } from '../../scope/union';
+import { scopeHash } from '../../scope/entry';
+import { Scope } from '../../scope/types';
+import { scopeIncludes, UNION_LEVELS, unionScopes } from '../../scope/union';
 import { RuleVersion } from '../rules/admitted';
 import { KubeApiError } from '../../kube/kube';
-import { LiveRegistration } from './live';
-import { RegistrationProbe } from './probe';
-import { RegistrationWriter } from './writer';
+import { LiveScopeView } from './live';
+import { ScopeProbe } from './probe';
+import { ScopeWriter } from './writer';
 
 /** How a ModRule's admission ended for the registration. */
 export type WidenOutcome =
@@ -26,9 +26,9 @@ export type WidenOutcome =
 
 /** What the widener needs of the dragnet scope it widens for. */
 export interface WidenerContext {
-  live: LiveRegistration;
-  writer: RegistrationWriter;
-  probe: RegistrationProbe;
+  live: LiveScopeView;
+  writer: ScopeWriter;
+  probe: ScopeProbe;
   logger: Logger;
   /** This replica's writer id (ScopeStamp.writer). */
   id: string;
@@ -38,7 +38,7 @@ export interface WidenerContext {
   /** The last change to the native policies this replica saw (ScopeStamp.nativeVersion); null: none. */
   nativeVersion?(): string | null;
   /** The registration the rules in force (stored and admitted) need, for a live registration's configured net. */
-  desired(live: LiveScope): { registration: Registration; index: ScopeIndex | null };
+  desired(live: LiveScope): { registration: Scope; index: ScopeIndex | null };
   /** Rules admitted and not stored yet, for the stamp of a widening. */
   pending(): RuleVersion[];
   clusterNamespace: string;
@@ -49,6 +49,8 @@ export interface WidenerContext {
   /** Told about every write (metrics) and fallback. */
   onWrite?(result: 'ok' | 'conflict' | 'invalid' | 'failed'): void;
   onFallback?(reason: string, until: number): void;
+  /** Asks the scope controller's worker to serve the waiters (the one writer of the registration). */
+  request(): void;
   now(): number;
 }
 
@@ -67,18 +69,16 @@ function maxVersion(a: string | undefined, b: string | null): string {
 /**
  * Makes the dragnet registration send a ModRule's objects before its admission is answered. The common case costs
  * nothing: the live registration already covers it (a rule shaped like others in force) and has been confirmed.
- * Otherwise it writes the union of the live registration and what the rules need (never narrower: another rule,
- * admitted a moment ago, may rely on the live one), coalescing admissions that arrive meanwhile into one write, and
- * probes until the API server uses it. When that does not succeed by `widenBy`, it puts the configured net back
- * (held, so no replica narrows it for a while) and says so; when even that cannot be written, the rule fails.
+ * Otherwise the admission waits while the scope controller's worker (the one writer of the registration) writes the
+ * union of the live registration and what the rules need (never narrower: another rule, admitted a moment ago, may
+ * rely on the live one), coalescing admissions that arrive meanwhile into one write, and probes until the API server
+ * uses it. When that does not succeed by `widenBy`, it puts the configured net back (held, so no replica narrows it
+ * for a while) and says so; when even that cannot be written, the rule fails.
  */
 export class ScopeWidener {
   /** The index of each registration this replica computed or widened to, by hash (the fast path's test). */
   private readonly indexes = new Map<string, ScopeIndex>();
   private readonly queue: Waiter[] = [];
-  private running = false;
-  /** Why this replica put the configured net back, and until when it holds it (the stamp tells other replicas). */
-  private held: { reason: string; until: number } | null = null;
 
   constructor(private readonly ctx: WidenerContext) {}
 
@@ -88,27 +88,17 @@ export class ScopeWidener {
     this.indexes.set(hash, index);
   }
 
-  /** Until when this replica holds the configured net after a fallback (0: it does not). */
-  heldUntil(): number {
-    return this.held?.until ?? 0;
+  /** Whether admissions (or a repair) wait for a widening: the worker serves them before anything else. */
+  get waiting(): boolean {
+    return this.queue.length > 0;
   }
 
-  /** Why the registration is held at the configured net (this replica's fallback, or another's stamp), or null. */
-  heldWide(): string | null {
-    const now = this.ctx.now();
-    const live = this.ctx.live.scope();
-    const hold = live?.ours ? live.stamp?.hold : undefined;
-    if (hold !== undefined && hold > now)
-      return live?.stamp?.reason ?? 'a narrower registration could not be written';
-    return this.held && this.held.until > now ? this.held.reason : null;
-  }
-
-  /** Widens for the admitted rules once more (the live registration left one out), unless a widening is under way. */
+  /** Widens for the admitted rules once more (the live registration left one out), unless a widening is queued. */
   repair(): void {
-    if (this.running || this.queue.length > 0) return;
+    if (this.queue.length > 0) return;
     const now = this.ctx.now();
     this.queue.push({ widenBy: now + 5000, until: now + 8000, resolve: () => undefined });
-    void this.drain();
+    this.ctx.request();
   }
 
   /** Resolves when the registration sends `rule`'s objects, or with why not, by `until` at the latest. */
@@ -119,8 +109,13 @@ export class ScopeWidener {
     }
     return new Promise((resolve) => {
       this.queue.push({ widenBy, until, resolve });
-      void this.drain();
+      this.ctx.request();
     });
+  }
+
+  /** Answers every waiting admission with what the operator is doing instead (it stops). */
+  abort(reason: string): void {
+    for (const w of this.queue.splice(0)) w.resolve({ kind: 'failed', reason });
   }
 
   /** Whether the live registration (null: no dragnet at all, nothing to wait for) sends the rule's objects. */
@@ -136,30 +131,27 @@ export class ScopeWidener {
   private stillCovers(rule: CompiledRule): boolean {
     const live = this.ctx.live.scope();
     if (this.coveredBy(live, rule)) return true;
-    return !!live && registrationIncludes(live.current, this.ctx.desired(live).registration);
+    return !!live && scopeIncludes(live.current, this.ctx.desired(live).registration);
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0);
-        const widenBy = Math.min(...batch.map((w) => w.widenBy));
-        const until = Math.min(...batch.map((w) => w.until));
-        const outcome = await this.widen(widenBy).then(
-          (o) => o,
-          (err: unknown) => ({ kind: 'error' as const, reason: messageOf(err) }),
-        );
-        const final =
-          outcome.kind === 'covered' || outcome.kind === 'widened'
-            ? outcome
-            : await this.fallback(outcome.reason, until);
-        for (const w of batch) w.resolve(final);
-      }
-    } finally {
-      this.running = false;
-    }
+  /**
+   * From the scope controller's worker: one widening for every admission waiting now (those that arrive meanwhile
+   * wait for the next), then each is answered.
+   */
+  async serve(): Promise<void> {
+    const batch = this.queue.splice(0);
+    if (batch.length === 0) return;
+    const widenBy = Math.min(...batch.map((w) => w.widenBy));
+    const until = Math.min(...batch.map((w) => w.until));
+    const outcome = await this.widen(widenBy).then(
+      (o) => o,
+      (err: unknown) => ({ kind: 'error' as const, reason: messageOf(err) }),
+    );
+    const final =
+      outcome.kind === 'covered' || outcome.kind === 'widened'
+        ? outcome
+        : await this.fallback(outcome.reason, until);
+    for (const w of batch) w.resolve(final);
   }
 
   /** One widening: the union of the live registration and what every rule in force needs, written and confirmed. */
@@ -177,9 +169,9 @@ export class ScopeWidener {
       const live = readLive(config, webhook);
       if (!live.ours || !this.ctx.narrowing()) return this.confirmed(widenBy, () => true);
       const desired = this.ctx.desired(live);
-      const union = unionRegistrations(live.current, desired.registration, UNION_LEVELS[level]);
-      const hash = registrationHash(union);
-      if (hash === registrationHash(live.current)) {
+      const union = unionScopes(live.current, desired.registration, UNION_LEVELS[level]);
+      const hash = scopeHash(union);
+      if (hash === scopeHash(live.current)) {
         if (desired.index) this.remember(hash, desired.index);
         const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === hash);
         if (confirmed.kind === 'covered' && wrote) return { kind: 'widened' };
@@ -192,7 +184,7 @@ export class ScopeWidener {
         this.ctx.onWrite?.('ok');
         wrote = true;
         const back = this.ctx.writer.dragnetOf(stored);
-        if (!back || registrationHash(readLive(stored, back).current) !== hash) {
+        if (!back || scopeHash(readLive(stored, back).current) !== hash) {
           reason = 'the API server stored another dragnet registration than the one written';
           if (++level >= UNION_LEVELS.length) break;
           continue;
@@ -273,13 +265,13 @@ export class ScopeWidener {
         const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
         if (!config || !webhook) return { kind: 'covered' };
         const live = readLive(config, webhook);
-        const hash = registrationHash(live.configured);
-        if (live.ours && registrationHash(live.current) !== hash) {
+        const hash = scopeHash(live.configured);
+        if (live.ours && scopeHash(live.current) !== hash) {
           const stamp = this.stampFor(live, hash, { hold: holdUntil, reason });
           await this.ctx.writer.write(config, live.configured, stamp, live.configured);
           this.ctx.onWrite?.('ok');
         }
-        this.held = { reason, until: holdUntil };
+        this.ctx.live.hold(reason, holdUntil);
         this.ctx.onFallback?.(reason, holdUntil);
         const ok = await this.ctx.probe.confirm(
           () => !this.ctx.live.scope()?.ours || this.ctx.live.currentHash === hash,

@@ -1,9 +1,9 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { ScopeStamp, stampAnnotations } from '../../scope/ownership';
 import { withProbeToken } from '../../scope/probe';
-import { dragnetOf, registrationHash, withRegistration } from '../../scope/registration';
-import { Registration } from '../../scope/types';
-import { LiveRegistration } from './live';
+import { dragnetOf, scopeHash, withScope } from '../../scope/entry';
+import { Scope } from '../../scope/types';
+import { LiveScopeView } from './live';
 import { KubeApiError, KubeClient } from '../../kube/kube';
 import {
   DRAGNET_WEBHOOK,
@@ -11,9 +11,9 @@ import {
   MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
 } from '../../kube/owned';
 
-export interface RegistrationWriterOptions {
+export interface ScopeWriterOptions {
   client: KubeClient;
-  live: LiveRegistration;
+  live: LiveScopeView;
   configurationName?: string;
   webhookName?: string;
 }
@@ -23,8 +23,8 @@ export interface RegistrationWriterOptions {
  * resourceVersion guards every other field, so the caBundle writer and this one never undo each other), and
  * consistent reads. Whatever it reads or writes, the live view takes.
  */
-export class RegistrationWriter {
-  constructor(private readonly options: RegistrationWriterOptions) {}
+export class ScopeWriter {
+  constructor(private readonly options: ScopeWriterOptions) {}
 
   private get name(): string {
     return this.options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
@@ -41,9 +41,9 @@ export class RegistrationWriter {
    */
   async write(
     config: JsonObject,
-    registration: Registration,
+    registration: Scope,
     stamp: ScopeStamp | null,
-    configured: Registration,
+    configured: Scope,
   ): Promise<JsonObject> {
     const webhook = this.dragnetOf(config);
     const meta = isJsonObject(config.metadata) ? { ...config.metadata } : {};
@@ -54,9 +54,9 @@ export class RegistrationWriter {
     // The probe entry asks for this registration's token: written together, so a probe answered proves it in force.
     const hooks = withProbeToken(
       (Array.isArray(config.webhooks) ? config.webhooks : []).map((h) =>
-        webhook && h === webhook ? withRegistration(webhook, registration) : h,
+        webhook && h === webhook ? withScope(webhook, registration) : h,
       ),
-      registrationHash(registration),
+      scopeHash(registration),
     );
     const stored = await this.options.client.request(
       'PUT',

@@ -5,14 +5,14 @@ import { JsonObject } from '../../util/json';
 import { labelsOf } from '../../util/meta';
 import { defaultConfigured } from '../../scope/defaults';
 import { PROBE_LABEL, PROBE_SEEN_ANNOTATION, PROBE_WEBHOOK, probeTokenIn } from '../../scope/probe';
-import { withRegistration } from '../../scope/registration';
+import { withScope } from '../../scope/entry';
 import { FakeApiServer } from './fake-apiserver';
 
 export const CONFIGURATION = 'kubemod-mutating-webhook-configuration';
 
 /** The bundle's mutating configuration as installed: the dragnet with the configured net, and the probe. */
 export function installedConfiguration(probe = true): JsonObject {
-  const dragnet = withRegistration(
+  const dragnet = withScope(
     { name: 'dragnet.kubemod.io', clientConfig: { caBundle: 'Q0E=' }, failurePolicy: 'Ignore' },
     defaultConfigured(),
   );

@@ -3,7 +3,7 @@ import { JsonObject } from '../../util/json';
 import { KubeApiError } from '../../kube/kube';
 import { RunningOperator } from '../../operator/start';
 import { CONFIGURED_ANNOTATION, readLive, SCOPE_ANNOTATION } from '../../scope/ownership';
-import { dragnetOf, withRegistration } from '../../scope/registration';
+import { dragnetOf, withScope } from '../../scope/entry';
 import { apply, remove, waitFor } from './cluster';
 import { metricSum } from './metrics';
 import { OperatorHarness, operatorHarness } from './operator-harness';
@@ -290,7 +290,7 @@ describeCluster(`bad input for rules in force at admission (run ${run})`, () => 
     delete annotations[SCOPE_ANNOTATION];
     delete annotations[CONFIGURED_ANNOTATION];
     const hooks = (config.webhooks as JsonObject[]).map((w) =>
-      w.name === 'dragnet.kubemod.io' ? withRegistration(w, configured) : w,
+      w.name === 'dragnet.kubemod.io' ? withScope(w, configured) : w,
     );
     await h.admin.request('PUT', MUTATING, {
       body: { ...config, metadata: { ...meta, annotations }, webhooks: hooks },

@@ -2,9 +2,9 @@
 // them, and what the live dragnet registration sends.
 import { JsonObject } from '../../util/json';
 import { KubeClient } from '../../kube/kube';
-import { dragnetOf, registrationOf } from '../../scope/registration';
+import { dragnetOf, readScope } from '../../scope/entry';
 import { sendsRequest } from '../../scope/sends';
-import { Registration } from '../../scope/types';
+import { Scope } from '../../scope/types';
 
 export const MODRULES = (ns: string) => `/apis/api.kubemod.io/v1beta1/namespaces/${ns}/modrules`;
 export const MUTATING =
@@ -64,15 +64,15 @@ export function labelRule(namespace: string, name: string, kind: string, value: 
 export const labelsOf = (obj: JsonObject) => ((obj.metadata as JsonObject).labels ?? {}) as JsonObject;
 
 /** The live dragnet registration. */
-export async function liveRegistration(admin: KubeClient): Promise<Registration> {
-  return registrationOf(dragnetOf(await admin.request('GET', MUTATING))!.webhook);
+export async function liveRegistration(admin: KubeClient): Promise<Scope> {
+  return readScope(dragnetOf(await admin.request('GET', MUTATING))!.webhook);
 }
 
 /**
  * Whether the registration may send a CREATE of `kind` in `namespace` (a namespace the object webhooks see): its
  * rules and namespaceSelector, its conditions left out. False means it certainly does not: a rule for it must widen.
  */
-export function maySend(reg: Registration, kind: RoundKind, namespace: string, scopeLabel: string): boolean {
+export function maySend(reg: Scope, kind: RoundKind, namespace: string, scopeLabel: string): boolean {
   return sendsRequest({ ...reg, matchConditions: [] }, [], {
     operation: 'CREATE',
     group: kind.group,

@@ -5,7 +5,7 @@ import { CompiledRule } from '../../rule/compile';
 import { declineOf } from '../../native';
 import { ResourceCatalog } from '../../scope/catalog';
 import { computeScope, ScopeResult } from '../../scope/compute';
-import { registrationOf, withRegistration } from '../../scope/registration';
+import { readScope, withScope } from '../../scope/entry';
 import { sendsRequest } from '../../scope/sends';
 import { ScopeOperation, ScopeRequest } from '../../scope/types';
 import { ruleReach } from '../../scope/reach';
@@ -29,14 +29,14 @@ export function caseScope(
   clusterNamespace: string,
   crds: JsonObject[],
 ): { webhook: JsonObject; result: ScopeResult } {
-  const configured = registrationOf(installed);
+  const configured = readScope(installed);
   const result = computeScope({
     rules,
     clusterNamespace,
     configured,
     catalog: ResourceCatalog.builtin(crds),
   });
-  return { webhook: withRegistration(cloneJson(installed), result.registration), result };
+  return { webhook: withScope(cloneJson(installed), result.registration), result };
 }
 
 /** One write as the API server matches it against a registration. */

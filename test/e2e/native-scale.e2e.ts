@@ -7,7 +7,7 @@ import { RuleStore } from '../../store/rules';
 import { ResourceCatalog } from '../../scope/catalog';
 import { computeScope, ScopeResult } from '../../scope/compute';
 import { defaultConfigured } from '../../scope/defaults';
-import { withRegistration } from '../../scope/registration';
+import { withScope } from '../../scope/entry';
 import { sendsRequest } from '../../scope/sends';
 import { remove } from './cluster';
 import { probeWebhook } from './probes';
@@ -89,7 +89,7 @@ describeCluster('10,000 native rules in 1,000 namespaces on the API server', () 
         kind: 'MutatingWebhookConfiguration',
         metadata: { name: config },
         webhooks: [
-          withRegistration(
+          withScope(
             {
               name: 'probe.kubemod.io',
               admissionReviewVersions: ['v1'],

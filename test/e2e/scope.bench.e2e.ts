@@ -5,7 +5,7 @@ import { JsonObject } from '../../util/json';
 import { createKubeClient, KubeClient } from '../../kube/kube';
 import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { readLive } from '../../scope/ownership';
-import { dragnetOf, registrationOf } from '../../scope/registration';
+import { dragnetOf, readScope } from '../../scope/entry';
 import { apply, ClusterLedger, remove, waitFor, webhookManifests } from './cluster';
 import { freePort } from './controlplane';
 import { describeCluster, E2eCluster, startCluster } from './target';
@@ -113,7 +113,7 @@ describeCluster('API-server-side cost of unrelated writes: no webhook, wide net,
       async () => {
         const config = await admin.request('GET', `${MUTATING}/kubemod-mutating-webhook-configuration`);
         const dragnet = dragnetOf(config)!.webhook;
-        const resources = registrationOf(dragnet).rules.flatMap((r) => r.resources);
+        const resources = readScope(dragnet).rules.flatMap((r) => r.resources);
         const ca = Boolean((dragnet.clientConfig as JsonObject).caBundle);
         // The wide net is the installed one (nothing to write); the scope is stamped as the operator's.
         if (mode === 'wide') return ca && resources.includes('configmaps');

@@ -8,7 +8,7 @@ import { createKubeClient, KubeClient } from '../../kube/kube';
 import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { RunningOperator, startOperator } from '../../operator/start';
 import { ScopeMode, readLive } from '../../scope/ownership';
-import { dragnetOf, registrationOf, withRegistration } from '../../scope/registration';
+import { dragnetOf, readScope, withScope } from '../../scope/entry';
 import { computeScope } from '../../scope/compute';
 import { ResourceCatalog } from '../../scope/catalog';
 import { sendsRequest } from '../../scope/sends';
@@ -122,7 +122,7 @@ describeCluster('the dragnet scope on a real API server', () => {
     const dragnet = dragnetOf(config)!.webhook;
     const hooks = (config.webhooks ?? []) as JsonObject[];
     return {
-      resources: registrationOf(dragnet)
+      resources: readScope(dragnet)
         .rules.flatMap((r) => r.resources)
         .sort(),
       ours: readLive(config, dragnet).ours,
@@ -322,13 +322,13 @@ describeCluster('the dragnet scope on a real API server', () => {
     await writeConfigMaps(admin, TENANT, 5, 1);
     expect((await calls()) - before).toBe(5);
     // KubeMod's list has no widgets: the user adds them to the net, as by editing the bundle and applying it.
-    const net = registrationOf(dragnetOf(manifests.mutating)!.webhook);
+    const net = readScope(dragnetOf(manifests.mutating)!.webhook);
     net.rules[0].resources.push('widgets');
     // The operator may write the configuration meanwhile (a 409): then from a fresh read.
     await replaceFresh(admin, MUTATING, (current) => {
       const hooks = [...(current.webhooks as JsonObject[])];
       const at = hooks.findIndex((h) => h.name === DRAGNET);
-      hooks[at] = withRegistration(hooks[at], net);
+      hooks[at] = withScope(hooks[at], net);
       return { ...current, webhooks: hooks };
     });
     // The edit is the configured net now; the unknown kind still gets all of it (widgets included) in TENANT.
@@ -383,7 +383,7 @@ describeCluster('the dragnet scope on a real API server', () => {
       kindRule(CLUSTER_NS, 'nodes', 'Node'),
       ...names.map((ns, i) => kindRule(ns, 'r', i % 3 ? 'Secret' : 'ConfigMap')),
     ];
-    const configured = registrationOf(dragnetOf(manifests.mutating)!.webhook);
+    const configured = readScope(dragnetOf(manifests.mutating)!.webhook);
     const computed = Date.now();
     const result = computeScope({
       rules,
@@ -401,7 +401,7 @@ describeCluster('the dragnet scope on a real API server', () => {
         kind: 'MutatingWebhookConfiguration',
         metadata: { name: `modrule-e2e-probe-${run}` },
         webhooks: [
-          withRegistration(
+          withScope(
             {
               name: 'probe.kubemod.io',
               admissionReviewVersions: ['v1'],

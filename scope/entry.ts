@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import type { LabelSelector, LabelSelectorRequirement } from '../rule/labelselector';
-import { MatchCondition, Registration, RuleScope, WebhookRule } from './types';
+import { MatchCondition, Scope, RuleScope, WebhookRule } from './types';
 import { DRAGNET_WEBHOOK } from '../kube/owned';
 
 /** The dragnet webhook's name in the mutating configuration. */
@@ -56,7 +56,7 @@ function conditionsOf(v: JsonValue | undefined): MatchCondition[] {
 }
 
 /** The registration of one webhook entry, with the API server's defaults (scope `*`, empty selector) filled in. */
-export function registrationOf(webhook: JsonObject): Registration {
+export function readScope(webhook: JsonObject): Scope {
   return {
     rules: (Array.isArray(webhook.rules) ? webhook.rules : []).flatMap((r) => ruleOf(r) ?? []),
     namespaceSelector: selectorOf(webhook.namespaceSelector),
@@ -65,7 +65,7 @@ export function registrationOf(webhook: JsonObject): Registration {
 }
 
 /** The registration as JSON, in a fixed key order (hashes and annotations). */
-export function registrationJson(reg: Registration): JsonObject {
+export function scopeJson(reg: Scope): JsonObject {
   return {
     rules: reg.rules.map((r) => ({
       apiGroups: r.apiGroups,
@@ -80,18 +80,18 @@ export function registrationJson(reg: Registration): JsonObject {
 }
 
 /** A short hash of a registration: tells the operator's own writes from anyone else's. */
-export function registrationHash(reg: Registration): string {
+export function scopeHash(reg: Scope): string {
   return createHash('sha256')
-    .update(JSON.stringify(registrationJson(reg)))
+    .update(JSON.stringify(scopeJson(reg)))
     .digest('hex')
     .slice(0, 32);
 }
 
-/** The registration parsed back from registrationJson (the configured-net annotation). */
-export function parseRegistration(text: string): Registration | null {
+/** The registration parsed back from scopeJson (the configured-net annotation). */
+export function parseScope(text: string): Scope | null {
   try {
     const v: unknown = JSON.parse(text);
-    return isJsonObject(v) ? registrationOf(v) : null;
+    return isJsonObject(v) ? readScope(v) : null;
   } catch {
     return null;
   }
@@ -108,8 +108,8 @@ export function dragnetOf(
 }
 
 /** The webhook entry with its registration replaced by `reg` (everything else kept). */
-export function withRegistration(webhook: JsonObject, reg: Registration): JsonObject {
-  const json = registrationJson(reg);
+export function withScope(webhook: JsonObject, reg: Scope): JsonObject {
+  const json = scopeJson(reg);
   const out: JsonObject = { ...webhook, rules: json.rules, namespaceSelector: json.namespaceSelector };
   if (reg.matchConditions.length > 0) out.matchConditions = json.matchConditions;
   else delete out.matchConditions;
