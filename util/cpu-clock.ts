@@ -29,8 +29,8 @@ function processMs(): number {
 }
 
 /**
- * The `kind` clock in ms (user and system time; a system call, under a microsecond). Throws when the runtime has no
- * such clock (a thread clock on Node 20).
+ * The `kind` clock in ms (user and system time; one system call for the process's, two for the thread's: 1-2 us).
+ * Throws when the runtime has no such clock (a thread clock on Node 20).
  */
 export function cpuClock(kind: CpuClockKind): () => number {
   if (kind === 'process') return processMs;
