@@ -100,6 +100,19 @@ describe('NamespaceFairness charges CPU time, not wall time', () => {
     expect((await f.run('heavy', () => c.run(20))).demotion).toBe('too much evaluation time');
   });
 
+  it('reads the CPU clock once for an evaluation under 1 ms (its wall time bounds its CPU time), twice after', async () => {
+    const c = clocks();
+    let reads = 0;
+    const f = new NamespaceFairness({ now: c.now, cpu: () => (reads++, c.cpu()) });
+    expect(await f.run('a', () => (c.run(0.125), c.wait(0.5)))).toMatchObject({
+      cpuMs: 0.625,
+      wallMs: 0.625,
+    });
+    expect(reads).toBe(1);
+    expect(await f.run('a', () => (c.run(0.25), c.wait(1)))).toMatchObject({ cpuMs: 0.25, wallMs: 1.25 });
+    expect(reads).toBe(3);
+  });
+
   it("counts at most the wall time: a process clock (Node 20) also counts the process's other threads", async () => {
     const c = clocks();
     const f = new NamespaceFairness({ now: c.now, cpu: c.cpu });

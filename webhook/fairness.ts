@@ -46,6 +46,10 @@ function demoted(budget: BudgetLimits): BudgetLimits {
 // Demoted evaluations may run back to back for this long (ms) before the share paces them.
 const DEMOTED_BURST_MS = 20;
 
+// An evaluation shorter than this (ms of wall time) is booked at its wall time, which its CPU time cannot exceed and
+// which is far under every limit: the CPU clock (a system call or two) is read again only after longer ones.
+const CPU_READ_FROM_MS = 1;
+
 interface Account {
   windowStart: number;
   windowMs: number;
@@ -62,7 +66,7 @@ export interface FairRun<T> {
   demoted: boolean;
   /** Set when this evaluation demoted its namespace (or renewed the demotion). */
   demotion: DemotionReason | null;
-  /** The evaluation's CPU time (ms): what its namespace is charged. */
+  /** The evaluation's CPU time (ms): what its namespace is charged (under 1 ms of wall time, the wall time). */
   cpuMs: number;
   /** The evaluation's wall time (ms): longer than its CPU time on a busy machine, and not its doing. */
   wallMs: number;
@@ -187,6 +191,7 @@ export class NamespaceFairness {
   // The time since the two readings: CPU time at most the wall time (a process clock counts other threads too).
   private spent(wallFrom: number, cpuFrom: number): { cpuMs: number; wallMs: number } {
     const wallMs = this.now() - wallFrom;
+    if (wallMs < CPU_READ_FROM_MS) return { cpuMs: wallMs, wallMs };
     return { cpuMs: Math.min(this.cpu() - cpuFrom, wallMs), wallMs };
   }
 
