@@ -13,8 +13,10 @@ import {
   readLive,
   Replica,
   SCOPE_ANNOTATION,
+  PendingRule,
   ScopeStamp,
   stampAnnotations,
+  stampCarries,
 } from './ownership';
 import { dragnetOf, scopeHash, readScope, withScope } from './entry';
 import { Scope } from './types';
@@ -278,5 +280,40 @@ describe('a registration widened for rules not stored yet, or held at the config
       reason: 'held',
     });
     expect(decide(l, narrow('pods'), me, { now: 5001, landed: () => true }).write).toBe(true);
+  });
+});
+
+describe('stampCarries', () => {
+  const stamp = (pending: PendingRule[]): ScopeStamp => ({
+    hash: 'h',
+    rulesVersion: '5',
+    writer: 'w',
+    mode: 'rules',
+    pending,
+  });
+  it('counts a version its stamp carries with the same spec, or a later generation', () => {
+    const s = stamp([{ uid: 'u1', generation: 2, until: 1, spec: 'a' }]);
+    expect(stampCarries(s, { uid: 'u1', generation: 2, spec: 'a' })).toBe(true);
+    expect(stampCarries(s, { uid: 'u1', generation: 1, spec: 'x' })).toBe(true);
+    expect(stampCarries(s, { uid: 'u2', generation: 1, spec: 'a' })).toBe(false);
+  });
+  it("does not count another spec of the same version (two writes admitted at once: the simulation's seed 543)", () => {
+    const s = stamp([{ uid: 'u1', generation: 2, until: 1, spec: 'a' }]);
+    expect(stampCarries(s, { uid: 'u1', generation: 2, spec: 'b' })).toBe(false);
+    // A stamp of an earlier release, without specs, proves nothing at the same generation.
+    expect(
+      stampCarries(stamp([{ uid: 'u1', generation: 2, until: 1 }]), { uid: 'u1', generation: 2, spec: 'a' }),
+    ).toBe(false);
+    expect(stampCarries(null, { uid: 'u1', generation: 2 })).toBe(false);
+  });
+  it('reads the spec back from the annotation', () => {
+    const reg = narrow('configmaps');
+    const written = {
+      ...stampOf(reg, '5', 'w'),
+      pending: [{ uid: 'u1', generation: 2, until: 9, spec: 'a' }],
+    };
+    const c = config(reg, written);
+    const back = readLive(c, dragnetOf(c)!.webhook).stamp;
+    expect(back?.pending).toEqual([{ uid: 'u1', generation: 2, until: 9, spec: 'a' }]);
   });
 });

@@ -21,6 +21,11 @@ export interface PendingRule {
   uid: string;
   generation: number;
   until: number;
+  /**
+   * A digest of the spec admitted: two writes of one version admitted at once (either may land) carry different
+   * specs, and covering one does not cover the other. Absent in stamps of earlier releases.
+   */
+  spec?: string;
 }
 
 /** Who wrote the live registration, from which rules, and what: the replicas' common ground. */
@@ -84,7 +89,14 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
         typeof p.uid === 'string' &&
         typeof p.generation === 'number' &&
         typeof p.until === 'number'
-          ? [{ uid: p.uid, generation: p.generation, until: p.until }]
+          ? [
+              {
+                uid: p.uid,
+                generation: p.generation,
+                until: p.until,
+                ...(typeof p.spec === 'string' ? { spec: p.spec } : {}),
+              },
+            ]
           : [],
       );
     if (typeof nativeVersion === 'string') stamp.nativeVersion = nativeVersion;
@@ -169,7 +181,7 @@ export interface Decision {
 /** What this replica knows besides its rules: the time, and whether its store has a rule at a generation. */
 export interface DecisionContext {
   now: number;
-  landed: (uid: string, generation: number) => boolean;
+  landed: (uid: string, generation: number, spec?: string) => boolean;
 }
 
 /**
@@ -183,9 +195,28 @@ export function narrowingBlocked(
 ): { reason: 'held' | 'pending'; until: number } | null {
   if (!stamp) return null;
   if (stamp.hold !== undefined && stamp.hold > ctx.now) return { reason: 'held', until: stamp.hold };
-  const waiting = (stamp.pending ?? []).filter((p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation));
+  const waiting = (stamp.pending ?? []).filter(
+    (p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation, p.spec),
+  );
   if (waiting.length === 0) return null;
   return { reason: 'pending', until: Math.min(...waiting.map((p) => p.until)) };
+}
+
+/**
+ * Whether the stamp's writer counted a rule version as pending: its registration sends that rule's objects (a writer
+ * keeps every pending rule covered), whatever the text of its conditions.
+ */
+export function stampCarries(
+  stamp: ScopeStamp | null,
+  version: { uid: string; generation: number; spec?: string },
+): boolean {
+  // A later generation stands for this one (it was written over it); at the same one, only the same spec does.
+  return (stamp?.pending ?? []).some(
+    (p) =>
+      p.uid === version.uid &&
+      (p.generation > version.generation ||
+        (p.generation === version.generation && p.spec !== undefined && p.spec === version.spec)),
+  );
 }
 
 /**

@@ -12,7 +12,7 @@ import {
   SIGNATURE_HEADER,
   signatures,
 } from '../../webhook/peer';
-import { AdmittedRules, RuleVersion } from '../rules/admitted';
+import { AdmittedRules, RuleVersion, specDigest } from '../rules/admitted';
 import { RuleStore } from '../../store/rules';
 import { Informer } from '../../kube/informer';
 import { KubeClient } from '../../kube/kube';
@@ -311,8 +311,10 @@ export function createPeers(
 export function receivePeerNotice(
   admitted: AdmittedRules,
   store: Pick<RuleStore, 'compileRule'>,
-  notice: PeerNotice,
+  received: PeerNotice,
 ): void {
+  const spec = specDigest(received.rule);
+  const notice = spec ? { ...received, spec } : received;
   if (notice.answered === 'refused') return admitted.forget(notice);
   if (notice.answered === 'allowed') {
     // Not heard of before (this replica started after the first notice): held for, and counted, from now on.

@@ -8,6 +8,7 @@ import {
   narrowingBlocked,
   readLive,
   ScopeStamp,
+  stampCarries,
 } from '../../scope/ownership';
 import { dragnetOf, scopeHash } from '../../scope/entry';
 import { Scope } from '../../scope/types';
@@ -95,7 +96,7 @@ export class RuleFollower {
     const nativeVersion = options.native?.policiesVersion() ?? undefined;
     const ctx: DecisionContext = {
       now: this.parts.now(),
-      landed: (uid, generation) => options.admitted?.knows(uid, generation) ?? false,
+      landed: (uid, generation, spec) => options.admitted?.knows(uid, generation, spec) ?? false,
     };
     const replica = { rulesVersion, writer: this.parts.id, mode: options.mode, nativeVersion };
     const decision = decide(live, desired.registration, replica, ctx);
@@ -113,7 +114,11 @@ export class RuleFollower {
       rulesVersion: c.rulesVersion,
     });
     // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
-    if (options.admitted?.versions().length && !scopeIncludes(c.live.current, c.desired.registration))
+    // A rule its stamp carries is covered, though the conditions read otherwise than ours (a writer that knew more
+    // rules joins them into other expressions): widening for it would undo that write, and its writer redo it, for
+    // ever (the simulation's seed 813).
+    const left = (options.admitted?.versions() ?? []).filter((v) => !stampCarries(c.live.stamp, v));
+    if (left.length > 0 && !scopeIncludes(c.live.current, c.desired.registration))
       this.parts.widener.repair();
     const blocked = c.live.ours ? narrowingBlocked(c.live.stamp, c.ctx) : null;
     return blocked ? this.later(blocked.until) : undefined;
