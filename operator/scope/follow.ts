@@ -86,7 +86,7 @@ export class RuleFollower {
     const config = view.configuration;
     const webhook = view.dragnet();
     if (!config || !webhook) return null; // nothing registered: nothing to compute for
-    const live = readLive(config, webhook);
+    const live = readLive(config, webhook, view.seenAt);
     const desired = scopes.compute(live, this.narrowing());
     scopes.report(desired.result, live);
     const hash = scopeHash(desired.registration);
@@ -140,6 +140,7 @@ export class RuleFollower {
       mode: this.parts.options.mode,
       ...(c.nativeVersion ? { nativeVersion: c.nativeVersion } : {}),
       ...(pending.length > 0 ? { pending } : {}),
+      at: c.ctx.now,
     };
   }
 
