@@ -257,6 +257,23 @@ describe('a registration widened for rules not stored yet, or held at the config
     });
   });
 
+  test('a replica started a moment ago widens but does not narrow (a peer may have answered an admission it never heard of)', () => {
+    const l = stamped({});
+    const none = () => false;
+    expect(decide(l, narrow('configmaps'), me, { now: 1000, landed: none, narrowFrom: 5000 })).toEqual({
+      write: false,
+      reason: 'starting',
+    });
+    expect(decide(l, narrow('configmaps'), me, { now: 5000, landed: none, narrowFrom: 5000 }).write).toBe(
+      true,
+    );
+    const wider: Scope = {
+      ...wide,
+      rules: [{ ...wide.rules[0], resources: ['configmaps', 'pods', 'secrets'] }],
+    };
+    expect(decide(l, wider, me, { now: 1000, landed: none, narrowFrom: 5000 }).write).toBe(true);
+  });
+
   test('no replica narrows away a rule pending elsewhere until its store has it or its time is up', () => {
     const l = stamped({ pending: [{ uid: 'u1', generation: 2, until: 5000 }] });
     const narrower = narrow('configmaps');

@@ -201,13 +201,20 @@ export interface Decision {
     | 'newer-writer'
     | 'older-writer'
     | 'held'
-    | 'pending';
+    | 'pending'
+    | 'starting';
 }
 
 /** What this replica knows besides its rules: the time, and whether its store has a rule at a generation. */
 export interface DecisionContext {
   now: number;
   landed: (uid: string, generation: number, spec?: string) => boolean;
+  /**
+   * This replica narrows only from then on: an admission another replica answered before this one started listening
+   * to peer notices may rely on the live registration (covered already, so nothing in the stamp says so), and its rule
+   * reaches this store only once written. Undefined: no such wait.
+   */
+  narrowFrom?: number;
 }
 
 /**
@@ -261,6 +268,13 @@ export function decide(
   // Only a registration that sends at least what the live one sends may replace it while it is held or pending.
   const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
   if (blocked && !scopeIncludes(desired, live.current)) return { write: false, reason: blocked.reason };
+  if (
+    live.ours &&
+    ctx.narrowFrom !== undefined &&
+    ctx.now < ctx.narrowFrom &&
+    !scopeIncludes(desired, live.current)
+  )
+    return { write: false, reason: 'starting' };
   const cmp = live.stamp ? compareVersions(me.rulesVersion, live.stamp.rulesVersion) : 1;
   if (cmp < 0) return { write: false, reason: 'behind' };
   if (!live.ours) return { write: true, reason: 'foreign' };
