@@ -319,9 +319,9 @@ export function receivePeerNotice(
   if (notice.answered === 'allowed') {
     // Not heard of before (this replica started after the first notice): held for, and counted, from now on.
     if (!admitted.pendingVersion(notice))
-      admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null, Date.now());
+      admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null, 0);
     return admitted.answered(notice);
   }
   const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;
-  admitted.admit(notice, rule, Date.now() + (notice.answerWithinMs ?? 0));
+  admitted.admit(notice, rule, notice.answerWithinMs ?? 0);
 }

@@ -95,9 +95,10 @@ export class AdmittedRules implements StoreFreshness {
 
   /**
    * Records a rule admitted (valid, not a dry run) by this replica (`rule` compiled) or a peer (`rule` null), unless
-   * the store already has that version.
+   * the store already has that version; `answerWithinMs`: how long its admission may still run (a duration, so that
+   * a peer's clock need not agree with this one's).
    */
-  admit(version: RuleVersion, rule: CompiledRule | null, answerBy?: number): void {
+  admit(version: RuleVersion, rule: CompiledRule | null, answerWithinMs?: number): void {
     if (this.stopped || this.landed(version.uid, version.generation)) return;
     const key = objectKey(version.namespace, version.name);
     const list = this.pending.get(key) ?? [];
@@ -109,7 +110,9 @@ export class AdmittedRules implements StoreFreshness {
       for (const p of same) if (!p.rule && (!p.spec || p.spec === version.spec)) p.rule = rule;
       return;
     }
-    const entry: Pending = { ...version, rule, at: this.now(), answerBy, waiters: new Set(), timer: null };
+    const at = this.now();
+    const answerBy = answerWithinMs === undefined ? undefined : at + answerWithinMs;
+    const entry: Pending = { ...version, rule, at, answerBy, waiters: new Set(), timer: null };
     entry.timer = setTimeout(() => void this.check(key, entry), this.options.checkAfterMs ?? 1000);
     entry.timer.unref();
     this.pending.set(key, [...list, entry]);

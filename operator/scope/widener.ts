@@ -220,7 +220,7 @@ export class ScopeWidener {
     const config = this.ctx.live.configuration;
     const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
     if (!config || !webhook) return { kind: 'error', reason: NOT_REGISTERED };
-    const live = readLive(config, webhook);
+    const live = readLive(config, webhook, this.ctx.live.seenAt);
     const desired = this.ctx.desired(live);
     // Not narrowing (wide mode, or narrowing given up): the live scope as it is, stamped so it can be proven.
     const union = this.ctx.narrowing()
@@ -317,6 +317,7 @@ export class ScopeWidener {
       mode: this.ctx.mode ?? 'rules',
       ...(nativeVersion ? { nativeVersion } : {}),
       ...(pending.length > 0 ? { pending } : {}),
+      at: now,
       ...extra,
     };
   }
@@ -331,7 +332,7 @@ export class ScopeWidener {
         const config = this.ctx.live.configuration;
         const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
         if (!config || !webhook) return { kind: 'failed', reason: `${reason}; ${NOT_REGISTERED}` };
-        const live = readLive(config, webhook);
+        const live = readLive(config, webhook, this.ctx.live.seenAt);
         const hash = scopeHash(live.configured);
         if (live.ours && scopeHash(live.current) !== hash) {
           const stamp = this.stampFor(live, hash, { hold: holdUntil, reason });
