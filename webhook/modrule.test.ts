@@ -46,6 +46,32 @@ describe('handleValidateModRule causes', () => {
   });
 });
 
+describe('handleValidateModRule spec.podControllers', () => {
+  it('refuses a Pod rule that reads what a pod template cannot answer, at the field and why', () => {
+    const { response } = handleValidateModRule(
+      review({
+        apiVersion: 'api.kubemod.io/v1beta1',
+        kind: 'ModRule',
+        metadata: { name: 'by-name', namespace: 'team-a' },
+        spec: {
+          type: 'Patch',
+          podControllers: ['*'],
+          match: [
+            { select: '$.kind', matchValue: 'Pod' },
+            { select: '$.metadata.name', matchRegex: '^web' },
+          ],
+          patch: [{ op: 'add', path: '/metadata/labels/web', value: '"yes"' }],
+        },
+      }),
+    );
+    expect(response.allowed).toBe(false);
+    const causes = response.status?.details?.causes ?? [];
+    expect(causes.map((c) => c.field)).toEqual(['spec.match[1].select']);
+    expect(causes[0].message).toContain("metadata.name is the pod's own");
+    expect(response.status?.message).toContain('spec.match[1].select: ');
+  });
+});
+
 describe('handleValidateModRule references', () => {
   const withReference = (reference: Record<string, string>) =>
     review({

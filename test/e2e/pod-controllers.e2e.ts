@@ -418,6 +418,26 @@ describeCluster(`spec.podControllers on the control plane's controllers (namespa
     );
   });
 
+  it("refuses `kubectl apply` of a Pod rule a template cannot answer (the pod's name), at the field", async () => {
+    const bin = cp?.kubectl;
+    if (!bin || !cp) throw new Error('kubectl is needed (KUBEBUILDER_ASSETS or E2E_KUBECTL)');
+    const spec = RULES[0].spec as JsonObject;
+    const byName = {
+      ...RULES[0],
+      metadata: { name: 'sidecar-by-name', namespace: NS },
+      spec: {
+        ...spec,
+        match: [...(spec.match as JsonObject[]), { select: '$.metadata.name', matchRegex: '^web' }],
+      },
+    };
+    const r = await kubectl(bin, cp.kubeConfigPath, ['apply', '-f', '-'], stringify(byName));
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`spec.match[${(spec.match as JsonObject[]).length}].select: `);
+    expect(r.stderr).toContain("metadata.name is the pod's own");
+    const listed = await items(admin, `/apis/api.kubemod.io/v1beta1/namespaces/${NS}/modrules`);
+    expect(listed.map((d) => metaOf(d).name)).not.toContain('sidecar-by-name');
+  });
+
   it("lists the controllers it reaches on the rule's status", async () => {
     const got = await waitFor('status.podControllers', async () => {
       const rule = await admin.request('GET', `${MODRULES}/sidecar`);
