@@ -120,6 +120,7 @@ export class SimReplica {
       peers: this.world.peerUrls(this),
       keys: () => this.keys.keys(),
       transport: this.world.transport(this),
+      now,
     });
     const hook = createRuleAdmission({
       store,
@@ -128,6 +129,7 @@ export class SimReplica {
       peers,
       logger,
       confirmed: new ConfirmedRules(),
+      now,
     });
     this.parts = { store, admitted, sync, scope, peers, hook };
     this.draining = false;
