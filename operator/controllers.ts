@@ -18,6 +18,7 @@ import { ScopeStatus } from './scope/status';
 import { OperatorState } from './state';
 import { FailingStatus } from './status/failing';
 import { QuarantineStatus } from './status/quarantine';
+import { PodControllersFacet } from './status/pod-controllers';
 import { StatusReporter } from './status/reporter';
 
 /** The operator's controllers, built on the shared state, each with plain references to what it reads. */
@@ -51,6 +52,7 @@ export function buildControllers(
     scopeStatus,
     gate,
     findings,
+    podControllers,
     parts: statusParts,
   } = buildStatus(config, deps, state, metrics);
   const mode = config.nativePolicies ?? 'opt-in';
@@ -92,6 +94,7 @@ export function buildControllers(
     nativeScopes: state.nativeScopes,
     onScope: (reports, narrowed) => {
       for (const finding of findings) finding.update(reports, narrowed);
+      podControllers.update(reports);
       scopeStatus.setRules(reports.map((r) => r.rule));
     },
   });
@@ -140,6 +143,8 @@ function buildStatus(
   const degraded = status ? new QuarantineStatus({ quarantine: state.quarantine, store: state.store }) : null;
   const failing = new FailingStatus({ failures: state.failures, status, registry });
   const findings = [UNKNOWN_KIND, OUTSIDE_NET].map((f) => new ScopeFinding(f, status, registry));
+  // status.podControllers: the controllers whose writes the registration sends for a Pod rule's variants.
+  const podControllers = new PodControllersFacet(status);
   const parts: Array<readonly [string, Runnable]> = [
     [
       'status',
@@ -165,7 +170,7 @@ function buildStatus(
     ],
     ['failing status', failing],
   ];
-  return { status, scopeStatus, gate, findings, parts };
+  return { status, scopeStatus, gate, findings, podControllers, parts };
 }
 
 /** A part that only needs stopping (it works from the moment it is built). */
