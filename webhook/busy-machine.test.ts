@@ -115,10 +115,10 @@ describe('a heavy rule next to an ordinary one, while another process loads ever
     for (const { heavy, seen } of answers.filter((a) => heavyBySteps.includes(a.heavy))) {
       expect(seen[0].warnings.join('\n')).toMatch(new RegExp(`^modrule ${ns(heavy)}/${heavy} failed: `, 'm'));
     }
-    // The other process had the cores meanwhile: spinning throughout (a fifth of a core at least,
-    // however many other processes share the machine).
+    // The other process had the cores meanwhile: spinning throughout (a tenth of a core at least, however many other
+    // processes share the machine: under CI's parallel suites it once had 16%).
     const seconds = (Date.now() - started) / 1000;
-    expect(cpuSeconds(spinner.pid!) - startedCpu).toBeGreaterThan(seconds * 0.2);
+    expect(cpuSeconds(spinner.pid!) - startedCpu).toBeGreaterThan(seconds * 0.1);
   }, 180_000);
 });
 
