@@ -169,6 +169,27 @@ describe('a ModRule is in force when its admission returns (ScopeController.ensu
     expect(ms).toBeLessThan(50);
   });
 
+  test('a rule the live registration covers is not answered from the view held when the read fails (seed 126)', async () => {
+    // The replica's API server is unreachable: another replica may have narrowed the scope a moment ago, and the view
+    // this replica holds would say "covered" from before that.
+    const r = await narrowed();
+    await new Promise((res) => setTimeout(res, 100));
+    const settled = replica({ settleMs: 50 });
+    await r.stop();
+    replicas.splice(replicas.indexOf(r), 1);
+    settled.land(kindRule('team-a', 'deployments', 'Deployment'), randomUUID());
+    await eventually(() =>
+      expect(readLive(config(), dragnetOf(config())!.webhook).stamp?.writer).toBeDefined(),
+    );
+    await new Promise((res) => setTimeout(res, 200));
+    fake.interceptor = (req) =>
+      req.method === 'GET' && req.path.includes('mutatingwebhookconfigurations')
+        ? { status: 503, message: 'unreachable' }
+        : undefined;
+    const { outcome } = await settled.admit(kindRule('team-a', 'more-deployments', 'Deployment'));
+    expect(outcome.kind).not.toBe('covered');
+  });
+
   test('a rule the registration does not cover: widened, and answered once the API server uses it', async () => {
     const r = await narrowed();
     const before = puts();

@@ -142,9 +142,13 @@ export class ScopeWidener {
   async ensure(rule: CompiledRule, widenBy: number, until: number): Promise<WidenOutcome> {
     // A consistent read first: what this replica's watch shows may be older than a narrower scope another replica
     // wrote a moment ago (before it heard of this rule), and "covered" must hold for what is stored now.
-    await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '').catch(() => undefined);
+    // Without it (the API server unreachable), the view held may be that older one: no answer from it.
+    const fresh = await this.ctx.writer.refetch(this.ctx.rulesVersion() ?? '').then(
+      () => true,
+      () => false,
+    );
     const live = this.ctx.live.scope();
-    if (this.ctx.live.seen && this.coveredBy(live, rule)) {
+    if (fresh && this.ctx.live.seen && this.coveredBy(live, rule)) {
       const got = await this.ctx.probe.confirm(() => this.stillCovers(rule), widenBy);
       if (got.inForce) return { kind: 'covered', ...unverifiedOf(got) };
     }
