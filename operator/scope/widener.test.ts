@@ -149,9 +149,9 @@ describe('a ModRule is in force when its admission returns (ScopeController.ensu
     return r;
   }
 
-  test('a rule the live registration covers is answered at once: one consistent read, no write, no probe', async () => {
+  /** A replica whose scope, written for a Deployment rule it stores, has long settled (no probe needed either). */
+  async function settledDeployments() {
     const r = await narrowed();
-    // Long settled (as after the settle time): no probe needed either.
     await new Promise((res) => setTimeout(res, 100));
     const settled = replica({ settleMs: 50 });
     await r.stop();
@@ -161,6 +161,11 @@ describe('a ModRule is in force when its admission returns (ScopeController.ensu
       expect(readLive(config(), dragnetOf(config())!.webhook).stamp?.writer).toBeDefined(),
     );
     await new Promise((res) => setTimeout(res, 200));
+    return settled;
+  }
+
+  test('a rule the live registration covers is answered at once: one consistent read, no write, no probe', async () => {
+    const settled = await settledDeployments();
     const before = fake.requests.length;
     const { outcome, ms } = await settled.admit(kindRule('team-a', 'more-deployments', 'Deployment'));
     expect(outcome).toEqual({ kind: 'covered' });
@@ -172,16 +177,7 @@ describe('a ModRule is in force when its admission returns (ScopeController.ensu
   test('a rule the live registration covers is not answered from the view held when the read fails (seed 126)', async () => {
     // The replica's API server is unreachable: another replica may have narrowed the scope a moment ago, and the view
     // this replica holds would say "covered" from before that.
-    const r = await narrowed();
-    await new Promise((res) => setTimeout(res, 100));
-    const settled = replica({ settleMs: 50 });
-    await r.stop();
-    replicas.splice(replicas.indexOf(r), 1);
-    settled.land(kindRule('team-a', 'deployments', 'Deployment'), randomUUID());
-    await eventually(() =>
-      expect(readLive(config(), dragnetOf(config())!.webhook).stamp?.writer).toBeDefined(),
-    );
-    await new Promise((res) => setTimeout(res, 200));
+    const settled = await settledDeployments();
     fake.interceptor = (req) =>
       req.method === 'GET' && req.path.includes('mutatingwebhookconfigurations')
         ? { status: 503, message: 'unreachable' }
