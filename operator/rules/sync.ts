@@ -1,4 +1,5 @@
-import { jsonEqual, JsonValue } from '../../util/json';
+import { jsonEqual, JsonObject, JsonValue } from '../../util/json';
+import { CompiledRule } from '../../rule/compile';
 import { Logger } from '../../util/logger';
 import { formatProblems, ValidationProblem } from '../../rule/problems';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../../rule/types';
@@ -29,6 +30,14 @@ interface Seen {
   uid: JsonValue;
   spec: JsonValue;
   problems: readonly ValidationProblem[];
+}
+
+/**
+ * Whether `obj` is the version of a ModRule seen before: same uid (not deleted and created again) and same spec.
+ * Not the resourceVersion: status writes (our own conditions) move it, most of all on the rules that fail.
+ */
+function sameVersion(seen: Seen, obj: JsonObject): boolean {
+  return seen.uid === (metadataOf(obj).uid ?? null) && jsonEqual(seen.spec, obj.spec ?? null);
 }
 
 /**
@@ -106,36 +115,35 @@ export class ClusterSync {
       logger.warn('invalid ModRule skipped', { namespace: ns, name, problems: formatProblems(problems) });
     return {
       replace: (items) => {
-        const rejected = new Map(
-          store.replaceRules(items).map((r) => [objectKey(r.namespace, r.name), r.problems]),
-        );
+        const { kept, fresh, rejected } = this.sortRelist(items);
+        for (const r of store.replaceRules(fresh, kept))
+          rejected.set(objectKey(r.namespace, r.name), r.problems);
         this.seen.clear();
         for (const item of items) {
           const [namespace, name] = [namespaceOf(item), nameOf(item)];
           const key = objectKey(namespace, name);
           const problems = rejected.get(key) ?? [];
           if (problems.length > 0) logInvalid(namespace, name, problems);
-          this.seen.set(key, {
-            uid: metadataOf(item).uid ?? null,
-            spec: item.spec ?? null,
-            problems,
-          });
+          this.seen.set(key, { uid: metadataOf(item).uid ?? null, spec: item.spec ?? null, problems });
           status?.report(item, problems);
         }
-        logger.info('ModRules loaded', { rules: store.snapshot().ruleCount, invalid: rejected.size });
+        logger.info('ModRules loaded', {
+          rules: store.snapshot().ruleCount,
+          invalid: rejected.size,
+          kept: kept.length,
+        });
         this.options.observer?.replace(items);
       },
       upsert: (obj) => {
         const [namespace, name] = [namespaceOf(obj), nameOf(obj)];
         const key = objectKey(namespace, name);
-        const uid = metadataOf(obj).uid ?? null;
         const previous = this.seen.get(key);
         let problems: readonly ValidationProblem[];
-        if (previous && previous.uid === uid && jsonEqual(previous.spec, obj.spec ?? null)) {
+        if (previous && sameVersion(previous, obj)) {
           problems = previous.problems;
         } else {
           problems = store.upsertRule(obj);
-          this.seen.set(key, { uid, spec: obj.spec ?? null, problems });
+          this.seen.set(key, { uid: metadataOf(obj).uid ?? null, spec: obj.spec ?? null, problems });
           if (problems.length > 0) logInvalid(namespace, name, problems);
           else logger.info('ModRule updated', { namespace, name });
         }
@@ -151,6 +159,34 @@ export class ClusterSync {
         this.options.observer?.remove(obj);
       },
     };
+  }
+
+  /**
+   * A relist (410 Gone, an API server restart) hands over every ModRule again. A rule seen before with the same
+   * uid and spec is the same version: it keeps the compiled rule the store holds (and an invalid one its
+   * problems), so what is recorded against that rule (run-time failures, quarantine) survives; the others are
+   * compiled anew.
+   */
+  private sortRelist(items: readonly JsonObject[]): {
+    kept: CompiledRule[];
+    fresh: JsonObject[];
+    rejected: Map<string, readonly ValidationProblem[]>;
+  } {
+    const { store } = this.options;
+    const kept: CompiledRule[] = [];
+    const fresh: JsonObject[] = [];
+    const rejected = new Map<string, readonly ValidationProblem[]>();
+    for (const item of items) {
+      const [namespace, name] = [namespaceOf(item), nameOf(item)];
+      const key = objectKey(namespace, name);
+      const previous = this.seen.get(key);
+      const same = previous !== undefined && sameVersion(previous, item);
+      const held = same && previous.problems.length === 0 ? store.ruleOf(namespace, name) : undefined;
+      if (held) kept.push(held);
+      else if (same && previous.problems.length > 0) rejected.set(key, previous.problems);
+      else fresh.push(item);
+    }
+    return { kept, fresh, rejected };
   }
 
   private namespaceHandlers(): InformerHandlers {
