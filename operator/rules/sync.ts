@@ -2,6 +2,7 @@ import { jsonEqual, JsonObject, JsonValue } from '../../util/json';
 import { CompiledRule } from '../../rule/compile';
 import { Logger } from '../../util/logger';
 import { formatProblems, ValidationProblem } from '../../rule/problems';
+import { referenceScopes } from '../../rule/references';
 import { MODRULE_API_VERSION, MODRULE_KIND } from '../../rule/types';
 import { RuleStore } from '../../store/rules';
 import { BackoffOptions } from '../../kube/backoff';
@@ -29,15 +30,11 @@ export interface ClusterSyncOptions {
 interface Seen {
   uid: JsonValue;
   spec: JsonValue;
+  /** What discovery said of the scope of the kinds its references name when it was compiled (referenceScopes). */
+  scopes: string;
   problems: readonly ValidationProblem[];
-}
-
-/**
- * Whether `obj` is the version of a ModRule seen before: same uid (not deleted and created again) and same spec.
- * Not the resourceVersion: status writes (our own conditions) move it, most of all on the rules that fail.
- */
-function sameVersion(seen: Seen, obj: JsonObject): boolean {
-  return seen.uid === (metadataOf(obj).uid ?? null) && jsonEqual(seen.spec, obj.spec ?? null);
+  /** The rule as last delivered, kept only when it has references: discovery may ask to compile it again. */
+  source: JsonObject | null;
 }
 
 /**
@@ -46,13 +43,15 @@ function sameVersion(seen: Seen, obj: JsonObject): boolean {
  */
 export class ClusterSync {
   private readonly informers: Informer[];
-  // Last spec compiled per rule: status-only updates (our own writes) then skip recompiling.
+  // Last spec compiled per rule: status-only updates (our own writes) and relists then skip recompiling.
   private readonly seen = new Map<string, Seen>();
+  private readonly rules: InformerHandlers;
   /** Resolves when all three initial lists are in. */
   readonly synced: Promise<void>;
 
   constructor(private readonly options: ClusterSyncOptions) {
     const { client, logger } = options;
+    this.rules = this.ruleHandlers();
     const common = {
       client,
       logger,
@@ -65,7 +64,7 @@ export class ClusterSync {
         path: MODRULES_PATH,
         apiVersion: MODRULE_API_VERSION,
         kind: MODRULE_KIND,
-        handlers: this.ruleHandlers(),
+        handlers: this.rules,
       }),
       new Informer({
         ...common,
@@ -124,7 +123,7 @@ export class ClusterSync {
           const key = objectKey(namespace, name);
           const problems = rejected.get(key) ?? [];
           if (problems.length > 0) logInvalid(namespace, name, problems);
-          this.seen.set(key, { uid: metadataOf(item).uid ?? null, spec: item.spec ?? null, problems });
+          this.seen.set(key, this.seenOf(item, problems));
           status?.report(item, problems);
         }
         logger.info('ModRules loaded', {
@@ -139,11 +138,12 @@ export class ClusterSync {
         const key = objectKey(namespace, name);
         const previous = this.seen.get(key);
         let problems: readonly ValidationProblem[];
-        if (previous && sameVersion(previous, obj)) {
+        if (previous && this.unchanged(previous, obj)) {
           problems = previous.problems;
+          if (previous.source) previous.source = obj;
         } else {
           problems = store.upsertRule(obj);
-          this.seen.set(key, { uid: metadataOf(obj).uid ?? null, spec: obj.spec ?? null, problems });
+          this.seen.set(key, this.seenOf(obj, problems));
           if (problems.length > 0) logInvalid(namespace, name, problems);
           else logger.info('ModRule updated', { namespace, name });
         }
@@ -180,13 +180,44 @@ export class ClusterSync {
       const [namespace, name] = [namespaceOf(item), nameOf(item)];
       const key = objectKey(namespace, name);
       const previous = this.seen.get(key);
-      const same = previous !== undefined && sameVersion(previous, item);
+      const same = previous !== undefined && this.unchanged(previous, item);
       const held = same && previous.problems.length === 0 ? store.ruleOf(namespace, name) : undefined;
       if (held) kept.push(held);
       else if (same && previous.problems.length > 0) rejected.set(key, previous.problems);
       else fresh.push(item);
     }
     return { kept, fresh, rejected };
+  }
+
+  /**
+   * Compiles again the rules whose references name a kind whose scope discovery now answers otherwise (a CRD
+   * installed, changed or deleted since): a namespaced rule that now reads a cluster-scoped kind becomes invalid,
+   * and a cluster-namespace rule reads it cluster-wide.
+   */
+  rescope(): void {
+    const policy = this.options.store.referencePolicy;
+    for (const seen of [...this.seen.values()])
+      if (seen.source && referenceScopes(seen.source.spec, policy) !== seen.scopes)
+        this.rules.upsert(seen.source);
+  }
+
+  /**
+   * Whether `obj` is the version of a ModRule seen before: same uid (not deleted and created again), same spec,
+   * and its references' kinds of the same scope. Not the resourceVersion: status writes (our own conditions) move
+   * it, most of all on the rules that fail.
+   */
+  private unchanged(seen: Seen, obj: JsonObject): boolean {
+    return (
+      seen.uid === (metadataOf(obj).uid ?? null) &&
+      jsonEqual(seen.spec, obj.spec ?? null) &&
+      seen.scopes === referenceScopes(obj.spec, this.options.store.referencePolicy)
+    );
+  }
+
+  private seenOf(obj: JsonObject, problems: readonly ValidationProblem[]): Seen {
+    const scopes = referenceScopes(obj.spec, this.options.store.referencePolicy);
+    const uid = metadataOf(obj).uid ?? null;
+    return { uid, spec: obj.spec ?? null, scopes, problems, source: scopes === '' ? null : obj };
   }
 
   private namespaceHandlers(): InformerHandlers {
