@@ -1,5 +1,5 @@
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
-import { metaString } from '../util/meta';
+import { metaString, namespaceOf } from '../util/meta';
 import type { CompiledRule, RuleReferences } from '../rule/compile';
 import type { ReferenceReader } from '../store/references';
 import { SelectCache } from '../jsonpath/select-cache';
@@ -55,13 +55,16 @@ export function ownerChain(
   if (levels <= 0) return undefined;
   const ref = controllerOf(obj);
   if (!ref) return undefined;
-  const owner = reader.get(ref.group, ref.kind, namespace, ref.name);
+  // A namespaced object's owner is in its namespace, or cluster-scoped (held under '').
+  const owner =
+    reader.get(ref.group, ref.kind, namespace, ref.name) ??
+    (namespace === '' ? undefined : reader.get(ref.group, ref.kind, '', ref.name));
   if (!owner) return undefined;
   const uid = metaString(owner, 'uid');
   if (ref.uid !== '' && uid !== ref.uid) return undefined;
   if (seen.has(uid || `${ref.group}/${ref.kind}/${ref.name}`)) return undefined;
   seen.add(uid || `${ref.group}/${ref.kind}/${ref.name}`);
-  const next = ownerChain(owner, namespace, reader, levels - 1, seen);
+  const next = ownerChain(owner, namespaceOf(owner), reader, levels - 1, seen);
   return next ? { ...owner, [SYNTHETIC_REFS]: { owner: next } } : owner;
 }
 

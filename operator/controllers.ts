@@ -75,6 +75,9 @@ export function buildControllers(
   });
   metrics.watchInformers(sync);
   const discovery = new Discovery({ client, logger });
+  // Scopes from discovery: a rule whose references' scope it changes (a CRD came, went or changed) is compiled again.
+  state.kindScopes.follow(discovery);
+  discovery.onChange(() => sync.rescope());
   const access = deps.access;
   const apiServers = access
     ? new ApiServerTargets({ client, logger, clientFor: (url) => createKubeClient(accessVia(access, url)) })

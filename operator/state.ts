@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { RuleStore } from '../store/rules';
 import { RuleQuarantine } from '../webhook/quarantine';
+import { KindScopes } from './rules/kind-scopes';
 import { RuleFailures } from '../webhook/rule-failures';
 import { OperatorConfig, OperatorDeps } from './config';
 import { Runnable, runnable } from './controller/lifecycle';
@@ -27,6 +28,8 @@ export interface OperatorState {
   /** Rule versions confirmed in force when admitted: Ready as soon as the store has them. */
   readonly confirmed: ConfirmedRules;
   /** Rules that keep running out of their share of the budget, set aside (per replica). */
+  /** Which kinds are cluster-scoped (the store compiles references with it; discovery feeds it). */
+  readonly kindScopes: KindScopes;
   readonly quarantine: RuleQuarantine;
   /** Rules' run-time failures in the recent window (per replica). */
   readonly failures: RuleFailures;
@@ -38,10 +41,11 @@ export function buildState(
   deps: OperatorDeps,
 ): OperatorState & { stopper: Runnable } {
   const { client, logger } = deps;
+  const kindScopes = new KindScopes();
   const store = new RuleStore({
     clusterNamespace: config.clusterNamespace,
     keepSource: false,
-    references: { allowSecrets: config.references?.allowSecrets },
+    references: { allowSecrets: config.references?.allowSecrets, clusterScoped: kindScopes.clusterScoped },
   });
   const registry = deps.registry ?? new Registry();
   const admitted = new AdmittedRules({ client, logger, registry, clusterNamespace: config.clusterNamespace });
@@ -50,6 +54,7 @@ export function buildState(
   const failures = new RuleFailures(config.failures, store);
   const state = {
     store,
+    kindScopes,
     registry,
     admitted,
     live,

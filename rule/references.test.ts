@@ -109,6 +109,37 @@ describe('spec.references', () => {
     ]);
   });
 
+  test('offline, every cluster-scoped kind of 1.37 is refused to a namespaced rule', () => {
+    for (const [apiVersion, kind] of [
+      ['storage.k8s.io/v1', 'VolumeAttributesClass'],
+      ['networking.k8s.io/v1', 'ServiceCIDR'],
+      ['certificates.k8s.io/v1beta1', 'ClusterTrustBundle'],
+      ['resource.k8s.io/v1', 'DeviceClass'],
+    ])
+      expect(fields(rule('team-a', [{ name: 'n', apiVersion, kind, objectName: 'x' }]))).toEqual([
+        `spec.references[0].kind: Forbidden: ${kind} is cluster-scoped; only ModRules in kubemod-system may read ` +
+          'cluster-scoped objects',
+      ]);
+  });
+
+  test("the policy's scopes (the operator's discovery) decide for kinds the offline list does not know", () => {
+    const clusterScoped = (group: string, kind: string) => group === 'example.com' && kind === 'Gadget';
+    const policy = { clusterNamespace: 'kubemod-system', allowSecrets: false, clusterScoped };
+    const gadget = { name: 'g', apiVersion: 'example.com/v1', kind: 'Gadget', objectName: 'blue' };
+    // Offline, Gadget is namespaced: a rule of its own namespace may read it.
+    expect(fields(rule('team-a', [gadget]))).toEqual([]);
+    expect(validateModRule(rule('team-a', [gadget]), policy).map((p) => `${p.field}: ${p.message}`)).toEqual([
+      'spec.references[0].kind: Forbidden: Gadget is cluster-scoped; only ModRules in kubemod-system may read ' +
+        'cluster-scoped objects',
+    ]);
+    const wide = analyzeModRule(rule('kubemod-system', [gadget]), { references: policy });
+    expect(wide.problems).toEqual([]);
+    expect(wide.rule?.references?.named[0].namespace).toBe('');
+    // A kind of the same name in another group is not it.
+    const other = { ...gadget, apiVersion: 'other.io/v1' };
+    expect(validateModRule(rule('team-a', [other]), policy)).toEqual([]);
+  });
+
   test('Secrets are refused unless the policy allows them; then the rule is marked as reading one', () => {
     const r = rule('team-a', [{ name: 'token', apiVersion: 'v1', kind: 'Secret', objectName: 'pull' }]);
     expect(fields(r)).toEqual([

@@ -1,6 +1,6 @@
 import { isJsonObject, JsonValue } from '../util/json';
 import { CompiledLabelSelector, compileLabelSelector } from './labelselector';
-import { CLUSTER_SCOPED_KINDS } from './kinds';
+import { ClusterScoped, offlineClusterScoped } from './kinds';
 import { describe, Report, unknownField } from './field-checks';
 import { DEFAULT_CLUSTER_NAMESPACE } from './types';
 
@@ -15,6 +15,8 @@ export interface ReferencePolicy {
   readonly clusterNamespace: string;
   /** The operator's --allow-secret-references. */
   readonly allowSecrets: boolean;
+  /** Which kinds are cluster-scoped: the API server's discovery in the operator; default the offline list. */
+  readonly clusterScoped?: ClusterScoped;
 }
 
 /** The policy when nothing else is said: the default cluster namespace, no Secrets. */
@@ -146,28 +148,9 @@ function compileReference(
   else if (!KIND.test(kind))
     problem(`${at}.kind`, `Invalid value: ${describe(kind)}: a kind such as ConfigMap`);
 
-  const clusterScoped = typeof kind === 'string' && CLUSTER_SCOPED_KINDS.has(kind);
-  const wide = ruleNamespace === policy.clusterNamespace;
-  let where = ruleNamespace;
-  if (namespace !== undefined && namespace !== null) {
-    if (typeof namespace !== 'string' || !DNS_LABEL.test(namespace) || namespace.length > 63)
-      problem(`${at}.namespace`, `Invalid value: ${describe(namespace)}: must be a namespace name`);
-    else if (clusterScoped)
-      problem(`${at}.namespace`, `Forbidden: ${String(kind)} is cluster-scoped; leave namespace out`);
-    else if (!wide && ruleNamespace !== '' && namespace !== ruleNamespace)
-      problem(
-        `${at}.namespace`,
-        `Forbidden: a ModRule reads only objects of its own namespace (${ruleNamespace}); only ModRules in ` +
-          `${policy.clusterNamespace} may read other namespaces`,
-      );
-    else where = namespace;
-  }
-  if (clusterScoped && !wide)
-    problem(
-      `${at}.kind`,
-      `Forbidden: ${String(kind)} is cluster-scoped; only ModRules in ${policy.clusterNamespace} may read ` +
-        'cluster-scoped objects',
-    );
+  const clusterScoped =
+    typeof kind === 'string' && (policy.clusterScoped ?? offlineClusterScoped)(gv?.group ?? '', kind);
+  const where = placeOf({ at, kind, namespace, clusterScoped, ruleNamespace, policy }, problem);
   if (gv && typeof kind === 'string' && isSecretKind(gv.group, kind) && !policy.allowSecrets)
     problem(
       `${at}.kind`,
@@ -193,9 +176,63 @@ function compileReference(
     group: gv.group,
     version: gv.version,
     kind: kind as string,
-    namespace: clusterScoped ? '' : where,
+    namespace: where,
     ...(hasName ? { objectName: objectName as string } : {}),
     ...(selector ? { selector, selectorKey: canonical(labelSelector) } : {}),
     field: at,
   };
+}
+
+/** Where a reference's object is ('' for a cluster-scoped kind), with the tenant rules on namespace and scope. */
+function placeOf(
+  ref: {
+    at: string;
+    kind: JsonValue | undefined;
+    namespace: JsonValue | undefined;
+    clusterScoped: boolean;
+    ruleNamespace: string;
+    policy: ReferencePolicy;
+  },
+  problem: Report,
+): string {
+  const { at, kind, namespace, clusterScoped, ruleNamespace, policy } = ref;
+  const wide = ruleNamespace === policy.clusterNamespace;
+  let where = ruleNamespace;
+  if (namespace !== undefined && namespace !== null) {
+    if (typeof namespace !== 'string' || !DNS_LABEL.test(namespace) || namespace.length > 63)
+      problem(`${at}.namespace`, `Invalid value: ${describe(namespace)}: must be a namespace name`);
+    else if (clusterScoped)
+      problem(`${at}.namespace`, `Forbidden: ${String(kind)} is cluster-scoped; leave namespace out`);
+    else if (!wide && ruleNamespace !== '' && namespace !== ruleNamespace)
+      problem(
+        `${at}.namespace`,
+        `Forbidden: a ModRule reads only objects of its own namespace (${ruleNamespace}); only ModRules in ` +
+          `${policy.clusterNamespace} may read other namespaces`,
+      );
+    else where = namespace;
+  }
+  if (clusterScoped && !wide)
+    problem(
+      `${at}.kind`,
+      `Forbidden: ${String(kind)} is cluster-scoped; only ModRules in ${policy.clusterNamespace} may read ` +
+        'cluster-scoped objects',
+    );
+  return clusterScoped ? '' : where;
+}
+
+/**
+ * What the scope of each kind `spec.references` names says now, one character per reference ('!' cluster-scoped,
+ * '-' namespaced): a rule compiled when it said otherwise is compiled again (a CRD installed or changed since).
+ */
+export function referenceScopes(spec: JsonValue | undefined, policy: ReferencePolicy): string {
+  const refs = isJsonObject(spec) ? spec.references : undefined;
+  if (!Array.isArray(refs)) return '';
+  const scoped = policy.clusterScoped ?? offlineClusterScoped;
+  return refs
+    .map((r) => {
+      if (!isJsonObject(r) || typeof r.kind !== 'string') return '?';
+      const gv = typeof r.apiVersion === 'string' ? splitApiVersion(r.apiVersion) : undefined;
+      return scoped(gv?.group ?? '', r.kind) ? '!' : '-';
+    })
+    .join('');
 }

@@ -2,6 +2,7 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule, CompiledRule, CompileOptions } from '../rule/compile';
 import { ValidationProblem } from '../rule/problems';
 import type { ReferencePolicy } from '../rule/references';
+import type { ClusterScoped } from '../rule/kinds';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { ManifestCache, nameOf } from './manifests';
 import { compareRules, RuleSnapshot, Snapshot } from './snapshot';
@@ -58,8 +59,11 @@ export class RuleStore {
     options: {
       clusterNamespace?: string;
       keepSource?: boolean;
-      /** Whether spec.references may name Secrets (the operator's --allow-secret-references); default false. */
-      references?: { allowSecrets?: boolean };
+      /**
+       * Whether spec.references may name Secrets (the operator's --allow-secret-references; default false), and
+       * which kinds are cluster-scoped (the operator's discovery; default the offline list, rule/kinds.ts).
+       */
+      references?: { allowSecrets?: boolean; clusterScoped?: ClusterScoped };
     } = {},
   ) {
     this.clusterNamespace = options.clusterNamespace || DEFAULT_CLUSTER_NAMESPACE;
@@ -68,6 +72,7 @@ export class RuleStore {
       references: {
         clusterNamespace: this.clusterNamespace,
         allowSecrets: options.references?.allowSecrets ?? false,
+        ...(options.references?.clusterScoped ? { clusterScoped: options.references.clusterScoped } : {}),
       },
     };
   }

@@ -99,6 +99,7 @@ export function modRuleEndpoints(
             clusterNamespace: store.snapshot().clusterNamespace,
             servedKinds: options.servedKinds,
             allowSecrets: store.referencePolicy.allowSecrets,
+            clusterScoped: store.referencePolicy.clusterScoped,
             hook: options.ruleAdmission,
             logger,
           }),

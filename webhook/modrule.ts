@@ -1,3 +1,4 @@
+import type { ClusterScoped } from '../rule/kinds';
 import { AdmissionRequest, StatusCause } from './admission';
 import { withDefaults } from '../rule/defaults';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
@@ -103,19 +104,21 @@ export function idempotenceWarnings(request: AdmissionRequest, policy: Reference
  * /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all;
  * valid rules with targeting fields outside `clusterNamespace`, or naming kinds `servedKinds` does not serve, are
  * admitted with a warning. A rule outside `clusterNamespace` referencing another namespace, or a Secret without
- * `allowSecretReferences`, is refused.
+ * `allowSecretReferences`, or a cluster-scoped kind (`clusterScoped`), is refused.
  */
 export function handleValidateModRule(
   request: AdmissionRequest,
   clusterNamespace: string = DEFAULT_CLUSTER_NAMESPACE,
   servedKinds?: ServedKinds,
   allowSecretReferences = false,
+  clusterScoped?: ClusterScoped,
 ): EndpointDecision {
   if (request.operation === 'DELETE' || request.operation === 'CONNECT') {
     return { response: allowResponse(request.uid), result: 'allowed' };
   }
-  // spec.references is checked against where cluster-wide rules live and whether Secrets may be read.
-  const policy = { clusterNamespace, allowSecrets: allowSecretReferences };
+  // spec.references is checked against where cluster-wide rules live, whether Secrets may be read, and which kinds
+  // are cluster-scoped (the operator's discovery; the offline list when not given).
+  const policy = { clusterNamespace, allowSecrets: allowSecretReferences, clusterScoped };
   const problems = validateModRule(objectFor(request), policy);
   if (problems.length === 0) {
     const response = allowResponse(request.uid);

@@ -59,7 +59,7 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
  * Rules set aside by themselves, per replica (in memory): a rule that runs out of its own share of the request
  * budget `offences` times within the window is quarantined for a cool-down. Meanwhile the engine skips it at once
  * (a Reject rule still rejects, without its rejectMessage) and every answer it would have taken part in carries a
- * warning. A changed rule (new spec), like a restart, starts with a clean record.
+ * warning. A changed rule (new spec), like a restart, starts with a clean record; a relist does not change a rule.
  */
 export class RuleQuarantine {
   private readonly offences: number;
@@ -156,7 +156,7 @@ export class RuleQuarantine {
   private entryFor(rule: CompiledRule): Entry {
     let e = this.entries.get(rule.key);
     if (e && e.rule !== rule) {
-      // The rule was changed (or the store relisted): its record no longer applies.
+      // The rule was changed (a new spec; a relist keeps an unchanged rule as it was): its record no longer applies.
       this.forget(e, 'rule changed');
       e = undefined;
     }
@@ -224,7 +224,7 @@ export class RuleQuarantine {
     );
   }
 
-  // Entries whose rule the store no longer holds as it was (changed, deleted, relisted) are forgotten.
+  // Entries whose rule the store no longer holds as it was (changed, deleted) are forgotten.
   private reconcile(): void {
     if (!this.stale || !this.store) return;
     this.stale = false;

@@ -1,3 +1,4 @@
+import type { ClusterScoped } from '../rule/kinds';
 import { AdmissionRequest } from './admission';
 import { Logger } from '../util/logger';
 import { nameOf } from '../util/meta';
@@ -47,6 +48,8 @@ export async function answerValidateModRule(
     servedKinds?: ServedKinds;
     /** Whether rules may read Secrets (spec.references). */
     allowSecrets?: boolean;
+    /** Which kinds are cluster-scoped (the operator's discovery); default the offline list. */
+    clusterScoped?: ClusterScoped;
     hook?: RuleAdmissionHook;
     logger: Logger;
   },
@@ -56,6 +59,7 @@ export async function answerValidateModRule(
     options.clusterNamespace,
     options.servedKinds,
     options.allowSecrets,
+    options.clusterScoped,
   );
   if (decision.result === 'rejected') {
     options.logger.info('invalid ModRule rejected', {

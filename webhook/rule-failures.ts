@@ -133,7 +133,7 @@ export class RuleFailures {
       .find((r) => r.namespace === ref.namespace && r.name === ref.name);
   }
 
-  // Entries whose rule the store no longer holds as it was (changed, deleted, relisted) are forgotten.
+  // Entries whose rule the store no longer holds as it was (changed, deleted) are forgotten.
   private reconcile(): void {
     if (!this.stale || !this.store) return;
     this.stale = false;

@@ -7,6 +7,7 @@ import { eventually } from '../testing/eventually';
 import { FakeApiServer } from '../testing/fake-apiserver';
 import { createKubeClient } from '../../kube/kube';
 import { ReferenceCaches } from './caches';
+import { ownerChain } from '../../engine/references';
 
 const rule = (namespace: string, name: string, spec: JsonObject): JsonObject => ({
   apiVersion: 'api.kubemod.io/v1beta1',
@@ -233,5 +234,101 @@ describe('ReferenceCaches', () => {
     expect(caches.pending(rules(), pod, 'shop')).toBeUndefined();
     expect(caches.reader.counts().get('/ConfigMap')).toBe(0);
     await eventually(() => fake.openWatches === 0);
+  });
+
+  test.each([
+    ['a rule of its namespace', 'shop'],
+    ['a cluster-namespace rule', 'kubemod-system'],
+  ])(
+    'a cluster-scoped owner (%s): one list of the kind, looked up under "", no GET loop',
+    async (_what, ruleNamespace) => {
+      // A static pod's mirror pod is owned by its Node: a namespaced object with a cluster-scoped owner.
+      const node = fake.put('nodes', {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: 'worker-1', labels: { zone: 'eu-1a' } },
+      });
+      const mirror: JsonObject = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: 'etcd-worker-1',
+          namespace: 'shop',
+          ownerReferences: [
+            {
+              apiVersion: 'v1',
+              kind: 'Node',
+              name: 'worker-1',
+              uid: (node.metadata as JsonObject).uid,
+              controller: true,
+            },
+          ],
+        },
+      };
+      const withNodes = new ReferenceCaches({
+        client: createKubeClient(fake.access()),
+        logger: silentLogger(),
+        store,
+        ownerKinds: ['Node'],
+      });
+      withNodes.start();
+      try {
+        store.upsertRule(
+          rule(ruleNamespace, 'zone', {
+            ...(ruleNamespace === 'kubemod-system' ? { targetNamespaceRegex: '.*' } : {}),
+            match: [{ select: '$.syntheticRefs.owner.metadata.labels.zone' }],
+          }),
+        );
+        const wait = withNodes.pending(rules(), mirror, 'shop');
+        expect(wait).toBeInstanceOf(Promise);
+        let timer: NodeJS.Timeout | undefined;
+        const settled = await Promise.race([
+          wait!.then(() => true),
+          new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 2_000))),
+        ]);
+        clearTimeout(timer);
+        const lists = fake.requestsTo('GET', '/api/v1/nodes').filter((r) => !r.query.watch).length;
+        const gets = fake.requestsTo('GET', /^\/api\/v1\/nodes\//).length;
+        expect({ settled, lists, gets }).toEqual({ settled: true, lists: 1, gets: 0 });
+        expect(withNodes.pending(rules(), mirror, 'shop')).toBeUndefined();
+        expect(ownerChain(mirror, 'shop', withNodes.reader, 1)?.metadata).toMatchObject({
+          name: 'worker-1',
+          labels: { zone: 'eu-1a' },
+        });
+        expect(withNodes.problemsOf(store.ruleOf(ruleNamespace, 'zone')!)).toEqual([]);
+      } finally {
+        await withNodes.stop();
+      }
+    },
+  );
+
+  test('a reference compiled as namespaced whose kind discovery serves cluster-scoped is never listed cluster-wide', async () => {
+    // A store that compiled before discovery was read: it took every kind for namespaced.
+    const early = new RuleStore({ keepSource: false, references: { clusterScoped: () => false } });
+    const guarded = new ReferenceCaches({
+      client: createKubeClient(fake.access()),
+      logger: silentLogger(),
+      store: early,
+    });
+    guarded.start();
+    try {
+      fake.put('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'worker-1' } });
+      early.upsertRule(
+        rule('shop', 'node', {
+          references: [{ name: 'node1', apiVersion: 'v1', kind: 'Node', objectName: 'worker-1' }],
+          match: [{ select: '$.syntheticRefs.node1.metadata.name' }],
+        }),
+      );
+      const wait = guarded.pending(early.allRules(), pod, 'shop');
+      if (wait) await wait;
+      expect(guarded.pending(early.allRules(), pod, 'shop')).toBeUndefined();
+      expect(fake.requestsTo('GET', '/api/v1/nodes')).toEqual([]);
+      expect(guarded.reader.get('', 'Node', '', 'worker-1')).toBeUndefined();
+      expect(guarded.problemsOf(early.ruleOf('shop', 'node')!)).toEqual([
+        'syntheticRefs.node1: cannot read Node shop/worker-1: Node is cluster-scoped: not read for namespace shop',
+      ]);
+    } finally {
+      await guarded.stop();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { JsonObject } from '../../util/json';
-import { metaString } from '../../util/meta';
+import { metaString, namespaceOf } from '../../util/meta';
 import { controllerOf } from '../../engine/references';
 import { groupKind, metadataOnly, ReferenceObjects, ReferencePartition } from '../../store/references';
 import type { OwnerNeeds } from '../../store/reference-plan';
@@ -27,6 +27,8 @@ export const DEFAULT_OWNER_KINDS: readonly string[] = [
 ];
 
 const ABSENT_MS = 10_000;
+/** How long before an owner kind that could not be looked up in discovery is looked up again. */
+const RETRY_UNREADABLE_MS = 30_000;
 
 /** What an owner cache keeps of each object. */
 function shapeOf(fields: 'metadata' | 'all'): (obj: JsonObject) => JsonObject {
@@ -49,6 +51,8 @@ export class OwnerCaches {
   >();
   private readonly absent = new Map<string, number>();
   private readonly inflight = new Map<string, Promise<void>>();
+  // Per owner kind (group/Kind): namespaced or not, from discovery; or why it cannot be read (asked again later).
+  private readonly scopes = new Map<string, { namespaced?: boolean; unreadable?: string; at: number }>();
 
   constructor(
     private readonly objects: ReferenceObjects,
@@ -68,12 +72,13 @@ export class OwnerCaches {
       this.fetched.clear();
     }
     for (const [id, watch] of this.watches) {
-      const ns = id.split('|')[1];
-      const wanted = needs && (needs.namespaces === 'all' ? ns === '' : needs.namespaces.has(ns));
+      const [gk, ns] = id.split('|');
+      const cluster = this.scopes.get(gk)?.namespaced === false;
+      const wanted = needs && (needs.namespaces === 'all' || cluster ? ns === '' : needs.namespaces.has(ns));
       if (!wanted) {
         this.watches.delete(id);
         this.partitions.delete(id);
-        const [group, kind] = id.split('|')[0].split('/');
+        const [group, kind] = gk.split('/');
         this.objects.drop(group, kind, `owners:${id}`);
         void watch.stop();
       } else if (before?.fields !== needs.fields) {
@@ -97,7 +102,8 @@ export class OwnerCaches {
     const step = this.step(obj, namespace, problems);
     if (step === null) return undefined;
     if (!(step instanceof Promise))
-      return levels > 1 ? this.pending(step, namespace, levels - 1, problems) : undefined;
+      // The owner's owner is in the owner's namespace ('' for a cluster-scoped owner).
+      return levels > 1 ? this.pending(step, namespaceOf(step), levels - 1, problems) : undefined;
     return step.then(() => this.pending(obj, namespace, levels, problems));
   }
 
@@ -114,18 +120,45 @@ export class OwnerCaches {
       problems.push({ kind: gk, why: `owners of kind ${ref.kind} are not read (--owner-kinds)` });
       return null;
     }
-    const watch = this.watchFor(ref.group, ref.version, ref.kind, namespace);
+    // A cluster-scoped owner (a namespaced object may have one) is held, and looked up, under ''.
+    const scope = this.scopes.get(gk);
+    if (!scope || (scope.unreadable && Date.now() - scope.at > RETRY_UNREADABLE_MS))
+      return this.resolveScope(ref, gk);
+    if (scope.unreadable) {
+      problems.push({ kind: gk, why: scope.unreadable });
+      return null;
+    }
+    const where = scope.namespaced ? namespace : '';
+    const watch = this.watchFor(ref.group, ref.version, ref.kind, where);
     if (watch.unreadable) {
       problems.push({ kind: gk, why: watch.unreadable });
       return null;
     }
     if (!watch.listed || (watch.listed === 'metadata' && this.needs.fields === 'all')) return watch.settled();
-    const owner = this.objects.get(ref.group, ref.kind, namespace, ref.name);
+    const owner = this.objects.get(ref.group, ref.kind, where, ref.name);
     if (owner && (ref.uid === '' || metaString(owner, 'uid') === ref.uid)) return owner;
-    const key = `${gk}|${namespace}|${ref.name}|${ref.uid}`;
+    const key = `${gk}|${where}|${ref.name}|${ref.uid}`;
     const until = this.absent.get(key);
     if (until !== undefined && until > Date.now()) return null;
-    return this.fetch(key, ref, namespace);
+    return this.fetch(key, ref, where);
+  }
+
+  // Discovery of an owner kind (one read per group version, shared with the watches): is it namespaced?
+  private resolveScope(ref: { group: string; version: string; kind: string }, gk: string): Promise<void> {
+    let running = this.inflight.get(gk);
+    if (running) return running;
+    running = this.deps.resolver
+      .resolve(ref.group, ref.version, ref.kind)
+      .then((found) => {
+        if ('unreadable' in found) {
+          // Served later perhaps (a CRD): discovery is read again when it is asked next.
+          this.deps.resolver.forget();
+          this.scopes.set(gk, { unreadable: found.unreadable, at: Date.now() });
+        } else this.scopes.set(gk, { namespaced: found.resource.namespaced, at: Date.now() });
+      })
+      .finally(() => this.inflight.delete(gk));
+    this.inflight.set(gk, running);
+    return running;
   }
 
   private watchFor(
@@ -134,7 +167,7 @@ export class OwnerCaches {
     kind: string,
     namespace: string,
   ): ReferenceWatch<'metadata' | 'all'> {
-    const scope = this.needs?.namespaces === 'all' ? '' : namespace;
+    const scope = this.needs?.namespaces === 'all' ? '' : namespace; // '' already for a cluster-scoped kind
     const id = `${groupKind(group, kind)}|${scope}`;
     let watch = this.watches.get(id);
     if (!watch) {

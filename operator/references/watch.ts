@@ -103,6 +103,10 @@ export class ReferenceWatch<T> {
       this.retry.unref();
       return this.settleUnreadable(found.unreadable, true);
     }
+    if (!found.resource.namespaced && namespace !== '')
+      // Compiled before discovery said so (ClusterSync compiles the rule again): never list it cluster-wide for a
+      // namespace.
+      return this.settleUnreadable(`${kind} is cluster-scoped: not read for namespace ${namespace}`, false);
     const informer: Informer = new Informer({
       client: this.deps.client,
       logger: this.deps.logger,

@@ -137,6 +137,28 @@ describe('a ModRule that fails at run time, on the (fake) API server', () => {
     expect(failingOf(h.api)?.status).toBe('False');
   });
 
+  it('keeps Failing across a relist (410 Gone): same condition, same lastTransitionTime, no flap', async () => {
+    h = await start(60_000, 100);
+    await eventually(() => conditions(h.api)[0]?.status === 'True');
+    admitConfigMap(h, 'one');
+    await eventually(() => failingOf(h.api)?.status === 'True');
+    const since = failingOf(h.api)!.lastTransitionTime;
+    const writes = () => h.api.requestsTo('PUT', /\/modrules\/divides\/status$/).length;
+    const before = writes();
+    // The watch history is gone: the informer's next watch gets 410 and it lists every ModRule again.
+    h.api.compact();
+    h.api.dropWatches();
+    await eventually(() => cluster.sync.informerStates()[0].lists === 2);
+    await new Promise((r) => setTimeout(r, 300)); // many sweeps (every 20 ms)
+    expect(failingOf(h.api)).toMatchObject({ status: 'True', lastTransitionTime: since });
+    expect(h.failures.current()).toEqual([expect.objectContaining({ count: 1 })]);
+    expect(writes()).toBe(before); // nothing cleared and set again in between
+    // A real edit still starts afresh.
+    const fixed = divides('"{{ div 4 2 }}"');
+    h.api.put('modrules', { ...fixed, metadata: { ...(fixed.metadata as JsonObject), generation: 2 } });
+    await eventually(() => failingOf(h.api)?.status === 'False');
+  });
+
   it('sends the Event once the reporter knows the rule (a new rule is reported only once it is in force)', async () => {
     h = await start(60_000, 10_000, false);
     const rule = h.api.get('modrules', 'team', 'divides')!;

@@ -24,6 +24,7 @@ interface Harness {
   api: FakeApiServer;
   store: RuleStore;
   quarantine: RuleQuarantine;
+  sync: ClusterSync;
   stop: () => Promise<void>;
 }
 
@@ -45,6 +46,7 @@ async function start(options: QuarantineOptions = {}): Promise<Harness> {
     api,
     store,
     quarantine,
+    sync,
     stop: async () => {
       degraded.stop();
       quarantine.close();
@@ -114,6 +116,39 @@ describe('a quarantined ModRule on the (fake) API server', () => {
     const slim = neighbourRule('team', 'heavy');
     h.api.put('modrules', { ...slim, metadata: { ...(slim.metadata as JsonObject), generation: 2 } });
     await eventually(() => ready(h.api, 'heavy')?.status === 'True');
+    expect(h.quarantine.size).toBe(0);
+  });
+
+  it('stays quarantined across a relist (410 Gone), with its strikes; an edit made meanwhile releases it', async () => {
+    h = await start();
+    await eventually(() => ready(h.api, 'heavy')?.status === 'True');
+    for (let i = 0; i < 3; i++) admitConfigMap(h);
+    await eventually(() => ready(h.api, 'heavy')?.reason === DEGRADED_REASON);
+    const state = h.quarantine.stateOf('team', 'heavy');
+    const released: string[] = [];
+    h.quarantine.subscribe((c) => c.kind === 'released' && released.push(c.why));
+    const relist = async (lists: number) => {
+      h.api.compact();
+      h.api.dropWatches();
+      await eventually(() => h.sync.informerStates()[0].lists === lists);
+    };
+    await relist(2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(released).toEqual([]);
+    expect(h.quarantine.stateOf('team', 'heavy')).toEqual(state);
+    expect(ready(h.api, 'heavy')?.reason).toBe(DEGRADED_REASON);
+    // Still skipped: the next request does not run it.
+    admitConfigMap(h);
+    expect(h.quarantine.stateOf('team', 'heavy')?.offences).toBe(state!.offences);
+    // Edited while the watch was away: the relist brings the new version, which starts afresh.
+    await h.api.goDown();
+    const slim = neighbourRule('team', 'heavy');
+    h.api.put('modrules', { ...slim, metadata: { ...(slim.metadata as JsonObject), generation: 2 } });
+    h.api.compact();
+    await h.api.comeUp();
+    await eventually(() => h.sync.informerStates()[0].lists === 3);
+    await eventually(() => ready(h.api, 'heavy')?.status === 'True');
+    expect(released).toEqual(['rule changed']);
     expect(h.quarantine.size).toBe(0);
   });
 
