@@ -4,6 +4,8 @@ import { isJsonObject } from '../util/json';
 import { Interner } from '../util/interner';
 import {
   AdmissionOperation,
+  ENFORCEMENT_ACTIONS,
+  EnforcementAction,
   MAX_EXECUTION_TIER,
   MIN_EXECUTION_TIER,
   ModRule,
@@ -54,6 +56,7 @@ const SPEC_FIELDS = new Set([
   'targetNamespaceRegex',
   'targetNamespaceSelector',
   'references',
+  'enforcementAction',
 ]);
 const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
 // Reject messages are shared by text across rules and rule versions (they are immutable).
@@ -151,6 +154,18 @@ export function analyzeModRule(
     }
   }
 
+  let enforcement: EnforcementAction = 'Enforce';
+  const rawAction = spec.enforcementAction;
+  if (rawAction !== undefined && rawAction !== null) {
+    if (typeof rawAction === 'string' && (ENFORCEMENT_ACTIONS as readonly string[]).includes(rawAction))
+      enforcement = rawAction as EnforcementAction;
+    else
+      problem(
+        'spec.enforcementAction',
+        `must be one of ${ENFORCEMENT_ACTIONS.join(', ')}, got ${describe(rawAction)}`,
+      );
+  }
+
   const match: CompiledMatchItem[] = [];
   const itemKeys: string[] = [];
   const rawMatch = spec.match;
@@ -232,6 +247,7 @@ export function analyzeModRule(
         type: type as 'Patch' | 'Reject',
         tier,
         operations,
+        enforcement,
         match,
         rejectMessage,
         targetNamespaceRegex,
