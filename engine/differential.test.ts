@@ -8,12 +8,12 @@ import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { applyPatch } from '../patch/rfc6902';
 import { createPatch } from '../patch/diff';
 import { applyKubeModOperation } from '../patch/kubemod';
-import { formatPointer } from '../patch/pointer';
+import { formatPointer, valueAt } from '../patch/pointer';
 import { RuleSnapshot, RuleStore } from '../store/rules';
 import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from './admit';
 import { stableStringify } from './stable-stringify';
 import { itemMatches } from './match';
-import { Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
+import { Budget, MAX_OPERATIONS_PER_REQUEST, ResolvedOperation, resolveOperations } from './patch';
 import { messageOf } from '../util/errors';
 
 const NS = 'team';
@@ -31,6 +31,8 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     ignored: false,
     overBudget: [],
     quarantined: [],
+    unenforced: [],
+    overridden: [],
   };
   const subject = input.operation === 'DELETE' ? input.oldObject : input.object;
   if (!subject) return outcome;
@@ -68,6 +70,8 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
   const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
   let current: JsonObject = working;
   let changed = false;
+  // Each enforced rule's operations and the object right after it applied (for the overrides).
+  const applied: Array<{ rule: CompiledRule; ops: ResolvedOperation[]; after: JsonObject }> = [];
   const patchRules = rules.filter((r) => r.type === 'Patch');
   for (let i = 0; i < patchRules.length;) {
     const tier = patchRules[i].tier;
@@ -92,8 +96,21 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
           }
         }
         if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
+        if (rule.enforcement !== 'Enforce') {
+          const would = createPatch(current, next).filter((o) => !o.path.startsWith('/syntheticRefs'));
+          if (would.length > 0 && input.operation !== 'DELETE')
+            outcome.unenforced.push({
+              rule: ref(rule),
+              action: rule.enforcement,
+              effect: 'patch',
+              patch: would,
+              message: '',
+            });
+          continue;
+        }
         if (ops.length > 0) changed = true;
         current = next;
+        applied.push({ rule, ops, after: cloneJson(next) });
         if (isJsonObject(last)) {
           for (const o of ops) {
             if (o.tokens[0] === 'syntheticRefs') continue;
@@ -115,6 +132,33 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
       }
     }
   }
+  for (let i = 0; i < applied.length - 1; i++)
+    for (const [k, o] of applied[i].ops.entries()) {
+      const last = o.tokens[o.tokens.length - 1];
+      if (o.op === 'add' && (last === '-' || /^\d+$/.test(last))) continue;
+      const onPath = (a: readonly string[], b: readonly string[]) =>
+        a.every((x, n) => n >= b.length || x === b[n]);
+      if (applied[i].ops.slice(k + 1).some((p) => onPath(p.tokens, o.tokens) || onPath(o.tokens, p.tokens)))
+        continue;
+      const then = valueAt(applied[i].after, o.tokens);
+      const now = valueAt(current, o.tokens);
+      if (then === undefined ? now === undefined : now !== undefined && jsonEqual(then, now)) continue;
+      const overlap = (t: readonly string[]) => t.every((x, k) => k >= o.tokens.length || x === o.tokens[k]);
+      const by = applied
+        .slice(i + 1)
+        .reverse()
+        .find((a) =>
+          a.ops.some(
+            (p) => overlap(p.tokens) || o.tokens.every((x, k) => k >= p.tokens.length || x === p.tokens[k]),
+          ),
+        );
+      if (by && by.rule.key !== applied[i].rule.key)
+        outcome.overridden.push({
+          rule: ref(applied[i].rule),
+          by: ref(by.rule),
+          path: formatPointer(o.tokens),
+        });
+    }
   if (changed && input.operation !== 'DELETE') {
     const final = cloneJson(current);
     delete final.syntheticRefs;
@@ -146,7 +190,15 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     } catch (err) {
       outcome.failures.push({ rule: ref(rule), message: `rejectMessage: ${messageOf(err)}` });
     }
-    outcome.rejections.push({ rule: ref(rule), message });
+    if (rule.enforcement === 'Enforce') outcome.rejections.push({ rule: ref(rule), message });
+    else
+      outcome.unenforced.push({
+        rule: ref(rule),
+        action: rule.enforcement,
+        effect: 'reject',
+        patch: [],
+        message,
+      });
   }
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
@@ -274,6 +326,7 @@ const rule = fc
     match: fc.array(matchItem, { minLength: 1, maxLength: 3 }),
     patch: fc.array(patchOp, { minLength: 1, maxLength: 3 }),
     rejectMessage: fc.constantFrom(undefined, 'no {{ .Target.metadata.name }}', '{{ fail "x" }}'),
+    enforcementAction: fc.constantFrom(undefined, undefined, undefined, 'Enforce', 'Warn', 'DryRun'),
   })
   .map((r) => ({
     wide: r.wide,
@@ -282,6 +335,7 @@ const rule = fc
       executionTier: r.tier,
       ...(r.operations ? { admissionOperations: r.operations } : {}),
       ...(r.wide ? { targetNamespaceRegex: '^te' } : {}),
+      ...(r.enforcementAction ? { enforcementAction: r.enforcementAction } : {}),
       match: r.match,
       ...(r.type === 'Patch'
         ? { patch: r.patch }
