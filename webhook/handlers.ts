@@ -15,6 +15,7 @@ import { handleDragnetProbe } from './probe';
 import { RuleQuarantine } from './quarantine';
 import { answerValidateModRule } from './rule-admission';
 import { RuleFailures } from './rule-failures';
+import { RuleUnenforced } from './rule-unenforced';
 import type { WebhookServerOptions } from './server-options';
 
 /** What the server keeps for its endpoints: the store, and the accounts, metrics and records it shares. */
@@ -26,6 +27,7 @@ export interface EndpointServices {
   fairness: NamespaceFairness;
   quarantine: RuleQuarantine;
   failures: RuleFailures;
+  unenforced: RuleUnenforced;
 }
 
 /**
@@ -49,7 +51,7 @@ export function endpointHandlers(
     layered(
       fairly(fairness, evaluate),
       reportFairness(fairness, metrics, logger, options.onDemotion),
-      reportDecision(logger, metrics, answers, services.failures),
+      reportDecision(logger, metrics, answers, services),
       recordQuarantine(quarantine),
     ),
     // Rules admitted a moment ago before references: the objects they read are then among those waited for.

@@ -11,6 +11,7 @@ import { PodBindingEvent } from './podbinding';
 import { QuarantineOptions, RuleQuarantine } from './quarantine';
 import { RuleAdmissionHook, StoreFreshness } from './rule-admission';
 import { RuleFailures } from './rule-failures';
+import { RuleUnenforced } from './rule-unenforced';
 import { TlsSource } from './tls';
 
 /** What startWebhookServer is given. */
@@ -69,6 +70,8 @@ export interface WebhookServerOptions {
   references?: ReferenceSource;
   /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
   failures?: RuleFailures;
+  /** Where what Warn/DryRun rules would have done is recorded (the operator shows it on the ModRules); else its own. */
+  unenforced?: RuleUnenforced;
   /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
   servedKinds?: ServedKinds;
   /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */

@@ -11,6 +11,7 @@ import { closeServer, createAdmissionServer, HTTP_TIMEOUTS, listen, timeoutsOf, 
 import { WebhookMetrics } from './metrics';
 import { RuleQuarantine, watchQuarantine } from './quarantine';
 import { RuleFailures } from './rule-failures';
+import { RuleUnenforced } from './rule-unenforced';
 import { RunningWebhook, WebhookServerOptions } from './server-options';
 
 export { WEBHOOK_PATHS } from './endpoints';
@@ -32,6 +33,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       : new RuleQuarantine(options.quarantine, store);
   const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
   const failures = options.failures ?? new RuleFailures({}, store);
+  const unenforced = options.unenforced ?? new RuleUnenforced({}, store);
   let closing = false;
 
   const handlers = endpointHandlers(options, {
@@ -42,6 +44,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     fairness,
     quarantine,
     failures,
+    unenforced,
   });
   const listener = admissionListener({
     routes: routeTable(handlers),
@@ -95,6 +98,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
             unwatchQuarantine();
             if (ownQuarantine) quarantine.close();
             if (!options.failures) failures.close();
+            if (!options.unenforced) unenforced.close();
           },
         );
       }
