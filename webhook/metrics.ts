@@ -49,67 +49,38 @@ export class WebhookMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     });
-    const patchCounts = this.ruleCounts.patch;
-    this.rulePatches = new Counter({
+    const perRule = ['namespace', 'name'] as const;
+    this.rulePatches = countedCounter(registry, this.ruleCounts.patch, {
       name: 'modrule_rule_patches_total',
-      collect() {
-        publish(this, patchCounts);
-      },
       help: 'Objects patched, per ModRule.',
-      labelNames: ['namespace', 'name'],
-      registers: [registry],
+      labelNames: perRule,
     });
-    const rejectionCounts = this.ruleCounts.rejection;
-    this.ruleRejections = new Counter({
+    this.ruleRejections = countedCounter(registry, this.ruleCounts.rejection, {
       name: 'modrule_rule_rejections_total',
-      collect() {
-        publish(this, rejectionCounts);
-      },
       help: 'Objects rejected, per ModRule.',
-      labelNames: ['namespace', 'name'],
-      registers: [registry],
+      labelNames: perRule,
     });
-    const errorCounts = this.ruleCounts.error;
-    this.ruleErrors = new Counter({
+    this.ruleErrors = countedCounter(registry, this.ruleCounts.error, {
       name: 'modrule_rule_errors_total',
-      collect() {
-        publish(this, errorCounts);
-      },
       help: 'ModRule evaluations that failed at run time and were skipped, per ModRule.',
-      labelNames: ['namespace', 'name'],
-      registers: [registry],
+      labelNames: perRule,
     });
-    const wouldPatch = this.unenforcedCounts.patch;
-    this.ruleWouldPatch = new Counter({
+    this.ruleWouldPatch = countedCounter(registry, this.unenforcedCounts.patch, {
       name: 'modrule_rule_would_patch_total',
-      collect() {
-        publish(this, wouldPatch);
-      },
       help: 'Objects a Warn or DryRun ModRule would have patched and that were admitted unpatched, per ModRule and mode.',
-      labelNames: ['namespace', 'name', 'mode'],
-      registers: [registry],
+      labelNames: [...perRule, 'mode'],
     });
-    const wouldReject = this.unenforcedCounts.reject;
-    this.ruleWouldReject = new Counter({
+    this.ruleWouldReject = countedCounter(registry, this.unenforcedCounts.reject, {
       name: 'modrule_rule_would_reject_total',
-      collect() {
-        publish(this, wouldReject);
-      },
       help: 'Objects a Warn or DryRun ModRule would have rejected and that were admitted, per ModRule and mode.',
-      labelNames: ['namespace', 'name', 'mode'],
-      registers: [registry],
+      labelNames: [...perRule, 'mode'],
     });
-    const overrides = this.overrideCounts;
-    this.ruleOverrides = new Counter({
+    this.ruleOverrides = countedCounter(registry, this.overrideCounts, {
       name: 'modrule_rule_overrides_total',
-      collect() {
-        publish(this, overrides);
-      },
       help:
         'Admissions in which a later ModRule (by_namespace/by_name) undid a write of an earlier one (namespace/name), ' +
         'per rule pair.',
-      labelNames: ['namespace', 'name', 'by_namespace', 'by_name'],
-      registers: [registry],
+      labelNames: [...perRule, 'by_namespace', 'by_name'],
     });
     this.storeRules = new Gauge({
       name: 'modrule_store_objects',
@@ -205,6 +176,21 @@ function bump(counts: Map<string, RuleCount>, key: string, labels: () => Record<
   const c = counts.get(key);
   if (c) c.value++;
   else counts.set(key, { labels: labels(), value: 1 });
+}
+
+/** A counter whose series are the running totals in `counts`, handed to prom-client at scrape time. */
+function countedCounter<T extends string>(
+  registry: Registry,
+  counts: ReadonlyMap<string, RuleCount>,
+  config: { name: string; help: string; labelNames: readonly T[] },
+): Counter<T> {
+  return new Counter<T>({
+    ...config,
+    collect() {
+      publish(this, counts);
+    },
+    registers: [registry],
+  });
 }
 
 // Counters only go up: each scrape sets every series to its running total.
