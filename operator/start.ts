@@ -8,6 +8,7 @@ import { BudgetLimits } from '../util/budget';
 import { RunningWebhook, startWebhookServer } from '../webhook/server';
 import { QuarantineOptions, RuleQuarantine } from '../webhook/quarantine';
 import { RuleFailures, RuleFailuresOptions } from '../webhook/rule-failures';
+import { RuleUnenforced } from '../webhook/rule-unenforced';
 import { FileTlsSource, TlsSource } from '../webhook/tls';
 import { BackgroundAudit, BackgroundAuditConfig, DEFAULT_INTERVAL_SECONDS } from './audit/background';
 import { AuditMetrics } from './audit/metrics';
@@ -15,6 +16,7 @@ import { AdmittedRules } from './rules/admitted';
 import { Backoff, sleep } from '../kube/backoff';
 import { expiryOf } from './certs/certificates';
 import { FailingStatus } from './status/failing';
+import { UnenforcedStatus } from './status/unenforced';
 import { combineHandlers } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { OperatorMetrics } from './metrics';
@@ -66,7 +68,7 @@ export interface OperatorConfig {
   shutdownDelayMs?: number;
   /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
   quarantine?: QuarantineOptions;
-  /** The window run-time failures are counted over on a rule's status (tests shorten it). */
+  /** The window run-time failures and Warn/DryRun outcomes are counted over on a rule's status (tests shorten it). */
   failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;
@@ -148,6 +150,9 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   // Rules that fail at run time show it on the ModRule (Failing), per replica.
   const failures = new RuleFailures(config.failures, store);
   const failing = new FailingStatus({ failures, status, registry });
+  // What Warn/DryRun rules would have done shows on the ModRule (NotEnforced), per replica, over the same window.
+  const unenforced = new RuleUnenforced(config.failures, store);
+  const notEnforced = new UnenforcedStatus({ unenforced, status, registry });
   // What the rules read besides their object; the ReferenceMissing condition says what is not found.
   const references = new ReferenceCaches({
     client,
@@ -195,6 +200,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   });
   if (status) degraded?.attach(status);
   failing.start();
+  notEnforced.start();
   let certs: SelfSignedCertificates | null = null;
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
@@ -203,6 +209,8 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     admitted.stop();
     failing.stop();
     failures.close();
+    notEnforced.stop();
+    unenforced.close();
     referenceStatus.stop();
     await Promise.all([
       rules.stop(),
@@ -301,6 +309,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
       onDemotion: status ? (demotion) => status.reportDemotion(demotion) : undefined,
       quarantine,
       failures,
+      unenforced,
       // ModRules naming kinds the cluster does not serve are admitted with a warning.
       servedKinds: scope.catalog,
       recordPatchedBy: config.recordPatchedBy,
