@@ -15,6 +15,7 @@ import { listAll, prepareScan } from '../operator/audit/prepare';
 import { RateLimiter } from '../operator/audit/rate';
 import { scanCluster } from '../operator/audit/scan';
 import { loadRules } from './load';
+import { reachOf, ruleNamed, ruleView } from './audit-rule';
 import { AuditSummary, auditOutput, progressLine } from './audit-output';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
@@ -23,7 +24,8 @@ import { MODRULES_PATH } from '../kube/owned';
 import { messageOf } from '../util/errors';
 import { metadataOf } from '../util/meta';
 
-const USAGE = `usage: modrule audit [--rules PATH...] [-n NS] [-l SELECTOR] [-o text|json|report] [--apply [--dry-run]]
+const USAGE = `usage: modrule audit [--rules PATH...] [--rule NAME] [-n NS] [-l SELECTOR] [-o text|json|report]
+                     [--apply [--dry-run]]
 
 What would the ModRules do to the objects that already exist? Lists, in a live cluster, the objects the rules
 can reach (only the resources and namespaces they can reach, page by page) and evaluates each as the webhook
@@ -32,6 +34,9 @@ in line. Read-only unless --apply. Uses KUBECONFIG, else ~/.kube/config, else th
 
   --rules PATH|-        ModRule files or folders (as for apply; - reads standard input); repeatable;
                         default: the ModRules in the cluster
+  --rule NAME           only what this rule (namespace/name, or a name only one rule has) does to the objects it
+                        can reach, the other rules in force as they are; for a Warn/DryRun rule, what enforcing it
+                        would change in place (its would-be patches and rejections). Not with --apply
   -n, --namespace NS    only objects in this namespace (and namespace of --rules files that name none)
   -l, --selector SEL    only objects with these labels (a label selector, e.g. app=web,tier!=batch)
   --cluster-namespace NS
@@ -64,6 +69,7 @@ export interface AuditHooks {
 
 interface Options {
   rules?: string[];
+  rule?: string;
   namespace?: string;
   selector?: string;
   clusterNamespace: string;
@@ -89,6 +95,7 @@ function parseOptions(args: string[]): Options | 'help' {
   const parsed = parseCommand(args, {
     options: {
       rules: { type: 'string', multiple: true },
+      rule: { type: 'string' },
       namespace: { type: 'string', short: 'n' },
       selector: { type: 'string', short: 'l' },
       'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
@@ -112,6 +119,10 @@ function parseOptions(args: string[]): Options | 'help' {
       `--report-format must be ${REPORT_FORMATS.join(' or ')}, not "${v['report-format']}"`,
     );
   if (v['dry-run'] && !v.apply) throw new UsageError('--dry-run only makes sense with --apply');
+  if (v.rule !== undefined && v.apply)
+    throw new UsageError(
+      '--rule shows what one rule would change; to change it in place, set the rule to Enforce and run --apply',
+    );
   const whole = (value: string | undefined, flag: string) => {
     const n = positive(value, flag);
     if (n !== undefined && !Number.isInteger(n))
@@ -120,6 +131,7 @@ function parseOptions(args: string[]): Options | 'help' {
   };
   return {
     rules: v.rules,
+    rule: v.rule,
     namespace: v.namespace,
     selector: v.selector,
     clusterNamespace: v['cluster-namespace'],
@@ -227,7 +239,10 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
   const state = await loadStore(client, options, limiter, io).catch((err: unknown) =>
     unreachable(err, server),
   );
-  const prepared = await prepareScan(client, state.store.snapshot(), {
+  // --rule: only what that rule can reach is listed, and only its results are shown (the others still run).
+  const only = options.rule === undefined ? undefined : ruleNamed(state.store.allRules(), options.rule);
+  const planned = only ? reachOf(state.store.snapshot(), only) : state.store.snapshot();
+  const prepared = await prepareScan(client, planned, {
     namespace: options.namespace,
     namespaceNames: state.namespaceNames,
     limiter,
@@ -257,6 +272,7 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
       failed: 0,
     };
     let conflicts = 0;
+    const ruleVerdicts = { patch: 0, reject: 0, error: 0, pass: 0 };
     const pool = new Pool(options.concurrency);
     const applyOptions = {
       client,
@@ -281,6 +297,11 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
         },
       },
       async (audit, resource) => {
+        if (only) {
+          const view = ruleView(audit, only);
+          ruleVerdicts[view.verdict]++;
+          return out.object(view);
+        }
         if (!options.apply || audit.verdict === 'pass' || audit.verdict === 'error') return out.object(audit);
         if (audit.verdict === 'reject') {
           applied.rejected++;
@@ -297,7 +318,7 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
     await pool.drain();
     const problems = [...prepared.problems, ...scan.problems];
     const summary: AuditSummary = {
-      scan,
+      scan: only ? { ...scan, verdicts: ruleVerdicts } : scan,
       problems,
       notes,
       resources: prepared.plan.targets.length,
@@ -309,7 +330,7 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
     if (!scan.complete || problems.length > 0) return EXIT.error;
     const remaining = options.apply
       ? applied['dry-run'] + applied.rejected + applied.failed
-      : scan.verdicts.patch + scan.verdicts.reject;
+      : summary.scan.verdicts.patch + summary.scan.verdicts.reject;
     return remaining > 0 ? EXIT.finding : EXIT.ok;
   } finally {
     await references?.stop();

@@ -248,7 +248,7 @@ describe('summaries (warnings, Events, status)', () => {
       path: `/x/${k}`,
       value: 'secret',
     }));
-    expect(patchSummary(patch)).toBe('add /x/a, add /x/b, add /x/c, add /x/d, add /x/e and 2 more');
+    expect(patchSummary(patch)).toBe('add /x/a, add /x/b, add /x/c, add /x/d, add /x/e, 2 more');
     const u = {
       rule: { namespace: 'n', name: 'r' },
       action: 'Warn' as const,

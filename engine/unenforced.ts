@@ -47,11 +47,11 @@ function actionOf(rule: CompiledRule): UnenforcedOutcome['action'] {
 /** How many operations a summary names before "and N more". */
 const LISTED_OPERATIONS = 5;
 
-/** "add /metadata/labels/team, replace /spec/replicas and 3 more": paths only, never values. */
+/** "add /metadata/labels/team, replace /spec/replicas, 3 more": paths only, never values. */
 export function patchSummary(patch: readonly JsonPatchOperation[]): string {
   const listed = patch.slice(0, LISTED_OPERATIONS).map((o) => `${o.op} ${o.path}`);
-  const more = patch.length - listed.length;
-  return more > 0 ? `${listed.join(', ')} and ${more} more` : listed.join(', ');
+  if (patch.length > listed.length) listed.push(`${patch.length - listed.length} more`);
+  return listed.join(', ');
 }
 
 /**
