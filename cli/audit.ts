@@ -5,18 +5,18 @@ import { ReferenceCaches } from '../operator/references/caches';
 import { silentLogger } from '../util/logger';
 import { auditObject } from '../audit/evaluate';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
-import { resourceName } from '../audit/types';
+import { ListableResource, ObjectAudit, resourceName } from '../audit/types';
 import { ClusterAccess } from '../kube/access';
 import { loadClusterAccess } from '../kube/credentials';
 import { createKubeClient, KubeApiError, KubeClient } from '../kube/kube';
 import { NODES_PATH } from '../operator/rules/sync';
-import { ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
+import { ApplyOptions, ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
 import { listAll, prepareScan } from '../operator/audit/prepare';
 import { RateLimiter } from '../operator/audit/rate';
 import { scanCluster } from '../operator/audit/scan';
 import { loadRules } from './load';
 import { reachOf, ruleNamed, ruleView } from './audit-rule';
-import { AuditSummary, auditOutput, progressLine } from './audit-output';
+import { AuditOutput, AuditSummary, auditOutput, progressLine } from './audit-output';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
@@ -217,6 +217,38 @@ function unreachable(err: unknown, server: string): never {
   throw err;
 }
 
+/** What the scan does with each audited object: print it, and under --apply bring it in line; with the tallies. */
+function applier(options: Options, out: AuditOutput, applyOptions: ApplyOptions) {
+  const applied: Record<ApplyOutcome['status'], number> = {
+    patched: 0,
+    'dry-run': 0,
+    'in-line': 0,
+    rejected: 0,
+    gone: 0,
+    failed: 0,
+  };
+  let conflicts = 0;
+  const pool = new Pool(options.concurrency);
+  return {
+    applied,
+    conflicts: () => conflicts,
+    drain: () => pool.drain(),
+    async object(audit: ObjectAudit, resource: ListableResource): Promise<void> {
+      if (!options.apply || audit.verdict === 'pass' || audit.verdict === 'error') return out.object(audit);
+      if (audit.verdict === 'reject') {
+        applied.rejected++;
+        return out.object(audit, { status: 'rejected', message: audit.message, conflicts: 0 });
+      }
+      await pool.submit(async () => {
+        const outcome = await bringInLine(audit, resource, applyOptions);
+        applied[outcome.status]++;
+        conflicts += outcome.conflicts;
+        out.object(audit, outcome);
+      });
+    },
+  };
+}
+
 /** modrule audit, with hooks for tests (a client instead of the kubeconfig). */
 export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks = {}): Promise<number> {
   const options = parseOptions(args);
@@ -263,24 +295,14 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
   references?.start();
   try {
     const out = auditOutput(io, options.output, options.reportFormat);
-    const applied: Record<ApplyOutcome['status'], number> = {
-      patched: 0,
-      'dry-run': 0,
-      'in-line': 0,
-      rejected: 0,
-      gone: 0,
-      failed: 0,
-    };
-    let conflicts = 0;
     const ruleVerdicts = { patch: 0, reject: 0, error: 0, pass: 0 };
-    const pool = new Pool(options.concurrency);
-    const applyOptions = {
+    const applying = applier(options, out, {
       client,
       limiter,
       dryRun: options.dryRun,
-      reaudit: (object: JsonObject, resource: Parameters<typeof auditObject>[1]) =>
+      reaudit: (object: JsonObject, resource: ListableResource) =>
         auditObject(object, resource, { snapshot, references: references?.reader }),
-    };
+    });
     const scan = await scanCluster(
       {
         client,
@@ -302,32 +324,23 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
           ruleVerdicts[view.verdict]++;
           return out.object(view);
         }
-        if (!options.apply || audit.verdict === 'pass' || audit.verdict === 'error') return out.object(audit);
-        if (audit.verdict === 'reject') {
-          applied.rejected++;
-          return out.object(audit, { status: 'rejected', message: audit.message, conflicts: 0 });
-        }
-        await pool.submit(async () => {
-          const outcome = await bringInLine(audit, resource, applyOptions);
-          applied[outcome.status]++;
-          conflicts += outcome.conflicts;
-          out.object(audit, outcome);
-        });
+        return applying.object(audit, resource);
       },
     );
-    await pool.drain();
+    await applying.drain();
     const problems = [...prepared.problems, ...scan.problems];
     const summary: AuditSummary = {
       scan: only ? { ...scan, verdicts: ruleVerdicts } : scan,
       problems,
       notes,
       resources: prepared.plan.targets.length,
-      applied: options.apply ? applied : undefined,
-      conflicts,
+      applied: options.apply ? applying.applied : undefined,
+      conflicts: applying.conflicts(),
     };
     out.finish(summary);
     // A partial answer cannot say "nothing would change": it is an error, after everything it did find is printed.
     if (!scan.complete || problems.length > 0) return EXIT.error;
+    const applied = applying.applied;
     const remaining = options.apply
       ? applied['dry-run'] + applied.rejected + applied.failed
       : summary.scan.verdicts.patch + summary.scan.verdicts.reject;
