@@ -1,6 +1,7 @@
 import { stringifyManifests } from '../util/yaml';
 import { admit } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
+import { unenforcedSummary } from '../engine/unenforced';
 import { JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { RuleStore } from '../store/rules';
@@ -148,6 +149,11 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     for (const f of outcome.failures) {
       io.stderr(`warning: ModRule ${f.rule.namespace}/${f.rule.name} failed on ${label}: ${f.message}\n`);
     }
+    // Warn and DryRun rules leave the object as it is, as the webhook does; what they would do is said here.
+    for (const u of outcome.unenforced)
+      io.stderr(
+        `note: ModRule ${u.rule.namespace}/${u.rule.name} (${u.action}) ${unenforcedSummary(u)} on ${label}\n`,
+      );
     const result = restoreNamespace(resultObject(outcome, subject), object);
     if (!outcome.allowed) {
       rejected = true;
