@@ -27,7 +27,6 @@ const NOT_YET = {
     'webhook/server.test.ts', // 819 (tests: 800)
   ],
   'max-lines-per-function': [
-    'cli/apply.ts', // run 106
     'cli/testfile.ts', // parseTestSpec 118
     'jsonpath/operators.ts', // compileBinary 109
     'jsonpath/steps.ts', // compileSegments 148
@@ -61,7 +60,7 @@ const NOT_YET = {
   complexity: [
     'operator/scope/widener.ts', // widen 32
     'bench/dragnet.bench.ts', // run 26
-    'cli/apply.ts', // run 29
+    'cli/apply.ts', // run 26
     'cli/validate.ts', // validatePaths 26
     'engine/differential.test.ts', // referenceAdmit 45
     'rule/compile-match.ts', // compileMatchItem 27

@@ -1,5 +1,5 @@
 import { stringifyManifests } from '../util/yaml';
-import { admit } from '../engine/admit';
+import { admit, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
 import { unenforcedSummary } from '../engine/unenforced';
 import { JsonObject, JsonValue } from '../util/json';
@@ -146,25 +146,10 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     const explanation = opts.explain ? explainAdmission(input, snapshot, compiled, references) : undefined;
     if (explanation && opts.output === 'yaml')
       io.stderr(formatExplanation(label, explanation, palette(false)));
-    for (const f of outcome.failures) {
-      io.stderr(`warning: ModRule ${f.rule.namespace}/${f.rule.name} failed on ${label}: ${f.message}\n`);
-    }
-    // Warn and DryRun rules leave the object as it is, as the webhook does; what they would do is said here.
-    for (const u of outcome.unenforced)
-      io.stderr(
-        `note: ModRule ${u.rule.namespace}/${u.rule.name} (${u.action}) ${unenforcedSummary(u)} on ${label}\n`,
-      );
+    tellOutcome(io, outcome, label);
     const result = restoreNamespace(resultObject(outcome, subject), object);
-    if (!outcome.allowed) {
-      rejected = true;
-      for (const r of outcome.rejections) {
-        io.stderr(
-          `rejected ${label} by ${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}\n`,
-        );
-      }
-    } else {
-      admitted.push(result);
-    }
+    if (!outcome.allowed) rejected = true;
+    else admitted.push(result);
     verdicts.push({
       kind: typeof object.kind === 'string' ? object.kind : '',
       namespace,
@@ -189,4 +174,20 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
   else io.stdout(stringifyManifests(admitted));
   return rejected ? EXIT.finding : EXIT.ok;
+}
+
+/** What the rules did besides the output, on stderr: failures, Warn/DryRun rules' would-be effects, rejections. */
+function tellOutcome(io: CommandIO, outcome: AdmissionOutcome, label: string): void {
+  for (const f of outcome.failures)
+    io.stderr(`warning: ModRule ${f.rule.namespace}/${f.rule.name} failed on ${label}: ${f.message}\n`);
+  // Warn and DryRun rules leave the object as it is, as the webhook does; what they would do is said here.
+  for (const u of outcome.unenforced)
+    io.stderr(
+      `note: ModRule ${u.rule.namespace}/${u.rule.name} (${u.action}) ${unenforcedSummary(u)} on ${label}\n`,
+    );
+  if (!outcome.allowed)
+    for (const r of outcome.rejections)
+      io.stderr(
+        `rejected ${label} by ${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}\n`,
+      );
 }
