@@ -26,7 +26,16 @@ import { NoCelForm } from './values';
 export interface NativeOptions {
   readonly clusterNamespace?: string;
   readonly dragnet?: DragnetMatch;
+  /**
+   * Compile Warn/DryRun Reject rules to bindings with validationActions Warn/Audit (`modrule export --native`).
+   * The operator leaves them to the webhook: it confirms a policy is in force by a probe the policy refuses, which a
+   * Warn or Audit binding never does, and the webhook records what such a rule would do (status, metrics, Events).
+   */
+  readonly unenforcedActions?: boolean;
 }
+
+/** The binding's validationActions for a Reject rule's enforcementAction. */
+export const VALIDATION_ACTIONS = { Enforce: ['Deny'], Warn: ['Warn'], DryRun: ['Audit'] } as const;
 
 /** Why a rule does not fit, at a field of the ModRule. */
 export interface NativeReason {
@@ -71,22 +80,7 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
   const reasons: NativeReason[] = [];
   const fail = (field: string, message: string) => reasons.push({ field, message });
 
-  const name = policyName(rule);
-  const nameProblem = policyNameProblem(name);
-  if (nameProblem) fail('metadata.name', nameProblem);
-  if (rule.type === 'Patch' && rule.operations.has('DELETE'))
-    fail(
-      'spec.admissionOperations',
-      'DELETE: a MutatingAdmissionPolicy cannot act on DELETE, where a Patch rule still changes what Reject rules see',
-    );
-  if (rule.references && rule.references.named.length > 0)
-    fail(
-      'spec.references',
-      'an admission policy reads no other objects than the one admitted and its Namespace: the webhook serves rules ' +
-        'with references',
-    );
-  if (rule.match.length > MAX_MATCH_ITEMS)
-    fail('spec.match', `more than ${MAX_MATCH_ITEMS} items (a policy has at most 64 match conditions)`);
+  ruleReasons(rule, options, fail);
 
   const guards = new Guards();
   const ctx: SelectContext = { guards, reads: [] };
@@ -169,7 +163,47 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
         },
       ],
     };
-  return { fits: true, rule, policy, binding: policyBinding(policy), guards, reads: ctx.reads, effects };
+  const binding = policyBinding(policy, VALIDATION_ACTIONS[rule.enforcement]);
+  return { fits: true, rule, policy, binding, guards, reads: ctx.reads, effects };
+}
+
+/** What keeps the rule as a whole from fitting, whatever its criteria and patch: name, operations, fields. */
+function ruleReasons(
+  rule: CompiledRule,
+  options: NativeOptions,
+  fail: (field: string, message: string) => void,
+): void {
+  const name = policyName(rule);
+  const nameProblem = policyNameProblem(name);
+  if (nameProblem) fail('metadata.name', nameProblem);
+  if (rule.type === 'Patch' && rule.operations.has('DELETE'))
+    fail(
+      'spec.admissionOperations',
+      'DELETE: a MutatingAdmissionPolicy cannot act on DELETE, where a Patch rule still changes what Reject rules see',
+    );
+  if (rule.references && rule.references.named.length > 0)
+    fail(
+      'spec.references',
+      'an admission policy reads no other objects than the one admitted and its Namespace: the webhook serves rules ' +
+        'with references',
+    );
+  if (rule.enforcement !== 'Enforce') {
+    if (rule.type === 'Patch')
+      fail(
+        'spec.enforcementAction',
+        `${rule.enforcement}: a MutatingAdmissionPolicy cannot warn or dry-run a patch; the webhook serves the rule ` +
+          'and records what it would patch',
+      );
+    else if (!options.unenforcedActions)
+      fail(
+        'spec.enforcementAction',
+        `${rule.enforcement}: served by the webhook, which records what the rule would reject (status, metrics, ` +
+          `Events); a ValidatingAdmissionPolicy binding with validationActions ${VALIDATION_ACTIONS[rule.enforcement][0]} ` +
+          'refuses nothing, so the operator could not confirm it in force (modrule export --native writes one)',
+      );
+  }
+  if (rule.match.length > MAX_MATCH_ITEMS)
+    fail('spec.match', `more than ${MAX_MATCH_ITEMS} items (a policy has at most 64 match conditions)`);
 }
 
 /** The API server's limit on one CEL expression (code points). */
