@@ -42,6 +42,26 @@ describe('modrule validate', () => {
     expect(r.code).toBe(0);
   });
 
+  test('a folder of rules in conflict: one finding per conflict with both rules, their files and the path; exit 2', async () => {
+    const r = await validate([join(ROOT, 'fixtures', 'conflicts'), '--output', 'json']);
+    expect(r.code).toBe(EXIT.finding);
+    const findings = JSON.parse(r.stdout) as Finding[];
+    expect(findings.map((f) => [f.severity, f.rule, f.field, f.message.split(':')[0]])).toEqual([
+      ['conflict', 'shop/team-db', 'spec.patch[0]', 'value'],
+      ['conflict', 'shop/env-list', 'spec.patch[0]', 'shape'],
+      ['conflict', 'shop/unguarded-sidecar', 'spec.patch', 'idempotence'],
+      ['conflict', 'shop/pin-latest', 'spec.patch[0]', 'reject-after-patch'],
+    ]);
+    expect(findings[0]).toMatchObject({ file: expect.stringMatching(/value\.yaml$/), line: 28 });
+    expect(findings[0].message).toMatch(/shop\/team-web.*\/metadata\/labels\/team.*\(.*value\.yaml:13\)$/);
+    const text = await validate([join(ROOT, 'fixtures', 'conflicts')]);
+    expect(text.stdout.split('\n')[0]).toMatch(
+      /^conflict: .*value\.yaml:28: document 2: ModRule shop\/team-db: spec\.patch\[0\]: value: /,
+    );
+    expect(text.stderr).toBe('7 ModRules in 4 files: 0 problems, 4 conflicts, 0 warnings\n');
+    expect((await validate([join(ROOT, 'fixtures', 'conflicts-none')])).code).toBe(EXIT.ok);
+  });
+
   // Offline and in the cluster the same rules must be refused: compare with the webhook's own answer.
   const invalidDir = join(ROOT, 'bundle', 'testdata', 'invalid');
   const invalid = readdirSync(invalidDir).filter((f) => f.endsWith('.yaml'));

@@ -172,6 +172,8 @@ function* valueConflicts(patches: readonly RuleFacts[], found: Found): Generator
         rule: x,
         other: y,
         path: a.write.path,
+        field: `spec.patch[${a.write.index}]`,
+        otherField: `spec.patch[${b.write.index}]`,
         on,
         message:
           `ModRules ${x.key}${modeNote(x)} and ${y.key}${modeNote(y)} (tier ${x.tier}) both write ${a.write.path} ` +
@@ -186,8 +188,9 @@ const SHAPE_WORDS: Record<Shape, string> = { list: 'a list', object: 'an object'
 
 /** A path written as a list by one rule and as an object (or a scalar) by another, in any tier. */
 function* shapeConflicts(patches: readonly RuleFacts[], found: Found): Generator<void> {
-  const byPath = new Map<string, Array<{ facts: RuleFacts; shape: Shape }>>();
-  for (const facts of patches) for (const f of facts.shapes) push(byPath, f.path, { facts, shape: f.shape });
+  const byPath = new Map<string, Array<{ facts: RuleFacts; shape: Shape; index: number }>>();
+  for (const facts of patches)
+    for (const f of facts.shapes) push(byPath, f.path, { facts, shape: f.shape, index: f.index });
   for (const [path, list] of byPath) {
     if (list.length < 2 || !list.some((e) => e.shape !== list[0].shape)) continue;
     yield;
@@ -200,6 +203,8 @@ function* shapeConflicts(patches: readonly RuleFacts[], found: Found): Generator
         rule: x,
         other: y,
         path,
+        field: `spec.patch[${a.index}]`,
+        otherField: `spec.patch[${b.index}]`,
         on,
         message:
           `ModRules ${x.key}${modeNote(x)} and ${y.key}${modeNote(y)} disagree on what ${path} is on ${on}: ` +
@@ -257,7 +262,7 @@ function* rejectConflicts(facts: readonly RuleFacts[], found: Found, budget: Run
           if (tried.has(patch.rule) || !onPath(read, write.path)) continue;
           tried.add(patch.rule);
           if (!found.meet(patch.rule, reject.rule)) continue;
-          const c = rejectAfterPatch(patch, reject, write.path, found.clusterNamespace, budget);
+          const c = rejectAfterPatch(patch, reject, write, found.clusterNamespace, budget);
           if (c) found.add(c);
         }
   }

@@ -1,7 +1,7 @@
 import { jsonEqual, JsonValue } from '../util/json';
 import { createPatch } from '../patch/diff';
 import type { CompiledRule } from '../rule/compile';
-import { fixedPath, pointer, RuleFacts } from './facts';
+import { fixedPath, pointer, RuleFacts, Write } from './facts';
 import { sharedKinds } from './overlap';
 import { Conflict } from './types';
 import { applyWitness, matchesWitness, witnessFor, witnessKinds } from './witness';
@@ -88,6 +88,7 @@ export function idempotenceConflict(
     kind: 'idempotence',
     rule,
     path: shown.path,
+    field: 'spec.patch',
     on: shown.on,
     message:
       `ModRule ${rule.key}${modeNote(rule)} is not idempotent: applied to its own result (a ${shown.on}) it changes ` +
@@ -124,10 +125,11 @@ function runTwice(facts: RuleFacts, clusterNamespace: string, budget: RunBudget)
 export function rejectAfterPatch(
   patch: RuleFacts,
   reject: RuleFacts,
-  path: string,
+  write: Write,
   clusterNamespace: string,
   budget: RunBudget,
 ): Conflict | undefined {
+  const path = write.path;
   const p = patch.rule;
   const r = reject.rule;
   if (p.references || r.references) return undefined;
@@ -142,6 +144,8 @@ export function rejectAfterPatch(
     rule: p,
     other: r,
     path,
+    field: `spec.patch[${write.index}]`,
+    otherField: 'spec.match',
     on: shown.on,
     message:
       `ModRule ${r.key}${modeNote(r)} rejects what ModRule ${p.key}${modeNote(p)} (tier ${p.tier}) produces: ` +

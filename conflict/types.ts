@@ -16,6 +16,9 @@ export interface Conflict {
   readonly other?: CompiledRule;
   /** The JSON pointer the conflict is about (list positions as `*`). */
   readonly path: string;
+  /** Where in each rule: `spec.patch[1]`, `spec.match`. */
+  readonly field: string;
+  readonly otherField?: string;
   /** The kinds of object it happens on ('any kind' when the rules name none). */
   readonly on: string;
   /** One sentence naming both rules, the path and what happens. */
