@@ -14,6 +14,9 @@ import { Conflict, ConflictOptions, ConflictStats } from './types';
  * its rules in evaluation order. Pure: no cluster; per-rule facts are computed once per compiled rule.
  */
 
+/** Rules indexed between two yields. */
+const STEP = 200;
+
 interface Entry {
   readonly facts: RuleFacts;
   readonly write: Write;
@@ -48,7 +51,7 @@ export function* conflictSteps(
   const facts: RuleFacts[] = [];
   for (let i = 0; i < ordered.length; i++) {
     facts.push(factsOf(ordered[i]));
-    if (i % 200 === 199) yield;
+    if (i % 50 === 49) yield;
   }
   const patches = facts.filter((f) => f.rule.type === 'Patch');
   const budget = new RunBudget(options.maxRuns ?? 20_000);
@@ -155,10 +158,13 @@ function valueText(w: Write): string {
  */
 function* valueConflicts(patches: readonly RuleFacts[], found: Found): Generator<void> {
   const byPath = new Map<string, Entry[]>();
-  for (const facts of patches)
+  for (let i = 0; i < patches.length; i++) {
+    const facts = patches[i];
     for (const write of facts.writes)
       if (!write.insert && !write.filtered && (write.op === 'remove' || write.value !== undefined))
         push(byPath, `${facts.rule.tier}\u0000${write.path}`, { facts, write });
+    if (i % STEP === STEP - 1) yield;
+  }
   const valueOf = (e: Entry) => e.write.value ?? 'remove';
   for (const list of byPath.values()) {
     if (list.length < 2 || new Set(list.map(valueOf)).size < 2) continue;
@@ -189,8 +195,11 @@ const SHAPE_WORDS: Record<Shape, string> = { list: 'a list', object: 'an object'
 /** A path written as a list by one rule and as an object (or a scalar) by another, in any tier. */
 function* shapeConflicts(patches: readonly RuleFacts[], found: Found): Generator<void> {
   const byPath = new Map<string, Array<{ facts: RuleFacts; shape: Shape; index: number }>>();
-  for (const facts of patches)
+  for (let i = 0; i < patches.length; i++) {
+    const facts = patches[i];
     for (const f of facts.shapes) push(byPath, f.path, { facts, shape: f.shape, index: f.index });
+    if (i % STEP === STEP - 1) yield;
+  }
   for (const [path, list] of byPath) {
     if (list.length < 2 || !list.some((e) => e.shape !== list[0].shape)) continue;
     yield;
@@ -224,15 +233,13 @@ function head(path: string): string {
 /** Patch rules' writes by namespace, then by the first two tokens of the path. */
 type WriteIndex = Map<string, Map<string, Entry[]>>;
 
-function writeIndex(facts: readonly RuleFacts[]): WriteIndex {
-  const index: WriteIndex = new Map();
+function addWrites(index: WriteIndex, facts: readonly RuleFacts[]): void {
   for (const f of facts) {
     if (f.rule.type !== 'Patch') continue;
     let byHead = index.get(f.rule.namespace);
     if (!byHead) index.set(f.rule.namespace, (byHead = new Map()));
     for (const write of f.writes) push(byHead, write.head, { facts: f, write });
   }
-  return index;
 }
 
 /** The writes a read may see: under its first two tokens, and those of a shorter path (one token) above it. */
@@ -250,7 +257,11 @@ function* writesFor(byHead: ReadonlyMap<string, Entry[]>, read: string): Generat
  * its criteria read (one above or below the other), each then run on a witness (conflict/runs.ts).
  */
 function* rejectConflicts(facts: readonly RuleFacts[], found: Found, budget: RunBudget): Generator<void> {
-  const index = writeIndex(facts);
+  const index: WriteIndex = new Map();
+  for (let i = 0; i < facts.length; i += STEP) {
+    addWrites(index, facts.slice(i, i + STEP));
+    yield;
+  }
   const onPath = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
   for (const reject of facts) {
     if (reject.rule.type !== 'Reject' || reject.reads === 'all') continue;

@@ -17,6 +17,7 @@ import { Backoff, sleep } from '../kube/backoff';
 import { expiryOf } from './certs/certificates';
 import { FailingStatus } from './status/failing';
 import { UnenforcedStatus } from './status/unenforced';
+import { ConflictStatus } from './status/conflicts';
 import { combineHandlers } from '../kube/informer';
 import { KubeClient } from '../kube/kube';
 import { OperatorMetrics } from './metrics';
@@ -153,6 +154,13 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   // What Warn/DryRun rules would have done shows on the ModRule (NotEnforced), per replica, over the same window.
   const unenforced = new RuleUnenforced(config.failures, store);
   const notEnforced = new UnenforcedStatus({ unenforced, status, registry });
+  // Rules in conflict with each other show it on both (Conflicting), checked in slices after rule changes.
+  const conflicts = new ConflictStatus({
+    store,
+    status,
+    registry,
+    clusterNamespace: config.clusterNamespace,
+  });
   // What the rules read besides their object; the ReferenceMissing condition says what is not found.
   const references = new ReferenceCaches({
     client,
@@ -201,6 +209,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
   if (status) degraded?.attach(status);
   failing.start();
   notEnforced.start();
+  conflicts.start();
   let certs: SelfSignedCertificates | null = null;
   /** Stops everything that watches or writes besides the webhook server (every exit path stops the same set). */
   const stopWatchers = async (): Promise<void> => {
@@ -211,6 +220,7 @@ export async function startOperator(config: OperatorConfig, deps: OperatorDeps):
     failures.close();
     notEnforced.stop();
     unenforced.close();
+    conflicts.stop();
     referenceStatus.stop();
     await Promise.all([
       rules.stop(),
