@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { isJsonObject, JsonObject } from '../../util/json';
 import { KubeClient } from '../../kube/kube';
 import { RunningOperator } from '../../operator/start';
+import { stringifyManifests } from '../../util/yaml';
+import { runCommand } from '../../cli/testing';
+import { main } from '../../cli/main';
 import { apply, waitFor } from './cluster';
 import { kubectl } from './kubectl';
 import { OperatorHarness, operatorHarness } from './operator-harness';
@@ -220,5 +224,53 @@ describeCluster(`rolling out a rule: DryRun, Warn, conflicts (namespace ${NS})`,
       });
     measured['a conflict shown on both rules'] = `${Date.now() - t0} ms`;
     expect(await metric(op, /^modrule_rules_conflicting /)).toBe(2);
+  });
+
+  it('modrule export --native: a Warn Reject rule becomes a policy the API server warns with; DryRun audits silently', async () => {
+    if (!h.cluster.kubectl) return;
+    const rule = (name: string, action: string, key: string) =>
+      modRule(name, {
+        type: 'Reject',
+        enforcementAction: action,
+        match: [
+          { select: '$.kind', matchValue: 'ConfigMap' },
+          { select: `$.data.${key}`, matchValue: 'true' },
+        ],
+        rejectMessage: `no ${key} ConfigMaps`,
+      });
+    const file = join(tmpdir(), `rollout-native-${run}.yaml`);
+    writeFileSync(
+      file,
+      stringifyManifests([rule('native-warn', 'Warn', 'legacy'), rule('native-audit', 'DryRun', 'quiet')]),
+    );
+    const out = await runCommand((a, io) => main(['export', ...a], io), ['--native', '--rules', file]);
+    expect(out.code).toBe(0);
+    const objects = parseAllDocuments(out.stdout).map((d) => d.toJS() as JsonObject);
+    expect(
+      objects
+        .filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding')
+        .map((b) => (b.spec as JsonObject).validationActions),
+    ).toEqual([['Warn'], ['Audit']]);
+    for (const o of objects) await h.ledger.apply(o);
+    // The API server's policy caches load them within moments: until then, no warning.
+    let n = 0;
+    const warned = await waitFor('the policy to warn', async () => {
+      const r = await kubectl(
+        h.cluster.kubectl!,
+        h.cluster.kubeConfigPath,
+        ['create', 'configmap', `legacy-${n++}`, '-n', NS, '--from-literal=legacy=true', '-o', 'name'],
+        '',
+      );
+      expect(r.code).toBe(0);
+      return /Warning: Validation failed for ValidatingAdmissionPolicy/.test(r.stderr) ? r.stderr : undefined;
+    });
+    expect(warned).toContain('no legacy ConfigMaps');
+    const quiet = await kubectl(
+      h.cluster.kubectl,
+      h.cluster.kubeConfigPath,
+      ['create', 'configmap', 'quiet', '-n', NS, '--from-literal=quiet=true', '-o', 'name'],
+      '',
+    );
+    expect(quiet).toMatchObject({ code: 0, stderr: '' });
   });
 });
