@@ -6,7 +6,7 @@ import { isJsonObject, JsonObject } from '../util/json';
 import { analyzeModRule, CompiledRule } from '../rule/compile';
 import { RuleStore } from '../store/rules';
 import { conflictSteps, findConflicts } from './find';
-import { generatedRules } from './testing';
+import { generatedRules } from '../fixtures/team-rules';
 
 const ROOT = join(__dirname, '..');
 

@@ -15,7 +15,7 @@ import { Conflict, ConflictOptions, ConflictStats } from './types';
  */
 
 /** Rules indexed between two yields. */
-const STEP = 200;
+const STEP = 100;
 
 interface Entry {
   readonly facts: RuleFacts;
@@ -51,7 +51,7 @@ export function* conflictSteps(
   const facts: RuleFacts[] = [];
   for (let i = 0; i < ordered.length; i++) {
     facts.push(factsOf(ordered[i]));
-    if (i % 50 === 49) yield;
+    if (i % 20 === 19) yield;
   }
   const patches = facts.filter((f) => f.rule.type === 'Patch');
   const budget = new RunBudget(options.maxRuns ?? 20_000);

@@ -1,6 +1,7 @@
 import { jsonEqual, JsonValue } from '../util/json';
 import { createPatch } from '../patch/diff';
 import type { CompiledRule } from '../rule/compile';
+import { templateReadsOf } from '../native';
 import { fixedPath, pointer, RuleFacts, Write } from './facts';
 import { sharedKinds } from './overlap';
 import { Conflict } from './types';
@@ -61,11 +62,23 @@ function remember(cache: Map<string, Shown | null>, key: string, value: Shown | 
 }
 
 /**
- * Whether applying the rule twice may differ from applying it once: only a write that inserts into a list, or
- * whose value is a template (it may read what it writes), can; a constant set or a remove at a fixed path cannot.
+ * Whether applying the rule twice may differ from applying it once: only a write that inserts into a list, or whose
+ * templated value reads what the rule writes, can; a constant or a value read from elsewhere set at a fixed path,
+ * or a remove, cannot.
  */
 function mayRepeat(facts: RuleFacts): boolean {
-  return facts.rule.patch.some((op, i) => op.value.kind === 'template' || facts.writes[i].insert);
+  return facts.rule.patch.some((op, i) => {
+    if (facts.writes[i].insert) return true;
+    if (op.value.kind !== 'template') return false;
+    const reads = templateReadsOf(op.value.template.source);
+    if (reads === 'all') return true;
+    return reads.some((r) => {
+      const read = pointer(r.tokens.map((t) => (typeof t === 'number' ? '*' : t)));
+      return facts.writes.some(
+        (w) => read === w.path || read.startsWith(`${w.path}/`) || w.path.startsWith(`${read}/`),
+      );
+    });
+  });
 }
 
 /**

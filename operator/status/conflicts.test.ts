@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { JsonObject } from '../../util/json';
 import { RuleStore } from '../../store/rules';
-import { generatedRules } from '../../conflict/testing';
+import { generatedRules } from '../../fixtures/team-rules';
 import { ConflictStatus } from './conflicts';
 import { useClusterSync } from '../testing/cluster-sync';
 import { eventually } from '../testing/eventually';

@@ -175,6 +175,20 @@ describeCluster(`rolling out a rule: DryRun, Warn, conflicts (namespace ${NS})`,
     expect((next.metadata as JsonObject).labels).toEqual({ batch: 'rollout', team: 'platform' });
   });
 
+  it('an unknown enforcementAction is refused with the field and the allowed values', async () => {
+    const err = await admin
+      .request('POST', MODRULES, {
+        body: { ...tagging('Audit'), metadata: { name: 'bad-action', namespace: NS } },
+      })
+      .then(
+        () => undefined,
+        (e: Error) => e,
+      );
+    expect(err?.message).toContain(
+      'spec.enforcementAction: Unsupported value: "Audit": supported values: "Enforce", "Warn", "DryRun"',
+    );
+  });
+
   it("a Reject rule in Warn admits the object with kubectl's warning", async () => {
     if (!h.cluster.kubectl) return;
     await apply(
