@@ -90,6 +90,23 @@ describe('findConflicts', () => {
     ).toEqual([]);
   });
 
+  it('a templated value that reads what it writes is run twice and reported; one reading elsewhere is not', () => {
+    const grow = (name: string, value: string) =>
+      modRule('a', name, {
+        type: 'Patch',
+        match: [{ select: '$.kind', matchValue: 'ConfigMap' }],
+        patch: [{ op: 'add', path: '/metadata/labels/v', value }],
+      });
+    const { conflicts, stats } = findConflicts([grow('grows', '{{ .Target.metadata.labels.v }}x')]);
+    expect(conflicts.map((c) => [c.kind, c.rule.key, c.path])).toEqual([
+      ['idempotence', 'a/grows', '/metadata/labels/v'],
+    ]);
+    expect(stats.runs).toBeGreaterThan(0);
+    const steady = findConflicts([grow('steady', '{{ .Target.metadata.name }}-x')]);
+    expect(steady.conflicts).toEqual([]);
+    expect(steady.stats.runs).toBe(0);
+  });
+
   it('names the mode of a rule not enforced yet: the conflict bites once it is', () => {
     const { conflicts } = findConflicts([
       label('a', 'x', 'one'),
