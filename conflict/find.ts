@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { CompiledRule } from '../rule/compile';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { compareRules } from '../store/snapshot';
-import { factsOf, RuleFacts, Shape, Write } from './facts';
+import { factsOf, RuleFacts, Write } from './facts';
 import { mayMeet, sharedKinds } from './overlap';
 import { idempotenceConflict, kindsText, modeNote, rejectAfterPatch, RunBudget } from './runs';
 import { Conflict, ConflictOptions, ConflictStats } from './types';
@@ -145,83 +145,103 @@ function* pairsOf<T extends { facts: RuleFacts }>(
   }
 }
 
-/** `"web"`, or `removes it`: what a write leaves at its path. */
-function valueText(w: Write): string {
-  if (w.op === 'remove') return 'removes it';
-  const v = w.value ?? '';
-  return `sets ${v.length > 60 ? `${v.slice(0, 57)}...` : v}`;
+/** Something a Patch rule says about a path: what it writes there (`variant`), at which operation. */
+interface Said {
+  readonly facts: RuleFacts;
+  readonly path: string;
+  readonly variant: string;
+  readonly index: number;
+}
+
+/**
+ * Groups what the rules say by `keyOf`, and for each group where two say different things, reports each pair of
+ * rules that may meet once (conflict `kind`, `describe` builds it): the shared part of value and shape conflicts.
+ */
+function* differences(
+  patches: readonly RuleFacts[],
+  found: Found,
+  kind: 'value' | 'shape',
+  said: (facts: RuleFacts) => Iterable<Said & { key: string }>,
+  describe: (a: Said, b: Said, on: string) => string,
+): Generator<void> {
+  const byKey = new Map<string, Said[]>();
+  for (let i = 0; i < patches.length; i++) {
+    for (const s of said(patches[i])) push(byKey, s.key, s);
+    if (i % STEP === STEP - 1) yield;
+  }
+  for (const list of byKey.values()) {
+    if (list.length < 2 || !list.some((e) => e.variant !== list[0].variant)) continue;
+    yield;
+    for (const [a, b] of pairsOf(list, found, (x, y) => x.variant !== y.variant)) {
+      const [x, y] = [a.facts.rule, b.facts.rule];
+      if (found.has(kind, x, y) || !found.meet(x, y)) continue;
+      const on = kindsText(sharedKinds(a.facts, b.facts));
+      const [field, otherField] = [`spec.patch[${a.index}]`, `spec.patch[${b.index}]`];
+      found.add({
+        kind,
+        rule: x,
+        other: y,
+        path: a.path,
+        field,
+        otherField,
+        on,
+        message: describe(a, b, on),
+      });
+    }
+  }
 }
 
 /**
  * Two rules of one tier writing different constant values (or one removing) at the same path. Templated values and
  * writes into list elements chosen by a filter are left out: what they write depends on the object.
  */
-function* valueConflicts(patches: readonly RuleFacts[], found: Found): Generator<void> {
-  const byPath = new Map<string, Entry[]>();
-  for (let i = 0; i < patches.length; i++) {
-    const facts = patches[i];
-    for (const write of facts.writes)
-      if (!write.insert && !write.filtered && (write.op === 'remove' || write.value !== undefined))
-        push(byPath, `${facts.rule.tier}\u0000${write.path}`, { facts, write });
-    if (i % STEP === STEP - 1) yield;
-  }
-  const valueOf = (e: Entry) => e.write.value ?? 'remove';
-  for (const list of byPath.values()) {
-    if (list.length < 2 || new Set(list.map(valueOf)).size < 2) continue;
-    yield;
-    for (const [a, b] of pairsOf(list, found, (x, y) => valueOf(x) !== valueOf(y))) {
+function valueConflicts(patches: readonly RuleFacts[], found: Found): Generator<void> {
+  const text = (v: string) =>
+    v === 'remove' ? 'removes it' : `sets ${v.length > 60 ? `${v.slice(0, 57)}...` : v}`;
+  return differences(
+    patches,
+    found,
+    'value',
+    (facts) =>
+      facts.writes
+        .filter((w) => !w.insert && !w.filtered && (w.op === 'remove' || w.value !== undefined))
+        .map((w) => ({
+          facts,
+          key: `${facts.rule.tier}\u0000${w.path}`,
+          path: w.path,
+          variant: w.op === 'remove' ? 'remove' : (w.value ?? ''),
+          index: w.index,
+        })),
+    (a, b, on) => {
       const [x, y] = [a.facts.rule, b.facts.rule];
-      if (found.has('value', x, y) || !found.meet(x, y)) continue;
-      const on = kindsText(sharedKinds(a.facts, b.facts));
-      found.add({
-        kind: 'value',
-        rule: x,
-        other: y,
-        path: a.write.path,
-        field: `spec.patch[${a.write.index}]`,
-        otherField: `spec.patch[${b.write.index}]`,
-        on,
-        message:
-          `ModRules ${x.key}${modeNote(x)} and ${y.key}${modeNote(y)} (tier ${x.tier}) both write ${a.write.path} ` +
-          `on ${on}: ${x.key} ${valueText(a.write)}, ${y.key} ${valueText(b.write)}; both run, in name order, ` +
-          `so ${y.key} wins. Give one a higher executionTier to say which should`,
-      });
-    }
-  }
+      return (
+        `ModRules ${x.key}${modeNote(x)} and ${y.key}${modeNote(y)} (tier ${x.tier}) both write ${a.path} on ` +
+        `${on}: ${x.key} ${text(a.variant)}, ${y.key} ${text(b.variant)}; both run, in name order, so ${y.key} ` +
+        'wins. Give one a higher executionTier to say which should'
+      );
+    },
+  );
 }
 
-const SHAPE_WORDS: Record<Shape, string> = { list: 'a list', object: 'an object', scalar: 'a scalar value' };
+const SHAPE_WORDS: Record<string, string> = { list: 'a list', object: 'an object', scalar: 'a scalar value' };
 
 /** A path written as a list by one rule and as an object (or a scalar) by another, in any tier. */
-function* shapeConflicts(patches: readonly RuleFacts[], found: Found): Generator<void> {
-  const byPath = new Map<string, Array<{ facts: RuleFacts; shape: Shape; index: number }>>();
-  for (let i = 0; i < patches.length; i++) {
-    const facts = patches[i];
-    for (const f of facts.shapes) push(byPath, f.path, { facts, shape: f.shape, index: f.index });
-    if (i % STEP === STEP - 1) yield;
-  }
-  for (const [path, list] of byPath) {
-    if (list.length < 2 || !list.some((e) => e.shape !== list[0].shape)) continue;
-    yield;
-    for (const [a, b] of pairsOf(list, found, (x, y) => x.shape !== y.shape)) {
+function shapeConflicts(patches: readonly RuleFacts[], found: Found): Generator<void> {
+  return differences(
+    patches,
+    found,
+    'shape',
+    (facts) =>
+      facts.shapes.map((f) => ({ facts, key: f.path, path: f.path, variant: f.shape, index: f.index })),
+    (a, b, on) => {
       const [x, y] = [a.facts.rule, b.facts.rule];
-      if (found.has('shape', x, y) || !found.meet(x, y)) continue;
-      const on = kindsText(sharedKinds(a.facts, b.facts));
-      found.add({
-        kind: 'shape',
-        rule: x,
-        other: y,
-        path,
-        field: `spec.patch[${a.index}]`,
-        otherField: `spec.patch[${b.index}]`,
-        on,
-        message:
-          `ModRules ${x.key}${modeNote(x)} and ${y.key}${modeNote(y)} disagree on what ${path} is on ${on}: ` +
-          `${x.key} writes it as ${SHAPE_WORDS[a.shape]}, ${y.key} as ${SHAPE_WORDS[b.shape]}; whichever runs ` +
-          'second fails or replaces what the first wrote',
-      });
-    }
-  }
+      return (
+        `ModRules ${x.key}${modeNote(x)} and ${y.key}${modeNote(y)} disagree on what ${a.path} is on ${on}: ` +
+        `${x.key} writes it as ${SHAPE_WORDS[a.variant]}, ${y.key} as ${SHAPE_WORDS[b.variant]}; whichever runs ` +
+        'second fails or replaces what the first wrote'
+      );
+    },
+  );
 }
 
 /** The first two tokens of a path: where Reject rules' reads meet Patch rules' writes. */

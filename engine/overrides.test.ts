@@ -1,21 +1,17 @@
 import { loadFixture } from '../fixtures/load';
-import { admitChecked, storeFromYaml } from './testing';
+import { admitChecked, ruleYaml, storeFromYaml } from './testing';
 
 const patchRule = (name: string, ops: string, extra = ''): string =>
-  `---
-apiVersion: api.kubemod.io/v1beta1
-kind: ModRule
-metadata:
-  name: ${name}
-spec:
-  type: Patch
-${extra}
-  match:
-    - select: '$.kind'
-      matchValue: Deployment
-  patch:
-${ops}
-`;
+  ruleYaml(
+    name,
+    `type: Patch
+${extra.trim()}
+match:
+  - select: '$.kind'
+    matchValue: Deployment
+patch:
+${ops.replace(/^ {2}/gm, '')}`,
+  );
 const add = (path: string, value: string) => `    - op: add\n      path: ${path}\n      value: '${value}'`;
 const remove = (path: string) => `    - op: remove\n      path: ${path}`;
 

@@ -3,15 +3,8 @@ import { JsonObject } from '../util/json';
 import { RequestBudget } from '../util/budget';
 import { MAX_OBJECT_DEPTH } from '../util/depth';
 import { admit } from './admit';
-import { admitChecked, storeFromYaml } from './testing';
+import { admitChecked, ruleYaml as rule, storeFromYaml } from './testing';
 import { patchSummary, unenforcedSummary } from './unenforced';
-
-const rule = (name: string, body: string): string =>
-  `---\napiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: ${name}\nspec:\n${body
-    .trim()
-    .split('\n')
-    .map((l) => `  ${l}`)
-    .join('\n')}\n`;
 
 const labelPatch = (name: string, label: string, value: string, extra = ''): string =>
   rule(
@@ -202,15 +195,9 @@ match:
 
   test('a Warn Reject rule that runs out of its share fails, and does not reject (fail closed is for Enforce)', () => {
     const costly = (name: string, extra: string) =>
-      rule(
-        name,
-        `
-type: Reject
-${extra}
-match:
-  - select: '$.kind'
-    matchValue: Deployment
-rejectMessage: '{{ range until 400000 }}{{ end }}never'`,
+      rejectRule(name, extra).replace(
+        /rejectMessage: .*/,
+        "rejectMessage: '{{ range until 400000 }}{{ end }}never'",
       );
     const run = (rules: string) =>
       admit(

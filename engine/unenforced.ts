@@ -37,7 +37,13 @@ export function recordWouldPatch(
 
 /** Records that a Warn/DryRun Reject rule would have rejected, with its rendered message ('' when none). */
 export function recordWouldReject(rule: CompiledRule, message: string, outcome: AdmissionOutcome): void {
-  outcome.unenforced.push({ rule: refOf(rule), action: actionOf(rule), effect: 'reject', patch: [], message });
+  outcome.unenforced.push({
+    rule: refOf(rule),
+    action: actionOf(rule),
+    effect: 'reject',
+    patch: [],
+    message,
+  });
 }
 
 function actionOf(rule: CompiledRule): UnenforcedOutcome['action'] {

@@ -1,8 +1,6 @@
-import { Gauge, Registry } from 'prom-client';
 import { RuleFailureRecord, RuleFailures } from '../../webhook/rule-failures';
-import { StatusReporter } from './reporter';
 import { Facet, isoSeconds } from './facets';
-import { span, WindowFacetSpec, WindowStatus } from './window-status';
+import { span, WindowFacetSpec, WindowStatus, WindowTimings } from './window-status';
 
 // What a tenant sees of a rule that fails at run time (a template error, a bad value): the condition Failing on the
 // rule (named first in Ready's message, Ready stays True: the rule is in force and applies where it does not fail),
@@ -31,20 +29,14 @@ const FAILING: WindowFacetSpec<RuleFailureRecord> = {
   source: 'failing',
   facetOf: failingFacet,
   event: { reason: () => FAILING_EVENT_REASON, digest: (r) => r.lastError },
+  gauge: {
+    name: 'modrule_rules_failing',
+    help: 'ModRules whose Failing condition is True on this replica (run-time errors in the recent window).',
+  },
 };
 
-export interface FailingStatusOptions {
+export interface FailingStatusOptions extends WindowTimings {
   failures: RuleFailures;
-  status: StatusReporter | null;
-  registry?: Registry;
-  /** How often records are read: updates, and conditions to clear; default 1 s. */
-  sweepMs?: number;
-  /** Least time between two updates of one rule's condition (its count moves with every error); default 10 s. */
-  updateMs?: number;
-  /** Least time between two Warning Events of one rule; default 10 minutes. */
-  eventMs?: number;
-  /** Wall clock (tests). */
-  now?: () => number;
 }
 
 /**
@@ -53,14 +45,7 @@ export interface FailingStatusOptions {
  * (or the rule changed); a Warning Event at most every `eventMs` per rule.
  */
 export class FailingStatus extends WindowStatus<RuleFailureRecord> {
-  constructor({ failures, registry, ...options }: FailingStatusOptions) {
-    const gauge = registry
-      ? new Gauge({
-          name: 'modrule_rules_failing',
-          help: 'ModRules whose Failing condition is True on this replica (run-time errors in the recent window).',
-          registers: [registry],
-        })
-      : null;
-    super({ ...options, window: failures, spec: FAILING, gauge });
+  constructor({ failures, ...options }: FailingStatusOptions) {
+    super({ ...options, window: failures, spec: FAILING });
   }
 }

@@ -1,8 +1,6 @@
-import { Gauge, Registry } from 'prom-client';
 import { RuleUnenforced, UnenforcedRecord } from '../../webhook/rule-unenforced';
-import { StatusReporter } from './reporter';
 import { Facet, isoSeconds } from './facets';
-import { span, WindowFacetSpec, WindowStatus } from './window-status';
+import { span, WindowFacetSpec, WindowStatus, WindowTimings } from './window-status';
 
 // What a platform team sees of a rule in Warn or DryRun (spec.enforcementAction) while it would act: the condition
 // NotEnforced on the rule with how many objects it would have patched or rejected in the recent window and the last
@@ -37,33 +35,21 @@ const UNENFORCED: WindowFacetSpec<UnenforcedRecord> = {
     reason: (r) => (r.lastEffect === 'patch' ? WOULD_PATCH_EVENT_REASON : WOULD_REJECT_EVENT_REASON),
     digest: (r) => r.action,
   },
+  gauge: {
+    name: 'modrule_rules_not_enforced',
+    help:
+      'Warn/DryRun ModRules whose NotEnforced condition is True on this replica (objects they would have ' +
+      'patched or rejected in the recent window).',
+  },
 };
 
-export interface UnenforcedStatusOptions {
+export interface UnenforcedStatusOptions extends WindowTimings {
   unenforced: RuleUnenforced;
-  status: StatusReporter | null;
-  registry?: Registry;
-  /** How often records are read; default 1 s. */
-  sweepMs?: number;
-  /** Least time between two updates of one rule's condition; default 10 s. */
-  updateMs?: number;
-  /** Least time between two Events of one rule; default 10 minutes. */
-  eventMs?: number;
-  now?: () => number;
 }
 
 /** Turns this replica's record of what Warn/DryRun rules would have done into the `unenforced` facet of each rule. */
 export class UnenforcedStatus extends WindowStatus<UnenforcedRecord> {
-  constructor({ unenforced, registry, ...options }: UnenforcedStatusOptions) {
-    const gauge = registry
-      ? new Gauge({
-          name: 'modrule_rules_not_enforced',
-          help:
-            'Warn/DryRun ModRules whose NotEnforced condition is True on this replica (objects they would have ' +
-            'patched or rejected in the recent window).',
-          registers: [registry],
-        })
-      : null;
-    super({ ...options, window: unenforced, spec: UNENFORCED, gauge });
+  constructor({ unenforced, ...options }: UnenforcedStatusOptions) {
+    super({ ...options, window: unenforced, spec: UNENFORCED });
   }
 }

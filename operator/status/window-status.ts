@@ -1,4 +1,4 @@
-import { Gauge } from 'prom-client';
+import { Gauge, Registry } from 'prom-client';
 import { objectKey, splitKey } from '../../util/meta';
 import { RuleWindow, WindowRecord } from '../../webhook/rule-window';
 import { warningEvent } from './events';
@@ -23,14 +23,14 @@ export interface WindowFacetSpec<R extends WindowRecord> {
   facetOf(record: R, windowMs: number, instance: string): Facet;
   /** The Event's reason, and what its name hashes besides the rule and the period (replicas write one). */
   event: { reason(record: R): string; digest(record: R): string };
+  /** The gauge of the rules the facet is shown on (registered when a registry is given). */
+  gauge: { name: string; help: string };
 }
 
-export interface WindowStatusOptions<R extends WindowRecord> {
-  window: RuleWindow<R>;
+/** What every window's status source is given: where it writes, and how often. */
+export interface WindowTimings {
   status: StatusReporter | null;
-  spec: WindowFacetSpec<R>;
-  /** Set to the number of rules the facet is shown on. */
-  gauge: Gauge | null;
+  registry?: Registry;
   /** How often records are read: updates, and conditions to clear; default 1 s. */
   sweepMs?: number;
   /** Least time between two updates of one rule's condition (its count moves with every record); default 10 s. */
@@ -39,6 +39,11 @@ export interface WindowStatusOptions<R extends WindowRecord> {
   eventMs?: number;
   /** Wall clock (tests). */
   now?: () => number;
+}
+
+export interface WindowStatusOptions<R extends WindowRecord> extends WindowTimings {
+  window: RuleWindow<R>;
+  spec: WindowFacetSpec<R>;
 }
 
 interface Shown {
@@ -53,9 +58,12 @@ export class WindowStatus<R extends WindowRecord> {
   private readonly now: () => number;
   private timer: NodeJS.Timeout | null = null;
   private readonly unsubscribe: () => void;
+  private readonly gauge: Gauge | null;
 
   constructor(private readonly options: WindowStatusOptions<R>) {
     this.now = options.now ?? Date.now;
+    const { registry, spec } = options;
+    this.gauge = registry ? new Gauge({ ...spec.gauge, registers: [registry] }) : null;
     // Off the request path: the first record is shown on the next turn of the event loop.
     this.unsubscribe = options.window.onFirst(() => setImmediate(() => this.sweep()));
   }
@@ -100,7 +108,7 @@ export class WindowStatus<R extends WindowRecord> {
         const { namespace, name } = splitKey(key);
         status?.clear(namespace, name, spec.source);
       }
-    this.options.gauge?.set(this.shown.size);
+    this.gauge?.set(this.shown.size);
   }
 
   /**
