@@ -9,6 +9,7 @@ import { RunningOperator } from '../../operator/start';
 import { stringifyManifests } from '../../util/yaml';
 import { runCommand } from '../../cli/testing';
 import { main } from '../../cli/main';
+import { modRule as rule } from '../../operator/testing/objects';
 import { apply, waitFor } from './cluster';
 import { kubectl } from './kubectl';
 import { OperatorHarness, operatorHarness } from './operator-harness';
@@ -30,12 +31,7 @@ const REPORT = `/apis/openreports.io/v1alpha1/namespaces/${NS}/reports/modrule-a
 const COUNT = 100;
 const measured: Record<string, string> = {};
 
-const modRule = (name: string, spec: JsonObject): JsonObject => ({
-  apiVersion: 'api.kubemod.io/v1beta1',
-  kind: 'ModRule',
-  metadata: { name, namespace: NS },
-  spec,
-});
+const modRule = (name: string, spec: JsonObject): JsonObject => rule(NS, name, spec);
 
 /** Labels ConfigMaps of the batch `batch` with team=platform, in `action` mode. */
 const tagging = (action: string) =>
