@@ -97,7 +97,9 @@ export function auditObject(
         ])
       : null;
   // Warn/DryRun rules that would act: what enforcing them would do, reported as such (the webhook does nothing).
-  const unenforced = outcome.unenforced.length ? new Map(outcome.unenforced.map((u) => [key(u.rule), u])) : null;
+  const unenforced = outcome.unenforced.length
+    ? new Map(outcome.unenforced.map((u) => [key(u.rule), u]))
+    : null;
   const results = rules.map((rule): RuleResult => {
     const k = rule.key;
     if (rejected?.has(k)) return resultOf(rule, 'reject', rejected.get(k));

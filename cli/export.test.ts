@@ -159,7 +159,9 @@ describe('modrule export --native', () => {
   });
 
   test('needs --native and --rules', async () => {
-    expect((await modrule(['export', '--rules', EXAMPLES])).stderr).toContain('--native, argocd or flux is required');
+    expect((await modrule(['export', '--rules', EXAMPLES])).stderr).toContain(
+      '--native, argocd or flux is required',
+    );
     expect((await modrule(['export', '--native'])).code).toBe(1);
   });
 });
