@@ -135,7 +135,7 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
   for (let i = 0; i < applied.length - 1; i++)
     for (const [k, o] of applied[i].ops.entries()) {
       const last = o.tokens[o.tokens.length - 1];
-      if (o.op === 'add' && (last === '-' || /^\d+$/.test(last))) continue;
+      if (o.op === 'add' && (last === '-' || last === '-1' || /^\d+$/.test(last))) continue;
       const onPath = (a: readonly string[], b: readonly string[]) =>
         a.every((x, n) => n >= b.length || x === b[n]);
       if (applied[i].ops.slice(k + 1).some((p) => onPath(p.tokens, o.tokens) || onPath(o.tokens, p.tokens)))

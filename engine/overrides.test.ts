@@ -63,6 +63,14 @@ describe("a later rule undoing an earlier rule's write in the same request", () 
     expect(admitChecked(single, loadFixture('deployment')).overridden).toEqual([]);
   });
 
+  test("KubeMod's -1 append (a list insert) by two rules: nothing", () => {
+    const store = storeFromYaml(
+      patchRule('a', add('/spec/template/spec/containers/-1', 'name: x')) +
+        patchRule('b', add('/spec/template/spec/containers/-1', 'name: y')),
+    );
+    expect(admitChecked(store, loadFixture('deployment')).overridden).toEqual([]);
+  });
+
   test('a DryRun rule overrides nothing: its patch is not applied', () => {
     const store = storeFromYaml(
       patchRule('a', add('/metadata/labels/team', 'web')) +

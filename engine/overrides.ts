@@ -51,9 +51,16 @@ function rewrittenLater(ops: readonly ResolvedOperation[], k: number): boolean {
   return false;
 }
 
+/** An add at `-` or at a list index (digits, or KubeMod's -1): an insert. Without a regex: it runs per write. */
 function isListInsert(tokens: readonly string[]): boolean {
-  const last = tokens[tokens.length - 1];
-  return last === '-' || /^\d+$/.test(last ?? '');
+  const last = tokens[tokens.length - 1] ?? '';
+  if (last === '-' || last === '-1') return true;
+  if (last.length === 0) return false;
+  for (let i = 0; i < last.length; i++) {
+    const c = last.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 /** The last rule after `i` with an operation on the path, above it or below it. */
