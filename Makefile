@@ -29,11 +29,13 @@ clean:
 # bundle.yaml is generated from config/: never edit it by hand. bundle/build.ts assembles exactly what
 # `kubectl kustomize config/default` does, sets the operator image to $(IMAGE) (refusing an invalid reference) and
 # refuses a bundle whose ports cannot work (metrics port = webhook port); a failed build leaves bundle.yaml as it was.
-# It also writes config/monitoring/prometheus_rule.yaml from config/monitoring/alerts.yaml.
+# It also writes config/monitoring/prometheus_rule.yaml from config/monitoring/alerts.yaml, and the chart's copies
+# of bundle.yaml and config/ in charts/modrule/files (bundle/chart-files.ts).
 bundle:
 	npm run build --silent
 	node dist/bundle/build.js config/default --image '$(IMAGE)' --output bundle.yaml
 	node dist/bundle/monitoring.js config/monitoring
+	node dist/bundle/chart-files.js .
 
 # Same layout either way: the Dockerfile's build stage and buildah both run image/rootfs.ts (docs/install.md).
 image:

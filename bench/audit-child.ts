@@ -21,15 +21,17 @@ async function main(): Promise<void> {
   store.replaceRules(realisticRules());
   store.replaceNamespaces(workloadNamespaces());
   const certs = generateCertificates({ hosts: ['127.0.0.1'] });
-  const webhook = await startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger,
-    isReady: () => true,
-  });
+  const webhook = await startWebhookServer(
+    {
+      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger,
+      isReady: () => true,
+    },
+    { store },
+  );
   const client = createKubeClient({ server: String(process.env.API_SERVER), apply: async () => undefined });
   let peak = { rss: 0, heapUsed: 0 };
   const sample = () => {

@@ -212,7 +212,7 @@ export async function run(): Promise<BenchRow[]> {
           return { point, scans };
         };
         // Interleaved twice (the machine is shared): the better of each is compared.
-        const steady = () => load(child.url, body, 8, SECONDS, undefined, rate);
+        const steady = () => load(child.url, body, 8, SECONDS, { rate });
         const idles: Point[] = [];
         const busies: Array<{ point: Point; scans: number }> = [];
         for (let k = 0; k < 2; k++) {

@@ -19,7 +19,8 @@ import { BenchRow } from './types';
 // "loop" is the server thread's event-loop delay (monitorEventLoopDelay, 1 ms resolution) during the run.
 const SECONDS = Number(process.env.MODRULE_BENCH_SECONDS ?? 10);
 // The API server gives up after the webhook's timeoutSeconds (10 in config/): later answers count as timeouts.
-const load = (url: string, body: string, connections: number) => loadFor(url, body, connections, SECONDS, 10);
+const load = (url: string, body: string, connections: number) =>
+  loadFor(url, body, connections, SECONDS, { timeoutSeconds: 10 });
 const BENIGN_CONNECTIONS = 4;
 const HOSTILE_CONNECTIONS = 4;
 
@@ -41,17 +42,21 @@ async function serveInWorker(input: WorkerInput): Promise<void> {
   const store = new RuleStore();
   const rejected = store.replaceRules([...hostileRules('evil'), benignRule('evil'), benignRule('good')]);
   if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
-  const webhook = await startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
-    // Steps in proportion (~10 steps per µs of the most expensive work), so the time is what binds.
-    budget: input.budgetMs ? { ms: input.budgetMs, steps: input.budgetMs * 10_000 } : undefined,
-  });
+  const webhook = await startWebhookServer(
+    {
+      tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger: silentLogger(),
+      isReady: () => true,
+    },
+    {
+      store,
+      // Steps in proportion (~10 steps per µs of the most expensive work), so the time is what binds.
+      budget: input.budgetMs ? { ms: input.budgetMs, steps: input.budgetMs * 10_000 } : undefined,
+    },
+  );
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   parentPort?.on('message', (m: string) => {

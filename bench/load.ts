@@ -14,19 +14,26 @@ export interface Point {
   bad: number;
 }
 
+/** How a load point departs from a closed loop with autocannon's default timeout. */
+export interface LoadOptions {
+  /** Answers slower than this count as timeouts. */
+  timeoutSeconds?: number;
+  /** An open loop of this many requests per second over the connections instead of a closed loop. */
+  rate?: number;
+}
+
 /**
- * POSTs `body` (an AdmissionReview; several: each connection sends them in turn) to `url` for `seconds`;
- * `timeoutSeconds` counts slower answers as timeouts. With `rate`, an open loop of that many requests per second
- * over the connections instead of a closed loop.
+ * POSTs `body` (an AdmissionReview; several: each connection sends them in turn) to `url` for `seconds` from
+ * `connections` clients, as a closed loop unless `options` says otherwise.
  */
 export async function load(
   url: string,
   body: string | readonly string[],
   connections: number,
   seconds: number,
-  timeoutSeconds?: number,
-  rate?: number,
+  options: LoadOptions = {},
 ): Promise<Point> {
+  const { timeoutSeconds, rate } = options;
   const r = await autocannon({
     url,
     method: 'POST',

@@ -40,15 +40,17 @@ async function serveInWorker(input: WorkerInput): Promise<void> {
   const rejected = store.replaceRules(input.rules);
   if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
   store.replaceNamespaces(input.namespaces);
-  const webhook = await startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
-  });
+  const webhook = await startWebhookServer(
+    {
+      tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger: silentLogger(),
+      isReady: () => true,
+    },
+    { store },
+  );
   parentPort?.on('message', (m: string) => {
     if (m === 'stop') void webhook.close().then(() => process.exit(0));
     else void webhook.registry.metrics().then((text) => parentPort?.postMessage({ metrics: text }));
@@ -110,10 +112,10 @@ async function heavyNeighbours(cert: string, key: string): Promise<BenchRow[]> {
   try {
     const benign = configMapReview(smallConfigMap('good'));
     const heavy = HEAVY_SPECS.map((h) => configMapReview(heavyObject(h, ns(h), BIG_KEYS)));
-    const alone = await load(server.url, benign, CONNECTIONS, SECONDS, 10);
+    const alone = await load(server.url, benign, CONNECTIONS, SECONDS, { timeoutSeconds: 10 });
     const [shared, evil] = await Promise.all([
-      load(server.url, benign, CONNECTIONS, SECONDS, 10),
-      load(server.url, heavy, CONNECTIONS, SECONDS, 10),
+      load(server.url, benign, CONNECTIONS, SECONDS, { timeoutSeconds: 10 }),
+      load(server.url, heavy, CONNECTIONS, SECONDS, { timeoutSeconds: 10 }),
     ]);
     const neighbour = await server.metric(
       'modrule_rule_patches_total{namespace="heavy-',
@@ -163,7 +165,9 @@ async function ordinaryLoad(cert: string, key: string): Promise<BenchRow[]> {
     namespaces: workloadNamespaces(),
   });
   try {
-    const point = await load(server.url, realisticReview(), CONNECTIONS, ORDINARY_SECONDS, 10);
+    const point = await load(server.url, realisticReview(), CONNECTIONS, ORDINARY_SECONDS, {
+      timeoutSeconds: 10,
+    });
     const overruns = await server.metric('modrule_rule_budget_exhausted_total{');
     const quarantines = await server.metric('modrule_rule_quarantines_total{');
     return [

@@ -84,15 +84,17 @@ async function serve(mode: string, arg: string): Promise<string> {
     sync.start();
     await sync.synced;
     const certs = generateCertificates({ hosts: ['127.0.0.1'] });
-    const webhook = await startWebhookServer({
-      store,
-      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger,
-      isReady: () => sync.isReady(),
-    });
+    const webhook = await startWebhookServer(
+      {
+        tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
+        port: 0,
+        host: '127.0.0.1',
+        healthPort: 0,
+        logger,
+        isReady: () => sync.isReady(),
+      },
+      { store },
+    );
     return webhook.url + WEBHOOK_PATHS.dragnet;
   }
   throw new Error(`unknown mode ${mode}`);

@@ -66,15 +66,17 @@ async function serveInWorker(input: WorkerInput): Promise<void> {
     if (rejected.length > 0) throw new Error(`bench rules rejected: ${JSON.stringify(rejected)}`);
     store.replaceNamespaces(docs.filter((d) => d.kind === 'Namespace'));
     store.replaceNodes(docs.filter((d) => d.kind === 'Node'));
-    const webhook = await startWebhookServer({
-      store,
-      tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
-    });
+    const webhook = await startWebhookServer(
+      {
+        tls: new MemoryTlsSource({ cert: input.cert, key: input.key }),
+        port: 0,
+        host: '127.0.0.1',
+        healthPort: 0,
+        logger: silentLogger(),
+        isReady: () => true,
+      },
+      { store },
+    );
     url = webhook.url + WEBHOOK_PATHS.dragnet;
     close = () => webhook.close();
   }

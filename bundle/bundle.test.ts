@@ -111,7 +111,7 @@ describe('bundle.yaml', () => {
     }
   });
 
-  it('puts every namespaced object in kubemod-system', () => {
+  it("puts every namespaced object in kubemod-system, but the read of the API servers' endpoints in default", () => {
     const clusterScoped = new Set([
       'Namespace',
       'CustomResourceDefinition',
@@ -122,6 +122,8 @@ describe('bundle.yaml', () => {
     ]);
     for (const d of docs) {
       if (clusterScoped.has(d.kind as string)) expect(at(d, 'metadata.namespace')).toBeUndefined();
+      else if (at(d, 'metadata.name') === 'kubemod-operator-apiservers')
+        expect([d.kind, at(d, 'metadata.namespace')]).toEqual([d.kind, 'default']);
       else expect([d.kind, at(d, 'metadata.namespace')]).toEqual([d.kind, NS]);
     }
   });
@@ -391,10 +393,17 @@ describe('RBAC', () => {
   const roles = docs.filter((d) => rbacKinds.has(d.kind as string));
   const rules = roles.flatMap((r) => (r.rules as JsonObject[]).map((rule) => ({ role: r, rule })));
 
-  it('has one ClusterRole and one Role, both named kubemod-operator', () => {
+  it("has one ClusterRole and one Role named kubemod-operator, and the read of the API servers' endpoints", () => {
     expect(roles.map((r) => `${r.kind}/${at(r, 'metadata.name')}`).sort()).toEqual([
       'ClusterRole/kubemod-operator',
       'Role/kubemod-operator',
+      'Role/kubemod-operator-apiservers',
+    ]);
+    // In default, and only get and list of EndpointSlices there (the kubernetes Service's: one per API server).
+    const apiservers = roles.find((r) => at(r, 'metadata.name') === 'kubemod-operator-apiservers')!;
+    expect(at(apiservers, 'metadata.namespace')).toBe('default');
+    expect(apiservers.rules).toEqual([
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list'] },
     ]);
   });
 

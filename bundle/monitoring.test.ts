@@ -1,11 +1,19 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Registry } from 'prom-client';
 import { parse, parseAllDocuments } from 'yaml';
 import { JsonObject } from '../util/json';
-import { RuleStore } from '../store/rules';
-import { WebhookMetrics } from '../webhook/metrics';
+import { RequestMetrics } from '../webhook/metrics';
 import { prometheusTool } from '../test/prometheus';
 import { renderPrometheusRule } from './monitoring';
 import { dashboardQueries, PENDING_METRICS } from '../test/monitoring';
@@ -78,12 +86,11 @@ describe('config/monitoring/alerts.yaml', () => {
       .flatMap((o) => (o.webhooks as JsonObject[]).map((w) => Number(w.timeoutSeconds)));
     expect(new Set(timeouts)).toEqual(new Set([2, 5, 10]));
     const registry = new Registry();
-    const metrics = new WebhookMetrics(registry, new RuleStore());
+    const metrics = new RequestMetrics(registry);
     metrics.observe('dragnet', 'CREATE', 'allowed', 0.001);
     const bounds = [...(await registry.metrics()).matchAll(/_bucket\{[^}]*le="([^"]+)"/g)].map((m) => m[1]);
     for (const t of timeouts) expect(bounds).toContain(String(t / 2));
     for (const t of [5, 10]) expect(bounds).toContain(String(t));
-    metrics.close();
   });
 });
 
@@ -204,5 +211,32 @@ describe('config/monitoring/dashboard.json', () => {
     ['writes undone by a later rule', /modrule_rule_overrides_total/],
   ])('shows %s', (_what, pattern) => {
     expect(queries.some((q) => pattern.test(q.expr))).toBe(true);
+  });
+});
+
+const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+const withKubectl = hasKubectl ? it : it.skip;
+
+describe("docs/monitoring.md: the release label for kube-prometheus-stack's selectors", () => {
+  withKubectl('the overlay the page gives builds with kubectl kustomize and labels both objects', () => {
+    const page = readFileSync(path.join(ROOT, 'docs', 'monitoring.md'), 'utf8');
+    const at = page.indexOf('# my-monitoring/kustomization.yaml');
+    expect(at).toBeGreaterThan(0);
+    const overlay = page.slice(at, page.indexOf('```', at));
+    // The layout the page assumes: the overlay's folder beside a checkout of modrule.
+    const dir = mkdtempSync(path.join(tmpdir(), 'modrule-monitoring-'));
+    symlinkSync(ROOT, path.join(dir, 'modrule'));
+    mkdirSync(path.join(dir, 'my-monitoring'));
+    writeFileSync(path.join(dir, 'my-monitoring', 'kustomization.yaml'), overlay);
+    const r = spawnSync('kubectl', ['kustomize', 'my-monitoring'], { cwd: dir, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const objects = parseAllDocuments(r.stdout).map((d) => d.toJSON() as JsonObject);
+    const byKind = (kind: string) => objects.find((o) => o.kind === kind)!;
+    const labels = (o: JsonObject) => (o.metadata as JsonObject).labels as JsonObject;
+    for (const kind of ['ServiceMonitor', 'PrometheusRule'])
+      expect(labels(byKind(kind)).release).toBe('kube-prometheus-stack');
+    // What the ServiceMonitor scrapes is as in config/monitoring: the label is on the objects, not in selectors.
+    const own = parse(read('service_monitor.yaml')) as JsonObject;
+    expect(byKind('ServiceMonitor').spec).toEqual(own.spec);
   });
 });

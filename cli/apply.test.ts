@@ -278,31 +278,150 @@ describe('modrule apply', () => {
     expect((JSON.parse(r.stdout) as ApplyVerdict[])[0].rules).toEqual(['default/on-update']);
   });
 
-  test('runtime failures are warnings; the object is still admitted', async () => {
-    const broken = labelRule('broken', 'x');
-    (broken.spec as JsonObject).patch = [{ op: 'replace', path: '/spec/missing/field', value: '1' }];
-    const r = await apply([
+  describe('mistakes that used to pass silently', () => {
+    test('rules that hold no ModRule: exit 1, naming them (kubectl apply of an empty file fails too)', async () => {
+      const empty = write('empty.yaml', '# nothing yet\n');
+      await expect(apply(['--rules', empty, '--file', write('e-in.yaml', bareDeployment())])).rejects.toThrow(
+        `no ModRule in ${empty}: nothing to apply`,
+      );
+      const folder = join(tmp, 'no-rules');
+      write('no-rules/a.yaml', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+      await expect(
+        apply(['--rules', folder, '--file', write('e-in.yaml', bareDeployment())]),
+      ).rejects.toThrow(`no ModRule in ${folder}: nothing to apply`);
+    });
+
+    test('a kind nothing serves: a warning with the kind it is likely a misspelling of (as validate)', async () => {
+      const typo = labelRule('typo', 'x', { match: [{ select: '$.kind', matchValue: 'Deploymnet' }] });
+      const r = await apply([
+        '--rules',
+        write('typo.yaml', typo),
+        '--file',
+        write('t-in.yaml', bareDeployment()),
+      ]);
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stderr).toBe(
+        'warning: ModRule default/typo: spec.match[0].matchValue: kind Deploymnet is not built into Kubernetes 1.37 nor declared by a CustomResourceDefinition in the input (did you mean Deployment?): the rule matches none of its objects\n',
+      );
+    });
+
+    test('a kind of the input or of a CRD given is served: no warning', async () => {
+      const widget = labelRule('widgets', 'x', { match: [{ select: '$.kind', matchValue: 'Widget' }] });
+      const input = { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } };
+      const r = await apply(['--rules', write('widget.yaml', widget), '--file', write('w-in.yaml', input)]);
+      expect(r.stderr).toBe('');
+    });
+
+    test('input that is not a Kubernetes object: exit 1, naming the document (no invented metadata)', async () => {
+      await expect(apply(['--rules', rulesDir], 'foo: bar\n')).rejects.toThrow(
+        '<stdin>: document 1: not a Kubernetes object: apiVersion and kind are missing',
+      );
+      const mixed = stringify(bareDeployment()) + '---\nkind: ConfigMap\nmetadata: {name: c}\n';
+      await expect(apply(['--rules', rulesDir, '-f', write('mixed.yaml', mixed)])).rejects.toThrow(
+        'mixed.yaml: document 2: not a Kubernetes object: apiVersion is missing',
+      );
+    });
+  });
+
+  describe('a ModRule failing at run time (--on-error)', () => {
+    // The issue's case: a sidecar whose value indexes labels that Pods without labels do not have.
+    const sidecar = {
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'sidecar' },
+      spec: {
+        type: 'Patch',
+        match: [{ select: '$.kind', matchValue: 'Pod' }],
+        patch: [
+          {
+            op: 'add',
+            path: '/spec/containers/-',
+            value:
+              'name: sidecar\nimage: busybox\nenv:\n  - name: APP\n    value: \'{{ index .Target.metadata.labels "app" | default "unknown" }}\'\n',
+          },
+        ],
+      },
+    };
+    const pod = (name: string): JsonObject => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name },
+      spec: { containers: [{ name: 'app', image: 'nginx' }] },
+    });
+    const pods = [pod('p1'), pod('p2'), pod('p3')];
+    const args = (): string[] => [
       '--rules',
-      write('broken.yaml', broken),
+      write('sidecar.yaml', sidecar),
       '--file',
-      write('b-in.yaml', bareDeployment()),
-    ]);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toMatch(/^warning: ModRule default\/broken failed on Deployment default\/nginx: /);
-    expect(docs(r.stdout)).toEqual([bareDeployment()]);
-    const json = await apply([
-      '--rules',
-      write('broken.yaml', broken),
-      '--file',
-      write('b-in.yaml', bareDeployment()),
-      '--output',
-      'json',
-    ]);
-    const [verdict] = JSON.parse(json.stdout) as ApplyVerdict[];
-    expect(verdict.allowed).toBe(true);
-    expect(verdict.failures).toEqual([
-      { rule: 'default/broken', message: expect.stringContaining('/spec/missing/field') as string },
-    ]);
+      write('pods.yaml', pods.map((p) => stringify(p)).join('---\n')),
+    ];
+    const SUMMARY =
+      'ModRule default/sidecar failed at run time on 3 objects, first on Pod default/p1: spec.patch[0].value: ';
+
+    test('fail (the default): exit 1, nothing on stdout, one line for every object that failed', async () => {
+      const r = await apply(args());
+      expect(r.code).toBe(EXIT.error);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.split('\n')).toHaveLength(2); // one line and its newline
+      expect(r.stderr).toContain(`modrule apply: ${SUMMARY}`);
+      expect(r.stderr).toContain('index of untyped nil');
+      expect(r.stderr).toContain('--on-error=warn');
+    });
+
+    test('--output json still gives every verdict with its failures, and exits 1', async () => {
+      const r = await apply([...args(), '-o', 'json']);
+      expect(r.code).toBe(EXIT.error);
+      const verdicts = JSON.parse(r.stdout) as ApplyVerdict[];
+      expect(verdicts.map((v) => v.failures.map((f) => f.rule))).toEqual([
+        ['default/sidecar'],
+        ['default/sidecar'],
+        ['default/sidecar'],
+      ]);
+      expect(r.stderr.split('\n')).toHaveLength(2);
+    });
+
+    test('--on-error=warn: exit 0, the objects as the webhook admits them, one warning line', async () => {
+      const r = await apply([...args(), '--on-error=warn']);
+      expect(r.code).toBe(EXIT.ok);
+      expect(docs(r.stdout)).toEqual(pods);
+      expect(r.stderr).toMatch(
+        new RegExp(`^warning: ${SUMMARY.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^\n]*\n$`),
+      );
+    });
+
+    test('several rules: still one line, each rule with its count', async () => {
+      const other = labelRule('other', 'x', {
+        match: [{ select: '$.kind', matchValue: 'Pod' }],
+        patch: [{ op: 'replace', path: '/spec/nothing', value: 'x' }],
+      });
+      const r = await apply([...args(), '--rules', write('other.yaml', other), '--on-error', 'warn']);
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stderr).toMatch(
+        /^warning: ModRules default\/other \(3 objects\) and default\/sidecar \(3 objects\) failed at run time, first on Pod default\/p1: /,
+      );
+      expect(r.stderr.split('\n')).toHaveLength(2);
+    });
+
+    test('a rejection with a failure: the rejection decides (exit 2, as scripts read it), nothing written', async () => {
+      const r = await apply([
+        ...args(),
+        '--rules',
+        write('reject-pods.yaml', {
+          ...rejectRule,
+          metadata: { name: 'no-pods' },
+          spec: { type: 'Reject', match: [{ select: '$.kind', matchValue: 'Pod' }] },
+        }),
+      ]);
+      expect(r.code).toBe(EXIT.finding);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('failed at run time');
+    });
+
+    test('--on-error takes fail or warn', async () => {
+      await expect(apply([...args(), '--on-error=ignore'])).rejects.toThrow(
+        '--on-error must be fail or warn, got "ignore"',
+      );
+    });
   });
 
   test('an invalid ModRule names its file, its name and the field (exit 1)', async () => {
@@ -320,7 +439,7 @@ describe('modrule apply', () => {
     [['--file', 'x.yaml'], /--rules is required/],
     [['--rules', 'r', '--file', 'f', '--operation', 'CONNECT'], /--operation must be/],
     [['--rules', 'r', '--file', 'f', '--output', 'xml'], /--output must be/],
-    [['--rules', 'r', '--file', 'f', '--bogus'], /Unknown option/],
+    [['--rules', 'r', '--file', 'f', '--bogus'], /unknown option/],
     [['--rules', '/does/not/exist', '--file', 'f'], /cannot read/],
   ])('bad usage %j', async (args, message) => {
     await expect(apply(args)).rejects.toThrow(UsageError);
@@ -393,7 +512,10 @@ describe('modrule apply', () => {
       patch: [{ op: 'replace', path: '/spec/nothing', value: 'x' }],
     });
     const rules = ['--rules', rulesDir, '--rules', write('failing.yaml', failing)];
-    const r = await apply([...rules, '-f', '-', '-o', 'json'], stringify(bareDeployment()));
+    const r = await apply(
+      [...rules, '-f', '-', '-o', 'json', '--on-error=warn'],
+      stringify(bareDeployment()),
+    );
     // As the webhook does: the object is admitted with the other rules' changes, that rule's dropped.
     expect(r.code).toBe(EXIT.ok);
     const [verdict] = JSON.parse(r.stdout) as ApplyVerdict[];
@@ -402,7 +524,9 @@ describe('modrule apply', () => {
       { rule: 'default/fails', message: expect.stringContaining('replace /spec/nothing') as string },
     ]);
     expect((verdict.object.metadata as JsonObject).labels).toEqual({ app: 'nginx', one: 'set', two: 'set' });
-    expect(r.stderr).toContain('warning: ModRule default/fails failed on Deployment default/nginx');
+    expect(r.stderr).toContain(
+      'warning: ModRule default/fails failed at run time on 1 object, first on Deployment default/nginx',
+    );
     // Without failures the field is there and empty: a consumer need not test for its presence.
     const clean = await apply(['--rules', rulesDir, '-o', 'json'], stringify(bareDeployment()));
     expect((JSON.parse(clean.stdout) as ApplyVerdict[])[0].failures).toEqual([]);
@@ -416,6 +540,7 @@ describe('modrule apply', () => {
       '-f',
       join(testing, 'resources.yaml'),
       '--record-patched-by',
+      '--on-error=warn',
     ]);
     const objects = docs(r.stdout) as JsonObject[];
     const annotation = (name: string) =>

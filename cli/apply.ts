@@ -4,15 +4,14 @@ import { AdmissionExplanation, explainAdmission } from '../engine/explain';
 import { unenforcedSummary } from '../engine/unenforced';
 import { JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
-import { RuleStore } from '../store/rules';
-import { warnDuplicateKeys } from './duplicates';
 import { CLUSTER_SCOPED_KINDS } from '../rule/kinds';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
-import { allowSecretsHelp, standInCluster } from './cluster';
+import { allowSecretsHelp } from './cluster';
+import { ApplyInput, loadApplyInput } from './apply-input';
 import { formatExplanation, palette } from './explain';
 import { CommandIO, fileOrStdin, UsageError } from './io';
-import { loadPaths, loadRules } from './load';
+import { failureLine, ON_ERROR_OPTION, OnError, onErrorHelp, parseOnError, RunTimeFailure } from './failures';
 import {
   admissionInput,
   identity,
@@ -44,10 +43,22 @@ Without --file, manifests are read from standard input (so it works as a Helm po
   --explain             why each rule did or did not match: on stderr (yaml), or an "explanation" per verdict (json)
   --record-patched-by   annotate each patched object with the rules that patched it (modrule.io/patched-by), as
                         the operator does with --record-patched-by
+${onErrorHelp(24, 'exit 1, no object written (json: the verdicts)', "exit 0, objects without that rule's changes, as the webhook admits them")}
+                        (either way one line on stderr sums the failures up; -o json lists each)
 ${allowSecretsHelp(24)}
   -h, --help            show this help
 
-${exitHelp('at least one object rejected')}`;
+${exitHelp('at least one object rejected', 'a ModRule failing at run time (--on-error fail)')}`;
+
+const AS_THE_WEBHOOK = "without the failing rules' changes, as the webhook admits them";
+const YAML_CONSEQUENCE = {
+  fail: `no object is written (--on-error=warn writes them ${AS_THE_WEBHOOK}; -o json lists every failure)`,
+  warn: `the objects are written ${AS_THE_WEBHOOK} (-o json lists every failure)`,
+};
+const JSON_CONSEQUENCE = {
+  fail: `exit 1 (--on-error=warn: carry on ${AS_THE_WEBHOOK}); the verdicts list every failure`,
+  warn: `the verdicts are ${AS_THE_WEBHOOK}, and list every failure`,
+};
 
 /** Kinds the API server stores without a namespace (objects of other kinds take --namespace). */
 export { CLUSTER_SCOPED_KINDS };
@@ -70,24 +81,44 @@ export interface ApplyVerdict {
   explanation?: AdmissionExplanation;
 }
 
+/** Who runs apply: its name in messages and what a run-time failure means for its output (see failures.ts). */
+export interface ApplyCaller {
+  command: string;
+  consequence?: Record<OnError, string>;
+}
+
 /** modrule apply: runs ModRules against manifests without a cluster. */
 export async function run(args: string[], io: CommandIO): Promise<number> {
-  const parsed = parseCommand(args, {
-    options: {
-      rules: { type: 'string', multiple: true },
-      file: { type: 'string', short: 'f' },
-      cluster: { type: 'string', multiple: true },
-      operation: { type: 'string', default: 'CREATE' },
-      old: { type: 'string', multiple: true },
-      namespace: { type: 'string', default: 'default' },
-      'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
-      output: { type: 'string', short: 'o', default: 'yaml' },
-      explain: { type: 'boolean', default: false },
-      'record-patched-by': { type: 'boolean', default: false },
-      'allow-secret-references': { type: 'boolean', default: false },
-    },
-    usage: USAGE,
-  });
+  return runApply(args, io, { command: 'apply' });
+}
+
+const OPTIONS = {
+  rules: { type: 'string', multiple: true },
+  file: { type: 'string', short: 'f' },
+  cluster: { type: 'string', multiple: true },
+  operation: { type: 'string', default: 'CREATE' },
+  old: { type: 'string', multiple: true },
+  namespace: { type: 'string', default: 'default' },
+  'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
+  output: { type: 'string', short: 'o', default: 'yaml' },
+  explain: { type: 'boolean', default: false },
+  'record-patched-by': { type: 'boolean', default: false },
+  'allow-secret-references': { type: 'boolean', default: false },
+  ...ON_ERROR_OPTION,
+} as const;
+
+/** How apply admits: what the options say beyond the files to read. */
+interface AdmitOptions {
+  operation: AdmissionOperation;
+  namespace: string;
+  output: 'yaml' | 'json';
+  explain: boolean;
+  recordPatchedBy: boolean;
+}
+
+/** modrule apply for `caller` (post-render runs it with --output json). */
+export async function runApply(args: string[], io: CommandIO, caller: ApplyCaller): Promise<number> {
+  const parsed = parseCommand(args, { options: OPTIONS, usage: USAGE });
   if (parsed === 'help') {
     io.stdout(USAGE);
     return EXIT.ok;
@@ -101,93 +132,113 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError(`--output must be yaml or json`);
   if (opts.old && operation !== 'UPDATE')
     throw new UsageError(`--old only makes sense with --operation UPDATE`);
-  const defaultNamespace = opts.namespace;
-
-  const store = new RuleStore({
-    clusterNamespace: opts['cluster-namespace'],
-    references: { allowSecrets: opts['allow-secret-references'] },
+  const onError = parseOnError(opts['on-error']);
+  const input = await loadApplyInput(
+    {
+      rules: opts.rules,
+      file,
+      cluster: opts.cluster ?? [],
+      old: opts.old ?? [],
+      namespace: opts.namespace,
+      clusterNamespace: opts['cluster-namespace'],
+      allowSecrets: opts['allow-secret-references'],
+    },
+    io,
+  );
+  const output = opts.output;
+  const run = admitAll(input, io, {
+    operation,
+    namespace: opts.namespace,
+    output,
+    explain: opts.explain,
+    recordPatchedBy: opts['record-patched-by'],
   });
-  await loadRules(store, opts.rules, defaultNamespace, io);
-  const clusterFiles = await loadPaths(opts.cluster ?? [], io);
-  warnDuplicateKeys(clusterFiles, io);
-  const cluster = clusterFiles.map((l) => l.object);
-  const references = standInCluster(store, cluster, defaultNamespace);
 
-  const olds = new Map<string, JsonObject>();
-  const oldObjects = await loadPaths(opts.old ?? [], io);
-  warnDuplicateKeys(oldObjects, io);
-  for (const { object } of oldObjects) olds.set(identity(object, scope(object, defaultNamespace)), object);
+  const stop = onError === 'fail' && run.failures.length > 0;
+  const consequence = caller.consequence ?? (output === 'json' ? JSON_CONSEQUENCE : YAML_CONSEQUENCE);
+  io.stderr(failureLine(caller.command, run.failures, onError, consequence));
+  if (output === 'json') io.stdout(JSON.stringify(run.verdicts, null, 2) + '\n');
+  else if (!stop) io.stdout(stringifyManifests(run.admitted));
+  // A rejection outranks a failure (2, as it always was: KubeMod's tables and scripts read 2 as "rejected"); either
+  // way no object goes on.
+  if (run.rejected) return EXIT.finding;
+  return stop ? EXIT.error : EXIT.ok;
+}
 
-  const inputs = await loadPaths([file], io);
-  warnDuplicateKeys(inputs, io);
+/** Every object through admit(), as the webhook would see it: the verdicts, the objects admitted, the failures. */
+function admitAll(
+  { store, references, olds, inputs }: ApplyInput,
+  io: CommandIO,
+  opts: AdmitOptions,
+): { verdicts: ApplyVerdict[]; admitted: JsonObject[]; rejected: boolean; failures: RunTimeFailure[] } {
   const snapshot = store.snapshot();
   const compiled = opts.explain ? store.allRules() : [];
   const verdicts: ApplyVerdict[] = [];
   const admitted: JsonObject[] = [];
   let rejected = false;
-
+  const failures: RunTimeFailure[] = [];
   for (const { object } of inputs) {
-    const namespace = scope(object, defaultNamespace);
+    const namespace = scope(object, opts.namespace);
     // The API server fills metadata.namespace before admission; do the same, then take it back out if nothing set it.
     const subject = withNamespace(object, namespace);
-    const input = admissionInput(
-      operation,
-      subject,
-      olds.get(identity(object, namespace)) ?? null,
-      namespace,
-    );
+    const old = olds.get(identity(object, namespace)) ?? null;
+    const input = admissionInput(opts.operation, subject, old, namespace);
     // Offline, on the user's own files: messages of rules reading Secrets are shown.
     const outcome = admit(input, snapshot, undefined, {
       references,
       withholdSecrets: false,
-      recordPatchedBy: opts['record-patched-by'],
+      recordPatchedBy: opts.recordPatchedBy,
     });
     const label = `${String(object.kind ?? '<no kind>')} ${namespace ? `${namespace}/` : ''}${nameOf(object)}`;
     const explanation = opts.explain ? explainAdmission(input, snapshot, compiled, references) : undefined;
     if (explanation && opts.output === 'yaml')
       io.stderr(formatExplanation(label, explanation, palette(false)));
-    tellOutcome(io, outcome, label);
+    for (const f of outcome.failures)
+      failures.push({ rule: `${f.rule.namespace}/${f.rule.name}`, object: label, message: f.message });
+    tellUnenforced(io, outcome, label);
     const result = restoreNamespace(resultObject(outcome, subject), object);
-    if (!outcome.allowed) rejected = true;
-    else admitted.push(result);
-    verdicts.push({
-      kind: typeof object.kind === 'string' ? object.kind : '',
-      namespace,
-      name: nameOf(object),
-      allowed: outcome.allowed,
-      message: outcome.allowed
-        ? null
-        : outcome.rejections
-            .map((r) => `${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}`)
-            .join('; '),
-      patch: outcome.patch as unknown as JsonValue[],
-      object: result,
-      rules: outcome.matched.map((r) => `${r.namespace}/${r.name}`),
-      failures: outcome.failures.map((f) => ({
-        rule: `${f.rule.namespace}/${f.rule.name}`,
-        message: f.message,
-      })),
-      ...(explanation ? { explanation } : {}),
-    });
+    if (outcome.allowed) admitted.push(result);
+    else {
+      rejected = true;
+      for (const r of outcome.rejections) io.stderr(`rejected ${label} by ${ruleText(r)}\n`);
+    }
+    verdicts.push(verdictOf(object, namespace, outcome, result, explanation));
   }
-
-  if (opts.output === 'json') io.stdout(JSON.stringify(verdicts, null, 2) + '\n');
-  else io.stdout(stringifyManifests(admitted));
-  return rejected ? EXIT.finding : EXIT.ok;
+  return { verdicts, admitted, rejected, failures };
 }
 
-/** What the rules did besides the output, on stderr: failures, Warn/DryRun rules' would-be effects, rejections. */
-function tellOutcome(io: CommandIO, outcome: AdmissionOutcome, label: string): void {
-  for (const f of outcome.failures)
-    io.stderr(`warning: ModRule ${f.rule.namespace}/${f.rule.name} failed on ${label}: ${f.message}\n`);
-  // Warn and DryRun rules leave the object as it is, as the webhook does; what they would do is said here.
+function ruleText(r: { rule: { namespace: string; name: string }; message: string }): string {
+  return `${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}`;
+}
+
+function verdictOf(
+  object: JsonObject,
+  namespace: string | null,
+  outcome: AdmissionOutcome,
+  result: JsonObject,
+  explanation: AdmissionExplanation | undefined,
+): ApplyVerdict {
+  return {
+    kind: typeof object.kind === 'string' ? object.kind : '',
+    namespace,
+    name: nameOf(object),
+    allowed: outcome.allowed,
+    message: outcome.allowed ? null : outcome.rejections.map(ruleText).join('; '),
+    patch: outcome.patch as unknown as JsonValue[],
+    object: result,
+    rules: outcome.matched.map((r) => `${r.namespace}/${r.name}`),
+    failures: outcome.failures.map((f) => ({
+      rule: `${f.rule.namespace}/${f.rule.name}`,
+      message: f.message,
+    })),
+    ...(explanation ? { explanation } : {}),
+  };
+}
+
+/** Warn and DryRun rules leave the object as it is, as the webhook does; what they would do is said on stderr. */
+function tellUnenforced(io: CommandIO, outcome: AdmissionOutcome, label: string): void {
   for (const u of outcome.unenforced)
     io.stderr(
       `note: ModRule ${u.rule.namespace}/${u.rule.name} (${u.action}) ${unenforcedSummary(u)} on ${label}\n`,
     );
-  if (!outcome.allowed)
-    for (const r of outcome.rejections)
-      io.stderr(
-        `rejected ${label} by ${r.rule.namespace}/${r.rule.name}${r.message ? `: ${r.message}` : ''}\n`,
-      );
 }

@@ -1,5 +1,6 @@
 import { parseArgs, ParseArgsConfig } from 'node:util';
 import { messageOf } from '../util/errors';
+import { closest } from '../util/suggest';
 import { UsageError } from './io';
 
 // Every subcommand parses its options here, with one convention: bad usage throws UsageError, and main.ts turns it
@@ -52,9 +53,23 @@ export function parseCommand<O extends OptionSpecs>(
       allowPositionals: line.positionals ?? false,
     });
   } catch (err) {
-    throw new UsageError(`${messageOf(err)}\n\n${line.usage}`);
+    throw new UsageError(unknownOption(err, line) ?? `${messageOf(err)}\n\n${line.usage}`);
   }
   return (parsed.values as { help?: boolean }).help ? 'help' : parsed;
+}
+
+/**
+ * An unknown option as one line, with the option it is likely a misspelling of and where the options are listed
+ * (`--rule` for `--rules`), instead of node's message and the whole usage; undefined for any other error.
+ */
+function unknownOption<O extends OptionSpecs>(err: unknown, line: CommandLine<O>): string | undefined {
+  if ((err as { code?: string }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
+  const option = /Unknown option '([^']+)'/.exec(messageOf(err))?.[1];
+  if (!option) return undefined;
+  const names = Object.keys({ ...line.options, ...HELP });
+  const near = option.startsWith('--') ? closest(option.slice(2), names) : undefined;
+  const command = /^usage: (modrule [\w-]+)/.exec(line.usage)?.[1] ?? 'modrule';
+  return `unknown option '${option}'${near ? ` (did you mean --${near}?)` : ''}; "${command} --help" lists the options`;
 }
 
 /**

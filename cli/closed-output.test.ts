@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { modruleBinDir, runProcess } from '../test/cli';
 
@@ -15,7 +16,16 @@ const CASES: Array<{ args: string[]; stdin?: string }> = [
   { args: ['--help'] },
   { args: ['select', '$.metadata.name', '-f', join(TESTING, 'resources.yaml')] },
   // Exit 2 (a Deployment rejected): the status survives the closed pipe.
-  { args: ['apply', '--rules', join(TESTING, 'rules.yaml'), '-f', join(TESTING, 'resources.yaml')] },
+  {
+    args: [
+      'apply',
+      '--rules',
+      join(TESTING, 'rules.yaml'),
+      '-f',
+      join(TESTING, 'resources.yaml'),
+      '--on-error=warn',
+    ],
+  },
   { args: ['apply', '--rules', join(ROOT, 'examples', 'helm', 'rules'), '-f', '-'], stdin: MANIFESTS },
   { args: ['post-render', '--rules', join(ROOT, 'examples', 'helm', 'rules')], stdin: MANIFESTS },
   { args: ['test', TESTING] },
@@ -50,4 +60,24 @@ describe('a closed standard output (modrule ... | head -1)', () => {
       expect(closed.code).toBe(read.code);
     },
   );
+});
+
+describe('a reader that stops after the first line (modrule apply ... | head -1)', () => {
+  // The pipe holds 64 KiB: below that the writes succeed before head exits, past it a write meets the closed pipe.
+  it('exits 0 with nothing on standard error when the output passes the pipe buffer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'modrule-head-'));
+    const configMaps = Array.from(
+      { length: 2000 },
+      (_, i) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c${i + 1}}\n---\n`,
+    ).join('');
+    writeFileSync(join(dir, 'cms.yaml'), configMaps);
+    const rules = join(TESTING, 'rules.yaml');
+    const all = await runProcess('modrule', ['apply', '--rules', rules, '-f', join(dir, 'cms.yaml')]);
+    expect(all.code).toBe(0);
+    expect(all.stdout.length).toBeGreaterThan(64 * 1024);
+    // As a user types it, with pipefail so the shell's status is modrule's.
+    const script = `set -o pipefail; modrule apply --rules "${rules}" -f cms.yaml | head -1`;
+    const head = await runProcess('bash', ['-c', script], { cwd: dir });
+    expect(head).toEqual({ code: 0, stdout: 'apiVersion: v1\n', stderr: '' });
+  });
 });

@@ -7,16 +7,25 @@ export interface Mismatch {
   expected: JsonValue;
   /** undefined: the actual object has nothing there. */
   actual: JsonValue | undefined;
+  /** Set when `expected` is one element that no element of the list at `path` contains (lists: contains). */
+  element?: true;
 }
 
 /**
+ * How expected lists compare: `contains` (the default), the actual list holds elements containing the expected
+ * ones in their order, others may come before, between and after them; `exact`, the same length, element by element.
+ */
+export type ListMatch = 'contains' | 'exact';
+
+/**
  * Finds where `actual` does not contain `expected`: every field of an expected object must be in the actual one
- * with a containing value; lists must have the same length and contain element by element (`{}` matches any
- * element); other values must be equal. null when it is contained.
+ * with a containing value; lists as `lists` says (elements compared by containment, `{}` matches any element);
+ * other values must be equal. null when it is contained.
  */
 export function firstMismatch(
   actual: JsonValue | undefined,
   expected: JsonValue,
+  lists: ListMatch = 'contains',
   path = '',
 ): Mismatch | null {
   if (isJsonObject(expected)) {
@@ -25,16 +34,17 @@ export function firstMismatch(
       const inner = `${path}/${escapeToken(key)}`;
       if (!Object.prototype.hasOwnProperty.call(actual, key))
         return { path: inner, expected: expected[key], actual: undefined };
-      const m = firstMismatch(actual[key], expected[key], inner);
+      const m = firstMismatch(actual[key], expected[key], lists, inner);
       if (m) return m;
     }
     return null;
   }
   if (Array.isArray(expected)) {
-    if (!Array.isArray(actual) || actual.length !== expected.length)
-      return { path: path || '/', expected, actual };
+    if (!Array.isArray(actual)) return { path: path || '/', expected, actual };
+    if (lists === 'contains') return missingElement(actual, expected, path);
+    if (actual.length !== expected.length) return { path: path || '/', expected, actual };
     for (let i = 0; i < expected.length; i++) {
-      const m = firstMismatch(actual[i], expected[i], `${path}/${i}`);
+      const m = firstMismatch(actual[i], expected[i], lists, `${path}/${i}`);
       if (m) return m;
     }
     return null;
@@ -43,21 +53,73 @@ export function firstMismatch(
 }
 
 /**
- * The part of `actual` that `expected` talks about (its keys, its list lengths), so a diff of a partial
- * expectation against the result shows only what the test checks.
+ * The first expected element no actual element contains (in order): where the element of the same `name` (the
+ * key of containers, env, ports, volumes...) differs when there is one, else the element itself at the list.
  */
-export function projectOnto(actual: JsonValue | undefined, expected: JsonValue): JsonValue | undefined {
+function missingElement(
+  actual: readonly JsonValue[],
+  expected: readonly JsonValue[],
+  path: string,
+): Mismatch | null {
+  const matched = listMatches(actual, expected, 'contains');
+  const missing = matched.indexOf(-1);
+  if (missing < 0) return null;
+  const e = expected[missing];
+  const after = missing === 0 ? 0 : matched[missing - 1] + 1;
+  const name = isJsonObject(e) && typeof e.name === 'string' ? e.name : undefined;
+  const same =
+    name === undefined ? -1 : actual.findIndex((a, i) => i >= after && isJsonObject(a) && a.name === name);
+  if (same >= 0) return firstMismatch(actual[same], e, 'contains', `${path}/${same}`);
+  return { path: path || '/', expected: e, actual: [...actual], element: true };
+}
+
+/**
+ * For each expected element, the index of the actual element that contains it, taken in order (each after the one
+ * before it; the earliest such is taken, which finds an in-order match whenever one exists); -1 from the first
+ * element that has none.
+ */
+function listMatches(
+  actual: readonly JsonValue[],
+  expected: readonly JsonValue[],
+  lists: ListMatch,
+): number[] {
+  const out: number[] = [];
+  let next = 0;
+  for (const e of expected) {
+    while (next < actual.length && firstMismatch(actual[next], e, lists) !== null) next++;
+    out.push(next < actual.length ? next++ : -1);
+  }
+  return out;
+}
+
+/**
+ * The part of `actual` that `expected` talks about (its keys, its list lengths), so a diff of a partial
+ * expectation against the result shows only what the test checks. With lists: contains, an actual list keeps all
+ * its elements, each cut to the keys of the expected element it matched (else of the first expected element).
+ */
+export function projectOnto(
+  actual: JsonValue | undefined,
+  expected: JsonValue,
+  lists: ListMatch = 'contains',
+): JsonValue | undefined {
   if (isJsonObject(expected) && isJsonObject(actual)) {
     const out: Record<string, JsonValue> = {};
     for (const key of Object.keys(expected)) {
       if (!Object.prototype.hasOwnProperty.call(actual, key)) continue;
-      const v = projectOnto(actual[key], expected[key]);
+      const v = projectOnto(actual[key], expected[key], lists);
       if (v !== undefined) out[key] = v;
     }
     return out;
   }
   if (Array.isArray(expected) && Array.isArray(actual)) {
-    return actual.map((a, i) => (i < expected.length ? (projectOnto(a, expected[i]) ?? null) : a));
+    if (lists === 'exact')
+      return actual.map((a, i) => (i < expected.length ? (projectOnto(a, expected[i], lists) ?? null) : a));
+    const matched = listMatches(actual, expected, lists);
+    return actual.map((a, i) => {
+      const k = matched.indexOf(i);
+      const shape = k >= 0 ? expected[k] : expected[0];
+      return shape === undefined ? a : (projectOnto(a, shape, lists) ?? null);
+    });
   }
   return actual;
 }

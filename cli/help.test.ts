@@ -16,6 +16,7 @@ const COMMANDS = [
   'scope',
   'serve',
   'operator',
+  'webhooks',
 ];
 
 async function help(command: string): Promise<string> {

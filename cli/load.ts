@@ -17,6 +17,8 @@ import { messageOf } from '../util/errors';
 export interface Loaded extends ReadObject {
   file: string;
   object: JsonObject;
+  /** 1-based position of its document in the file (a List's items share theirs). */
+  document: number;
   /** Keys its document gives twice (the object holds the last of each). */
   duplicates: DuplicateKey[];
 }
@@ -31,11 +33,25 @@ export async function loadRules(
   defaultNamespace: string,
   io: CommandIO,
 ): Promise<JsonObject[]> {
+  return (await loadRuleFiles(store, paths, defaultNamespace, io)).rules;
+}
+
+/** loadRules, and the other objects the files hold (CustomResourceDefinitions beside the rules, ...). */
+export async function loadRuleFiles(
+  store: RuleStore,
+  paths: readonly string[],
+  defaultNamespace: string,
+  io: CommandIO,
+): Promise<{ rules: JsonObject[]; others: JsonObject[] }> {
   const invalid: string[] = [];
   const seen = new Map<string, string>();
   const accepted: JsonObject[] = [];
+  const others: JsonObject[] = [];
   for (const { file, object, duplicates } of await loadPaths(paths, io)) {
-    if (object.kind !== MODRULE_KIND) continue; // other documents in rule folders are not ours
+    if (object.kind !== MODRULE_KIND) {
+      others.push(object); // other documents in rule folders are not ours
+      continue;
+    }
     const rule = cloneJson(object);
     if (isJsonObject(rule.metadata) && !rule.metadata.namespace) rule.metadata.namespace = defaultNamespace;
     const id = `${namespaceOf(rule) ?? defaultNamespace}/${nameOf(rule) || '<unnamed>'}`;
@@ -50,7 +66,7 @@ export async function loadRules(
     }
   }
   if (invalid.length > 0) throw new UsageError(`invalid ModRules:\n  ${invalid.join('\n  ')}`);
-  return accepted;
+  return { rules: accepted, others };
 }
 
 /** Reads files, folders (recursive .yaml/.yml/.json, sorted) or `-`, and returns every object document. */
@@ -88,7 +104,12 @@ export async function expandPath(path: string): Promise<string[]> {
 /** Splits multi-document YAML (or JSON) into objects; `kind: ...List` documents contribute their items. */
 export function parseDocuments(text: string, file: string): Loaded[] {
   try {
-    return parseManifestEntries(text).map(({ object, duplicates }) => ({ file, object, duplicates }));
+    return parseManifestEntries(text).map(({ object, document, duplicates }) => ({
+      file,
+      object,
+      document,
+      duplicates,
+    }));
   } catch (err) {
     if (err instanceof ManifestSyntaxError) throw new UsageError(yamlErrorText(file, text, err));
     throw err;

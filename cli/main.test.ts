@@ -60,4 +60,18 @@ describe('modrule command line', () => {
     expect(await main(['apply', '--file', '/does/not/exist'], c.io)).toBe(EXIT.error);
     expect(c.err()).toMatch(/^modrule apply: /);
   });
+
+  it.each([
+    [['apply', '--rule', 'rules/'], "unknown option '--rule' (did you mean --rules?)", 'modrule apply'],
+    [['test', 'x', '--junt', 'r.xml'], "unknown option '--junt' (did you mean --junit?)", 'modrule test'],
+    [['validate', 'x', '--strikt'], "unknown option '--strikt' (did you mean --strict?)", 'modrule validate'],
+    [['apply', '--rules', 'x', '--bogus'], "unknown option '--bogus'", 'modrule apply'],
+  ])(
+    'an unknown option %j: one line, the nearest option, where the options are listed',
+    async (args, what, name) => {
+      const c = captured();
+      expect(await main(args, c.io)).toBe(EXIT.error);
+      expect(c.err()).toBe(`${name}: ${what}; "${name} --help" lists the options\n`);
+    },
+  );
 });

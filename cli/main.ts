@@ -1,5 +1,6 @@
 import { EXIT } from './exit';
 import { Command, CommandIO, dropOutputWhenClosed, processIO, UsageError } from './io';
+import { stackOf } from '../util/errors';
 
 // Subcommands load lazily so `modrule select` does not pay for the HTTP server or the Kubernetes client.
 // A new subcommand is one entry here; it parses with parseCommand (./args.ts), returns the statuses of ./exit.ts
@@ -45,6 +46,10 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'run the admission webhook (--local: rules from files, no cluster)',
     load: async () => (await import('./serve')).run,
   },
+  webhooks: {
+    summary: 'print the webhook configurations calling an operator out of the cluster by URL',
+    load: async () => (await import('./webhooks')).run,
+  },
   operator: { summary: 'run the operator in a cluster', load: async () => (await import('./operator')).run },
 };
 
@@ -86,15 +91,21 @@ export async function main(argv: string[], io: CommandIO = processIO()): Promise
       return EXIT.error;
     }
     // A bug or an environment failure is trouble too, never "found something".
-    io.stderr(`modrule ${name}: ${(err as Error).stack ?? String(err)}\n`);
+    io.stderr(`modrule ${name}: ${stackOf(err)}\n`);
     return EXIT.error;
   }
 }
 
-if (require.main === module) {
+/**
+ * Runs the command line as the process (bin/modrule, bin/modrule-post-renderer, `node dist/cli/main.js`): a reader
+ * that closes the pipe early ends nothing (see dropOutputWhenClosed), and the command's status is the process's.
+ */
+export function runAsProcess(argv: string[]): void {
   dropOutputWhenClosed(process.stdout);
   dropOutputWhenClosed(process.stderr);
-  void main(process.argv.slice(2)).then((code) => {
+  void main(argv).then((code) => {
     process.exitCode = code;
   });
 }
+
+if (require.main === module) runAsProcess(process.argv.slice(2));

@@ -161,7 +161,7 @@ describe('parseOperatorArgs', () => {
     [[], { MODRULE_HEALTH_PORT: 'x' }, /MODRULE_HEALTH_PORT must be a port number/],
     [['--log-level', 'trace'], {}, /--log-level must be one of/],
     [['--cluster-namespace', 'Bad_NS'], {}, /not a valid namespace name/],
-    [['--nope'], {}, /Unknown option/],
+    [['--nope'], {}, /unknown option/],
     [['--cert-extra-sans', 'Not_A_Host'], {}, /"Not_A_Host" is neither a DNS name nor an IP/],
     [[], { MODRULE_CERT_EXTRA_SANS: '1.2.3.4.5' }, /MODRULE_CERT_EXTRA_SANS: "1.2.3.4.5"/],
     [['--cert-mode', 'external', '--cert-extra-sans', '127.0.0.1'], {}, /only applies to --cert-mode self/],

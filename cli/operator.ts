@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createLogger, Logger, LogLevel } from '../util/logger';
 import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { loadClusterAccess } from '../kube/credentials';
+import { ClusterAccess } from '../kube/access';
 import { SERVICE_ACCOUNT_DIR } from '../kube/incluster';
 import { createKubeClient, KubeClient } from '../kube/kube';
 import { NativeMode } from '../operator/native/controller';
@@ -269,9 +270,11 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   }
   const logger = hooks.logger ?? createLogger(options.logLevel);
   let client = hooks.client;
+  let access: ClusterAccess | undefined;
   if (!client) {
     try {
-      client = createKubeClient(await loadClusterAccess());
+      access = await loadClusterAccess();
+      client = createKubeClient(access);
     } catch (err) {
       throw new UsageError(
         `no usable Kubernetes configuration (in-cluster or KUBECONFIG): ${messageOf(err)}`,
@@ -292,7 +295,7 @@ export async function runOperator(args: string[], io: CommandIO, hooks: RunHooks
   try {
     // Five seconds of unready-but-serving after SIGTERM lets endpoint removal reach the API servers first.
     const config: OperatorConfig = { shutdownDelayMs: 5000, ...options, ...hooks.config };
-    const operator = await startOperator(config, { client, logger, signal: stopRequested.signal });
+    const operator = await startOperator(config, { client, access, logger, signal: stopRequested.signal });
     hooks.onStarted?.(operator);
     await new Promise<void>((resolve) => {
       if (stopRequested.signal.aborted) resolve();

@@ -94,9 +94,22 @@ describe('modrule post-render', () => {
     const r = await postRender(['--rules', broken], HELM3);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^warning: ModRule default\/broken failed on Deployment default\/release-web: /);
-    expect(r.stderr).toContain(
-      'modrule post-render: ModRules failed at run time on 1 object (above): stopping rather than letting them through unpatched\n',
+    expect(r.stderr).toMatch(
+      /^modrule post-render: ModRule default\/broken failed at run time on 1 object, first on Deployment default\/release-web: .*; nothing is installed \(--on-error=warn installs them without the failing rules' changes, as the webhook admits them; --explain shows each\)\n$/,
+    );
+  });
+
+  it('--on-error=warn: installs the objects as the webhook admits them, with one warning line', async () => {
+    const broken = writeRule('broken', {
+      type: 'Patch',
+      match: [{ select: '$.kind', matchValue: 'Deployment' }],
+      patch: [{ op: 'replace', path: '/spec/template/spec/missing/field', value: '1' }],
+    });
+    const r = await postRender(['--rules', broken, '--on-error=warn'], HELM3);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(HELM3);
+    expect(r.stderr).toMatch(
+      /^warning: ModRule default\/broken failed at run time on 1 object, first on Deployment default\/release-web: .*; they are installed without the failing rules' changes, as the webhook admits them\n$/,
     );
   });
 

@@ -3,7 +3,7 @@ import { ManifestSyntaxError } from '../util/yaml';
 import { SourceDocument, splitYamlStream } from '../util/yaml-stream';
 import { duplicateKeyMessage } from '../util/yaml-duplicates';
 import { rewriteDocument } from '../patch/yaml-document';
-import { ApplyVerdict, run as runApply } from './apply';
+import { ApplyVerdict, runApply } from './apply';
 import { formatExplanation, palette } from './explain';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, readInput, STDIN, UsageError, yamlErrorText } from './io';
@@ -18,7 +18,7 @@ ModRules on standard output. Helm 3 and Helm 4 take the same arguments (docs/hel
   helm install web ./chart --post-renderer modrule-post-renderer --post-renderer-args --rules=rules/   # Helm 3
 
 Options: those of modrule apply (--rules, --namespace, --cluster, --cluster-namespace, --operation, --old,
---explain), except --file and --output: it always reads standard input and writes YAML.
+--explain, --on-error), except --file and --output: it always reads standard input and writes YAML.
 
 Output: every document in its place. A document no rule changed comes out byte for byte as it came
 (comments included); a changed one is edited in place, keeping its comments. Comment-only documents stay,
@@ -26,12 +26,19 @@ kind: List documents stay Lists (their items are admitted one by one).
 
 It fails, so that Helm stops before installing anything, when:
   - a Reject rule rejects an object (exit 2; the rule's message on stderr);
-  - a ModRule fails at run time on an object (exit 1; modrule apply only warns);
+  - a ModRule fails at run time on an object (exit 1, one line sums the failures up; --on-error=warn installs
+    the object without that rule's changes, as the webhook admits it, with that line as a warning);
   - the input holds no Kubernetes object: the chart rendered nothing (exit 1; Helm 4 refuses this too);
   - a document does not parse, or is not a Kubernetes object (no kind or apiVersion) (exit 1);
   - the rules cannot be read or are invalid (exit 1).
 
-${exitHelp('an object rejected', 'a ModRule failing at run time')}`;
+${exitHelp('an object rejected', 'a ModRule failing at run time (--on-error fail)')}`;
+
+const AS_THE_WEBHOOK = "without the failing rules' changes, as the webhook admits them";
+const FAILURE_CONSEQUENCE = {
+  fail: `nothing is installed (--on-error=warn installs them ${AS_THE_WEBHOOK}; --explain shows each)`,
+  warn: `they are installed ${AS_THE_WEBHOOK}`,
+};
 
 /** The annotation Helm 4 adds to every document it hands a post-renderer, to map the result back to its files. */
 export const HELM_FILENAME_ANNOTATION = 'postrenderer.helm.sh/postrender-filename';
@@ -69,12 +76,16 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
 
   // Runs even with no objects, so that bad options and unreadable rules are reported first.
   let json = '';
-  const code = await runApply([...args, '--file', '-', '--output', 'json'], {
-    ...io,
-    stdout: (t) => (json += t),
-    readStdin: async () => entries.map((e) => JSON.stringify(e.object)).join('\n---\n'),
-    stdinIsTTY: false,
-  });
+  const code = await runApply(
+    [...args, '--file', '-', '--output', 'json'],
+    {
+      ...io,
+      stdout: (t) => (json += t),
+      readStdin: async () => entries.map((e) => JSON.stringify(e.object)).join('\n---\n'),
+      stdinIsTTY: false,
+    },
+    { command: 'post-render', consequence: FAILURE_CONSEQUENCE },
+  );
   if (entries.length === 0)
     throw new UsageError(
       'the chart rendered no Kubernetes object: nothing to patch or check (Helm 4 refuses empty post-renderer output as well)',
@@ -86,17 +97,11 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
   for (const v of verdicts) {
     if (v.explanation) io.stderr(formatExplanation(labelOf(v), v.explanation, palette(false)));
   }
-  const failed = verdicts.filter((v) => v.failures.length > 0);
+  // Run-time failures: modrule apply has said so in one line, and returned EXIT.error unless --on-error=warn.
   const rejected = verdicts.filter((v) => !v.allowed);
   if (rejected.length > 0)
     io.stderr(`modrule post-render: ${count(rejected.length, 'object')} rejected: nothing is installed\n`);
-  if (failed.length > 0)
-    io.stderr(
-      `modrule post-render: ModRules failed at run time on ${count(failed.length, 'object')} (above): ` +
-        'stopping rather than letting them through unpatched\n',
-    );
   if (code !== EXIT.ok) return code;
-  if (failed.length > 0) return EXIT.error;
 
   io.stdout(render(docs, entries, verdicts));
   return EXIT.ok;

@@ -146,7 +146,7 @@ describe('modrule select errors', () => {
   const usage: Array<[string, string[], RegExp]> = [
     ['missing expression', [], /missing EXPR/],
     ['bad output format', ['$.kind', '-f', 'x', '-o', 'xml'], /--output must be yaml or json/],
-    ['unknown flag', ['$.kind', '--nope'], /Unknown option/],
+    ['unknown flag', ['$.kind', '--nope'], /unknown option/],
     ['extra argument', ['$.kind', 'a', 'b'], /unexpected argument/],
   ];
   test.each(usage)('%s is a usage error', async (_name, args, message) => {

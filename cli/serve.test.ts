@@ -59,7 +59,7 @@ describe('parseServeArgs', () => {
     [['--local', '--cert', 'x.crt'], /--cert and --key go together/],
     [['--local', '--log-level', 'loud'], /--log-level must be one of/],
     [['--local', '--cluster-namespace', 'Not_Valid'], /not a valid namespace name/],
-    [['--local', '--bogus'], /Unknown option '--bogus'/],
+    [['--local', '--bogus'], /unknown option '--bogus'/],
     [['--local', '-'], /cannot read them from standard input \("-"\)/],
   ])('refuses %j', (args, reason) => {
     expect(() => parseServeArgs(args)).toThrow(UsageError);

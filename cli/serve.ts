@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createLogger, Logger, LogLevel } from '../util/logger';
@@ -32,7 +32,8 @@ options:
   --cluster-namespace NS     namespace of cluster-wide ModRules (default kubemod-system)
   --cert FILE --key FILE     serving certificate and key (reloaded when they change);
                              default: a generated CA and certificate for localhost, 127.0.0.1, ::1
-  --cert-dir DIR             where generated ca.crt, tls.crt, tls.key go (default a new temp folder)
+  --cert-dir DIR             where generated ca.crt, tls.crt, tls.key go (default a new temp folder, removed
+                             when the server stops)
   --log-level LEVEL          error|warn|info|debug (default info)
   --record-patched-by        annotate patched objects with the rules that patched them (modrule.io/patched-by)
 ${allowSecretsHelp(29)}
@@ -151,7 +152,7 @@ export interface LocalServer {
 async function tlsFor(
   options: ServeOptions,
   logger: Logger,
-): Promise<{ tls: TlsSource; caFile: string; caPem: string | null }> {
+): Promise<{ tls: TlsSource; caFile: string; caPem: string | null; ownDir?: string }> {
   if (options.cert && options.key) {
     const tls = await FileTlsSource.open({ certFile: options.cert, keyFile: options.key, logger }).catch(
       (err: Error) => {
@@ -163,7 +164,9 @@ async function tlsFor(
   const hosts = ['localhost', '127.0.0.1', '::1'];
   if (!['0.0.0.0', '::', ...hosts].includes(options.host)) hosts.push(options.host);
   const generated = generateCertificates({ hosts, caName: 'modrule serve --local CA' });
-  const dir = options.certDir ?? (await mkdtemp(join(tmpdir(), 'modrule-serve-')));
+  // A folder of its own unless --cert-dir names one: removed when the server stops (the key in it is a secret).
+  const ownDir = options.certDir === undefined ? await mkdtemp(join(tmpdir(), 'modrule-serve-')) : undefined;
+  const dir = ownDir ?? options.certDir!;
   await mkdir(dir, { recursive: true });
   const caFile = join(dir, 'ca.crt');
   await writeFile(caFile, generated.caCert);
@@ -173,6 +176,7 @@ async function tlsFor(
     tls: new MemoryTlsSource({ cert: generated.cert, key: generated.key }),
     caFile,
     caPem: generated.caCert,
+    ...(ownDir ? { ownDir } : {}),
   };
 }
 
@@ -237,7 +241,11 @@ export async function startLocalServer(
     pollMs: overrides.pollMs,
     debounceMs: overrides.debounceMs,
   });
-  const { tls, caFile, caPem } = await tlsFor(options, logger);
+  const { tls, caFile, caPem, ownDir } = await tlsFor(options, logger);
+  const release = async (): Promise<void> => {
+    tls.close();
+    if (ownDir) await rm(ownDir, { recursive: true, force: true });
+  };
   let ready = false;
   // The port is taken before the (possibly long) first load, so a port in use fails at once; dragnet requests
   // arriving meanwhile wait for the rules instead of being answered from an empty store.
@@ -245,22 +253,26 @@ export async function startLocalServer(
   const rulesLoaded = new Promise<void>((resolve) => (loaded = resolve));
   let webhook: RunningWebhook;
   try {
-    webhook = await startWebhookServer({
-      store,
-      tls,
-      port: options.port,
-      host: options.host,
-      healthPort: options.healthPort,
-      logger,
-      isReady: () => ready,
-      rulesLoaded,
-      budget: options.budget,
-      recordPatchedBy: options.recordPatchedBy,
-      // Loaded with the rules, before the first request is answered: nothing to wait for.
-      references: readySource(references),
-    });
+    webhook = await startWebhookServer(
+      {
+        tls,
+        port: options.port,
+        host: options.host,
+        healthPort: options.healthPort,
+        logger,
+        isReady: () => ready,
+      },
+      {
+        store,
+        rulesLoaded,
+        budget: options.budget,
+        recordPatchedBy: options.recordPatchedBy,
+        // Loaded with the rules, before the first request is answered: nothing to wait for.
+        references: readySource(references),
+      },
+    );
   } catch (err) {
-    tls.close();
+    await release();
     throw new UsageError(`cannot listen: ${messageOf(err)}`);
   }
   let firstLoad: LoadReport;
@@ -268,7 +280,7 @@ export async function startLocalServer(
     firstLoad = await source.reload();
   } catch (err) {
     await webhook.close();
-    tls.close();
+    await release();
     throw err;
   }
   loaded();
@@ -285,7 +297,7 @@ export async function startLocalServer(
       closing ??= (async () => {
         source.close();
         await webhook.close();
-        tls.close();
+        await release();
       })();
       return closing;
     },

@@ -223,6 +223,143 @@ describe('modrule test', () => {
     expect(xml).toContain('expected &quot;payments&quot;, got &quot;platform&quot;');
   });
 
+  describe('patched: lists', () => {
+    // The case: the rule adds POD_NAME to a container whose env already has APP.
+    const podName = {
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'pod-name' },
+      spec: {
+        type: 'Patch',
+        match: [{ select: '$.kind', matchValue: 'Deployment' }],
+        patch: [
+          {
+            op: 'add',
+            path: '/spec/template/spec/containers/0/env/-',
+            value: 'name: POD_NAME\nvalueFrom: {fieldRef: {fieldPath: metadata.name}}',
+          },
+        ],
+      },
+    };
+    const withEnv = (): JsonObject => {
+      const d = deployment();
+      const spec = (d.spec as JsonObject).template as JsonObject;
+      const containers = (spec.spec as JsonObject).containers as JsonObject[];
+      containers[0].env = [{ name: 'APP', value: 'shop' }];
+      return d;
+    };
+    const envSuite = (env: JsonObject[], extra: JsonObject = {}, others: JsonObject[] = []): string => {
+      const dir = suite(
+        {
+          apiVersion: 'modrule.io/v1alpha1',
+          kind: 'ModRuleTest',
+          rules: ['pod-name.yaml'],
+          resources: ['env.yaml'],
+          results: [
+            {
+              resource: 'Deployment/nginx',
+              patched: { spec: { template: { spec: { containers: [{ name: 'nginx', env }, ...others] } } } },
+              ...extra,
+            },
+          ],
+        },
+        { 'pod-name.yaml': stringify(podName), 'env.yaml': stringify(withEnv()) },
+      );
+      return dir;
+    };
+    const POD_NAME = { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } };
+
+    test('by default contain the expected elements, in their order, with others around them', async () => {
+      const r = await modruleTest([envSuite([{ name: 'POD_NAME' }])]);
+      expect(r.stdout).toContain('1 passed, 0 failed');
+      expect(r.code).toBe(EXIT.ok);
+      expect((await modruleTest([envSuite([{ name: 'APP' }, POD_NAME])])).code).toBe(EXIT.ok);
+    });
+
+    test('an element missing, or out of order: the case fails, naming the element', async () => {
+      const r = await modruleTest([envSuite([POD_NAME, { name: 'APP' }])]);
+      expect(r.code).toBe(EXIT.finding);
+      expect(squeeze(r.stdout)).toContain(
+        squeeze(
+          'at /spec/template/spec/containers/0/env: no element contains {"name":"APP"} after the ones before it',
+        ),
+      );
+      const missing = await modruleTest([envSuite([{ name: 'POD_IP' }])]);
+      expect(squeeze(missing.stdout)).toContain(squeeze('/env: no element contains {"name":"POD_IP"}'));
+    });
+
+    test('lists: exact: the same elements, element by element', async () => {
+      // {} stands for the second container (log-shipper), of which the case says nothing.
+      const r = await modruleTest([envSuite([{ name: 'POD_NAME' }], { lists: 'exact' }, [{}])]);
+      expect(r.code).toBe(EXIT.finding);
+      expect(squeeze(r.stdout)).toContain(
+        squeeze('at /spec/template/spec/containers/0/env: expected [{"name":"POD_NAME"}], got ['),
+      );
+      const both = await modruleTest([
+        envSuite([{ name: 'APP' }, { name: 'POD_NAME' }], { lists: 'exact' }, [{}]),
+      ]);
+      expect(both.code).toBe(EXIT.ok);
+    });
+
+    test('lists takes contains or exact, with patched only', async () => {
+      const r = await modruleTest([envSuite([{ name: 'POD_NAME' }], { lists: 'subset' })]);
+      expect(r.code).toBe(EXIT.error);
+      expect(r.stderr).toContain('results[0].lists: must be contains or exact, got "subset"');
+      const dir = suite(
+        base([{ resource: 'Service/nginx', operation: 'CREATE', unchanged: true, lists: 'exact' }]),
+      );
+      const unchanged = await modruleTest([dir]);
+      expect(unchanged.stderr).toContain('results[0].lists: only with patched');
+    });
+  });
+
+  describe('a ModRule failing at run time where no case expects it (--on-error)', () => {
+    // on-update fails on every Deployment UPDATE; the case expects team-label's patch only.
+    const results: JsonObject[] = [
+      {
+        resource: 'Deployment/nginx',
+        operation: 'UPDATE',
+        patched: { metadata: { labels: { team: 'platform' } } },
+      },
+      { resource: 'Service/nginx', operation: 'UPDATE', unchanged: true },
+    ];
+
+    test('fail (the default): the case fails, and one line on stderr sums the failures up', async () => {
+      const r = await modruleTest([suite(base(results))]);
+      expect(r.code).toBe(EXIT.finding);
+      expect(r.stdout).toContain('1 passed, 1 failed');
+      expect(r.stdout).toContain('a rule failed at run time: default/on-update: replace /spec/nothing');
+      expect(r.stderr).toMatch(
+        /^modrule test: ModRule default\/on-update failed at run time on 1 object, first on /,
+      );
+      expect(r.stderr.split('\n')).toHaveLength(2);
+    });
+
+    test('--on-error=warn: the case is judged as the webhook admits the object, with one warning line', async () => {
+      const r = await modruleTest([suite(base(results)), '--on-error=warn']);
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stdout).toContain('2 passed, 0 failed');
+      expect(r.stderr).toMatch(
+        /^warning: ModRule default\/on-update failed at run time on 1 object, first on /,
+      );
+      expect(r.stderr.split('\n')).toHaveLength(2);
+    });
+
+    test('a failure a case expects (error:) is no failure of the run', async () => {
+      const r = await modruleTest([
+        suite(base([{ resource: 'Deployment/nginx', operation: 'UPDATE', error: 'replace /spec/nothing' }])),
+      ]);
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stderr).toBe('');
+    });
+
+    test('--on-error takes fail or warn', async () => {
+      await expect(modruleTest([suite(base(results)), '--on-error=skip'])).rejects.toThrow(
+        '--on-error must be fail or warn, got "skip"',
+      );
+    });
+  });
+
   test('--output json: one entry per case with the verdict, and the explanation of failures', async () => {
     const dir = suite(
       base([
@@ -384,7 +521,7 @@ describe('modrule test', () => {
       [[], /give at least one PATH/],
       [['/does/not/exist'], /cannot read \/does\/not\/exist/],
       [[tmpdir(), '--output', 'xml'], /--output must be text or json/],
-      [['--bogus'], /Unknown option '--bogus'/],
+      [['--bogus'], /unknown option '--bogus'/],
     ])('usage %j', async (args, message) => {
       // Bad usage is a UsageError, printed by the dispatcher as for every subcommand.
       const r = await runCommand((a, io) => main(['test', ...a], io), args);

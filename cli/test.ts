@@ -4,6 +4,7 @@ import { parsePathCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, displayName, UsageError } from './io';
 import { runSuite } from './testcase';
+import { failureLine, ON_ERROR_OPTION, onErrorHelp, parseOnError } from './failures';
 import { findTestFiles, prepareFile, Prepared } from './testsuite';
 import { formatReport, junitLoadFailuresXml, junitXml, LoadFailure } from './testreport';
 import { messageOf } from '../util/errors';
@@ -18,15 +19,23 @@ objects (Namespaces, Nodes, owners, referenced objects), and the expected result
   -o, --output text|json  text (default): one row per case, then each failure with a diff and the explanation
   --junit FILE            also write a JUnit XML report (for CI systems), even when suites do not load
   --explain               explain every case, not only the failing ones
+${onErrorHelp(26, 'the case fails', 'the case is judged on the object as the webhook admits it')}
+                          (a failure a case expects with error: is neither; one line on stderr sums them up)
   -h, --help              show this help
 
 ${exitHelp('at least one case fails')}`;
+
+const FAILURE_CONSEQUENCE = {
+  fail: "their cases fail (--on-error=warn judges them on the objects as the webhook admits them, without the failing rules' changes)",
+  warn: "their cases are judged on the objects as the webhook admits them, without the failing rules' changes",
+};
 
 /** `modrule test`: runs rule test suites and reports one row per case. */
 export const run: Command = async (args, io) => {
   const parsed = parsePathCommand(args, USAGE, {
     junit: { type: 'string' },
     explain: { type: 'boolean', default: false },
+    ...ON_ERROR_OPTION,
   });
   if (parsed === 'help') {
     io.stdout(USAGE);
@@ -34,13 +43,18 @@ export const run: Command = async (args, io) => {
   }
   const { values, output, paths } = parsed;
   const junit = typeof values.junit === 'string' ? values.junit : undefined;
+  const onError = parseOnError(String(values['on-error']));
   const { prepared, failures } = await loadSuites(paths, io);
   if (failures.length > 0) {
     for (const f of failures) io.stderr(`modrule test: ${f.message}\n`);
     if (junit !== undefined) await writeReport(junit, junitLoadFailuresXml(failures), io);
     return EXIT.error;
   }
-  const reports = prepared.flatMap((p) => runSuite(p, values.explain === true));
+  const reports = prepared.flatMap((p) => runSuite(p, values.explain === true, onError));
+  const runTime = reports.flatMap((r) =>
+    (r.unexpectedFailures ?? []).map((f) => ({ ...f, object: r.resource })),
+  );
+  io.stderr(failureLine('test', runTime, onError, FAILURE_CONSEQUENCE));
   const failed = reports.filter((r) => !r.pass).length;
   if (output === 'json') {
     io.stdout(JSON.stringify({ passed: reports.length - failed, failed, cases: reports }, null, 2) + '\n');

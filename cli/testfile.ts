@@ -3,6 +3,7 @@
 import { dirname, resolve } from 'node:path';
 import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation } from '../rule/types';
+import type { ListMatch } from './diff';
 
 /** apiVersion and kind of a test file. */
 export const TEST_API_VERSION = 'modrule.io/v1alpha1';
@@ -19,7 +20,7 @@ export interface ResourceSpec {
 
 /** What a case expects. */
 export type Expectation =
-  | { kind: 'patched'; object: JsonObject; source: string }
+  | { kind: 'patched'; object: JsonObject; source: string; lists: ListMatch }
   | { kind: 'rejected'; message: string }
   | { kind: 'unchanged' }
   | { kind: 'error'; message: string };
@@ -69,7 +70,17 @@ const TOP_FIELDS = [
   'results',
 ];
 const RESOURCE_FIELDS = ['file', 'operation', 'old'];
-const RESULT_FIELDS = ['resource', 'operation', 'rules', 'patched', 'rejected', 'unchanged', 'error'];
+const RESULT_FIELDS = [
+  'resource',
+  'operation',
+  'rules',
+  'patched',
+  'lists',
+  'rejected',
+  'unchanged',
+  'error',
+];
+const LIST_MATCHES: readonly string[] = ['contains', 'exact'];
 const EXPECTATIONS = ['patched', 'rejected', 'unchanged', 'error'] as const;
 const OPERATIONS: readonly string[] = ['CREATE', 'UPDATE', 'DELETE'];
 
@@ -204,10 +215,18 @@ function expectationOf(
   path: (p: string) => string,
   problem: (field: string, message: string) => void,
 ): Expectation | undefined {
+  if (r.lists !== undefined && r.patched === undefined)
+    problem(`${at}.lists`, 'only with patched: how its lists compare');
   if (r.patched !== undefined) {
+    const lists = r.lists ?? 'contains';
+    if (typeof lists !== 'string' || !LIST_MATCHES.includes(lists)) {
+      problem(`${at}.lists`, `must be contains or exact, got ${JSON.stringify(lists)}`);
+      return undefined;
+    }
+    const how = lists as ListMatch;
     if (typeof r.patched === 'string' && r.patched !== '')
-      return { kind: 'patched', object: {}, source: path(r.patched) };
-    if (isJsonObject(r.patched)) return { kind: 'patched', object: r.patched, source: '' };
+      return { kind: 'patched', object: {}, source: path(r.patched), lists: how };
+    if (isJsonObject(r.patched)) return { kind: 'patched', object: r.patched, source: '', lists: how };
     problem(`${at}.patched`, 'must be an object (the expected result, or part of it) or a file name');
     return undefined;
   }

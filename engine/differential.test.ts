@@ -13,7 +13,7 @@ import { RuleSnapshot, RuleStore } from '../store/rules';
 import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from './admit';
 import { stableStringify } from './stable-stringify';
 import { itemMatches } from './match';
-import { Budget, MAX_OPERATIONS_PER_REQUEST, ResolvedOperation, resolveOperations } from './patch';
+import { Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
 import { messageOf } from '../util/errors';
 
 const NS = 'team';
@@ -37,156 +37,49 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
   const subject = input.operation === 'DELETE' ? input.oldObject : input.object;
   if (!subject) return outcome;
   const namespace = input.namespace === '' ? null : input.namespace;
-  if (namespace !== null) {
-    const labels = (snapshot.namespace(namespace)?.metadata as JsonObject | undefined)?.labels;
-    if (isJsonObject(labels) && labels['admission.kubemod.io/ignore'] === 'true') {
-      outcome.ignored = true;
-      return outcome;
-    }
+  if (namespace !== null && ignores(snapshot, namespace)) {
+    outcome.ignored = true;
+    return outcome;
   }
   const rules = snapshot.rulesFor(namespace).filter((r) => r.operations.has(input.operation));
-  const matches = (rule: CompiledRule, obj: JsonValue) => rule.match.every((item) => itemMatches(item, obj));
-  const ref = (r: CompiledRule): RuleRef => ({ namespace: r.namespace, name: r.name });
 
   // The object the rules see: no managedFields, syntheticRefs with the Namespace.
   const working = cloneJson(subject);
   const meta = working.metadata as JsonObject;
-  const managedAt = Object.keys(meta).indexOf('managedFields');
-  const managed = meta.managedFields;
+  const managed: ManagedFields = {
+    at: Object.keys(meta).indexOf('managedFields'),
+    value: meta.managedFields,
+  };
   delete meta.managedFields;
   const ns = namespace === null ? undefined : snapshot.namespace(namespace);
   working.syntheticRefs = ns ? { namespace: ns } : {};
 
-  const lastText = (subject.metadata as JsonObject).annotations;
-  const lastRaw = isJsonObject(lastText) ? lastText[LAST_APPLIED_ANNOTATION] : undefined;
-  let last: JsonValue | undefined;
-  try {
-    last = typeof lastRaw === 'string' ? (JSON.parse(lastRaw) as JsonValue) : undefined;
-  } catch {
-    last = undefined;
-  }
+  const last = lastAppliedOf(subject);
+  // A copy: the rules' operations may change `last` in place.
   const lastOriginal = last === undefined ? undefined : cloneJson(last);
-
-  const budget: Budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
-  let current: JsonObject = working;
-  let changed = false;
-  // Each enforced rule's operations and the object right after it applied (for the overrides).
-  const applied: Array<{ rule: CompiledRule; ops: ResolvedOperation[]; after: JsonObject }> = [];
+  const run: ReferenceRun = {
+    outcome,
+    current: working,
+    changed: false,
+    last,
+    budget: { remaining: MAX_OPERATIONS_PER_REQUEST },
+    applied: [],
+    deleting: input.operation === 'DELETE',
+  };
   const patchRules = rules.filter((r) => r.type === 'Patch');
-  for (let i = 0; i < patchRules.length;) {
-    const tier = patchRules[i].tier;
-    const tierInput = cloneJson(current);
-    for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
-      const rule = patchRules[i];
-      if (!matches(rule, tierInput)) continue;
-      outcome.matched.push(ref(rule));
-      try {
-        const ops = resolveOperations(rule, current, NS, budget);
-        let next: JsonValue = cloneJson(current);
-        for (const o of ops) {
-          try {
-            next = applyKubeModOperation(
-              next,
-              o.op,
-              o.tokens,
-              o.value === undefined ? undefined : cloneJson(o.value),
-            );
-          } catch (err) {
-            throw new Error(`${o.op} ${formatPointer(o.tokens)}: ${messageOf(err)}`);
-          }
-        }
-        if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
-        if (rule.enforcement !== 'Enforce') {
-          const would = createPatch(current, next).filter((o) => !o.path.startsWith('/syntheticRefs'));
-          if (would.length > 0 && input.operation !== 'DELETE')
-            outcome.unenforced.push({
-              rule: ref(rule),
-              action: rule.enforcement,
-              effect: 'patch',
-              patch: would,
-              message: '',
-            });
-          continue;
-        }
-        if (ops.length > 0) changed = true;
-        current = next;
-        applied.push({ rule, ops, after: cloneJson(next) });
-        if (isJsonObject(last)) {
-          for (const o of ops) {
-            if (o.tokens[0] === 'syntheticRefs') continue;
-            try {
-              last = applyKubeModOperation(
-                last,
-                o.op,
-                o.tokens,
-                o.value === undefined ? undefined : cloneJson(o.value),
-              );
-            } catch {
-              // not in the annotation
-            }
-          }
-        }
-        outcome.patched.push(ref(rule));
-      } catch (err) {
-        outcome.failures.push({ rule: ref(rule), message: messageOf(err) });
-      }
-    }
-  }
-  for (let i = 0; i < applied.length - 1; i++)
-    for (const [k, o] of applied[i].ops.entries()) {
-      const last = o.tokens[o.tokens.length - 1];
-      if (o.op === 'add' && (last === '-' || last === '-1' || /^\d+$/.test(last))) continue;
-      const onPath = (a: readonly string[], b: readonly string[]) =>
-        a.every((x, n) => n >= b.length || x === b[n]);
-      if (applied[i].ops.slice(k + 1).some((p) => onPath(p.tokens, o.tokens) || onPath(o.tokens, p.tokens)))
-        continue;
-      const then = valueAt(applied[i].after, o.tokens);
-      const now = valueAt(current, o.tokens);
-      if (then === undefined ? now === undefined : now !== undefined && jsonEqual(then, now)) continue;
-      const overlap = (t: readonly string[]) => t.every((x, k) => k >= o.tokens.length || x === o.tokens[k]);
-      const by = applied
-        .slice(i + 1)
-        .reverse()
-        .find((a) =>
-          a.ops.some(
-            (p) => overlap(p.tokens) || o.tokens.every((x, k) => k >= p.tokens.length || x === p.tokens[k]),
-          ),
-        );
-      if (by && by.rule.key !== applied[i].rule.key)
-        outcome.overridden.push({
-          rule: ref(applied[i].rule),
-          by: ref(by.rule),
-          path: formatPointer(o.tokens),
-        });
-    }
-  if (changed && input.operation !== 'DELETE') {
-    const final = cloneJson(current);
-    delete final.syntheticRefs;
-    const fmeta = final.metadata as JsonObject;
-    if (managed !== undefined) {
-      const keys = Object.keys(fmeta).filter((k) => k !== 'managedFields');
-      keys.splice(Math.min(managedAt, keys.length), 0, 'managedFields');
-      const rebuilt: JsonObject = {};
-      for (const k of keys) rebuilt[k] = k === 'managedFields' ? managed : fmeta[k];
-      final.metadata = rebuilt;
-    }
-    const annotations = (final.metadata as JsonObject).annotations;
-    if (
-      isJsonObject(last) &&
-      lastOriginal !== undefined &&
-      !jsonEqual(last, lastOriginal) &&
-      isJsonObject(annotations)
-    )
-      annotations[LAST_APPLIED_ANNOTATION] = stableStringify(last) + '\n';
+  for (let i = 0; i < patchRules.length;) i = runTier(run, patchRules, i);
+  findOverridden(run);
+  if (run.changed && input.operation !== 'DELETE') {
+    const final = finalObject(run, managed, lastOriginal);
     outcome.object = final;
     outcome.patch = createPatch(input.object as JsonObject, final);
   }
   for (const rule of rules) {
-    if (rule.type !== 'Reject' || !matches(rule, current)) continue;
+    if (rule.type !== 'Reject' || !matches(rule, run.current)) continue;
     outcome.matched.push(ref(rule));
     let message = '';
     try {
-      message = rule.rejectMessage ? rule.rejectMessage.render({ Target: current, Namespace: NS }) : '';
+      message = rule.rejectMessage ? rule.rejectMessage.render({ Target: run.current, Namespace: NS }) : '';
     } catch (err) {
       outcome.failures.push({ rule: ref(rule), message: `rejectMessage: ${messageOf(err)}` });
     }
@@ -205,6 +98,173 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     outcome.patch = [];
   }
   return outcome;
+}
+
+/** The reference's state between rules: what they patched so far, and kubectl's last-applied as patched. */
+interface ReferenceRun {
+  outcome: AdmissionOutcome;
+  current: JsonObject;
+  changed: boolean;
+  last: JsonValue | undefined;
+  budget: Budget;
+  /** Each enforced rule's operations and the object right after it applied (for the overrides). */
+  applied: Array<{ rule: CompiledRule; ops: ResolvedOperation[]; after: JsonObject }>;
+  deleting: boolean;
+}
+
+/** The object's managedFields, set aside while the rules run, and where they were among the metadata's keys. */
+interface ManagedFields {
+  at: number;
+  value: JsonValue | undefined;
+}
+
+const matches = (rule: CompiledRule, obj: JsonValue) => rule.match.every((item) => itemMatches(item, obj));
+const ref = (r: CompiledRule): RuleRef => ({ namespace: r.namespace, name: r.name });
+
+/** Whether the Namespace carries KubeMod's ignore label. */
+function ignores(snapshot: RuleSnapshot, namespace: string): boolean {
+  const labels = (snapshot.namespace(namespace)?.metadata as JsonObject | undefined)?.labels;
+  return isJsonObject(labels) && labels['admission.kubemod.io/ignore'] === 'true';
+}
+
+/** kubectl's last-applied-configuration of the object, parsed; undefined without one or when it is not JSON. */
+function lastAppliedOf(subject: JsonObject): JsonValue | undefined {
+  const lastText = (subject.metadata as JsonObject).annotations;
+  const lastRaw = isJsonObject(lastText) ? lastText[LAST_APPLIED_ANNOTATION] : undefined;
+  try {
+    return typeof lastRaw === 'string' ? (JSON.parse(lastRaw) as JsonValue) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the Patch rules of the tier that starts at `patchRules[i]`, all matched on the tier's input; the next tier's start. */
+function runTier(run: ReferenceRun, patchRules: readonly CompiledRule[], i: number): number {
+  const tier = patchRules[i].tier;
+  const tierInput = cloneJson(run.current);
+  for (; i < patchRules.length && patchRules[i].tier === tier; i++) {
+    const rule = patchRules[i];
+    if (!matches(rule, tierInput)) continue;
+    run.outcome.matched.push(ref(rule));
+    try {
+      const ops = resolveOperations(rule, run.current, NS, run.budget);
+      const next = applyEach(cloneJson(run.current), ops);
+      if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
+      if (rule.enforcement !== 'Enforce') {
+        // Warn/DryRun: the would-be patch from the object as earlier rules left it, not applied.
+        const would = createPatch(run.current, next).filter((o) => !o.path.startsWith('/syntheticRefs'));
+        if (would.length > 0 && !run.deleting)
+          run.outcome.unenforced.push({
+            rule: ref(rule),
+            action: rule.enforcement,
+            effect: 'patch',
+            patch: would,
+            message: '',
+          });
+        continue;
+      }
+      if (ops.length > 0) run.changed = true;
+      run.current = next;
+      run.applied.push({ rule, ops, after: cloneJson(next) });
+      if (isJsonObject(run.last)) run.last = applyToLastApplied(run.last, ops);
+      run.outcome.patched.push(ref(rule));
+    } catch (err) {
+      run.outcome.failures.push({ rule: ref(rule), message: messageOf(err) });
+    }
+  }
+  return i;
+}
+
+type ResolvedOperation = ReturnType<typeof resolveOperations>[number];
+
+/** Each enforced rule's write that a later rule of the request undid (not list inserts, not rewritten by itself). */
+function findOverridden(run: ReferenceRun): void {
+  const { applied } = run;
+  const onPath = (a: readonly string[], b: readonly string[]) => a.every((x, n) => n >= b.length || x === b[n]);
+  for (let i = 0; i < applied.length - 1; i++)
+    for (const [k, o] of applied[i].ops.entries()) {
+      const last = o.tokens[o.tokens.length - 1];
+      if (o.op === 'add' && (last === '-' || last === '-1' || /^\d+$/.test(last))) continue;
+      if (applied[i].ops.slice(k + 1).some((p) => onPath(p.tokens, o.tokens) || onPath(o.tokens, p.tokens)))
+        continue;
+      const then = valueAt(applied[i].after, o.tokens);
+      const now = valueAt(run.current, o.tokens);
+      if (then === undefined ? now === undefined : now !== undefined && jsonEqual(then, now)) continue;
+      const by = applied
+        .slice(i + 1)
+        .reverse()
+        .find((a) => a.ops.some((p) => onPath(p.tokens, o.tokens) || onPath(o.tokens, p.tokens)));
+      if (by && by.rule.key !== applied[i].rule.key)
+        run.outcome.overridden.push({
+          rule: ref(applied[i].rule),
+          by: ref(by.rule),
+          path: formatPointer(o.tokens),
+        });
+    }
+}
+
+/** A rule's operations applied in order to `value`; the first that fails fails the rule. */
+function applyEach(value: JsonValue, ops: readonly ResolvedOperation[]): JsonValue {
+  let next = value;
+  for (const o of ops) {
+    try {
+      next = applyKubeModOperation(
+        next,
+        o.op,
+        o.tokens,
+        o.value === undefined ? undefined : cloneJson(o.value),
+      );
+    } catch (err) {
+      throw new Error(`${o.op} ${formatPointer(o.tokens)}: ${messageOf(err)}`);
+    }
+  }
+  return next;
+}
+
+/** A rule's operations applied to the last-applied configuration: those on syntheticRefs or not in it are skipped. */
+function applyToLastApplied(last: JsonValue, ops: readonly ResolvedOperation[]): JsonValue {
+  for (const o of ops) {
+    if (o.tokens[0] === 'syntheticRefs') continue;
+    try {
+      last = applyKubeModOperation(
+        last,
+        o.op,
+        o.tokens,
+        o.value === undefined ? undefined : cloneJson(o.value),
+      );
+    } catch {
+      // not in the annotation
+    }
+  }
+  return last;
+}
+
+/** The patched object as answered: no syntheticRefs, managedFields back in place, last-applied rewritten if changed. */
+function finalObject(
+  run: ReferenceRun,
+  managed: ManagedFields,
+  lastOriginal: JsonValue | undefined,
+): JsonObject {
+  const final = cloneJson(run.current);
+  delete final.syntheticRefs;
+  const fmeta = final.metadata as JsonObject;
+  if (managed.value !== undefined) {
+    const keys = Object.keys(fmeta).filter((k) => k !== 'managedFields');
+    keys.splice(Math.min(managed.at, keys.length), 0, 'managedFields');
+    const rebuilt: JsonObject = {};
+    for (const k of keys) rebuilt[k] = k === 'managedFields' ? managed.value : fmeta[k];
+    final.metadata = rebuilt;
+  }
+  const annotations = (final.metadata as JsonObject).annotations;
+  const { last } = run;
+  if (
+    isJsonObject(last) &&
+    lastOriginal !== undefined &&
+    !jsonEqual(last, lastOriginal) &&
+    isJsonObject(annotations)
+  )
+    annotations[LAST_APPLIED_ANNOTATION] = stableStringify(last) + '\n';
+  return final;
 }
 
 function deepFreeze<T>(v: T): T {

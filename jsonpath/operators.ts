@@ -84,114 +84,134 @@ function dynamicRegex(cache: Map<string, SafeRegex | null>, pattern: string): Sa
 /** Compiles a binary operator with KubeMod's (gval's) semantics. */
 export function compileBinary(node: BinaryNode, compileExpr: ExprCompiler): Expr {
   const left = compileExpr(node.left);
-  if (node.op === '=~' || node.op === '!~') {
-    const negate = node.op === '!~';
-    const literal = compileRegexOperand(node.right);
-    const right = compileExpr(node.right);
-    const cache = new Map<string, SafeRegex | null>();
-    return (ctx, cur) => {
-      const a = left(ctx, cur);
-      if (a === ERR) return ERR;
-      let re: Pick<SafeRegex, 'test'> | null = literal;
-      if (!re) {
-        const b = right(ctx, cur);
-        if (b === ERR || b === UNDEF) return b === ERR ? ERR : false;
-        re = dynamicRegex(cache, toText(b));
-        if (!re) return ERR;
-      }
-      if (a === UNDEF) return false;
-      const text = textIn(ctx, a);
-      spend(ctx, REGEX_TEST_STEPS + (text.length >> 4));
-      return re.test(text) !== negate;
-    };
-  }
+  const op = node.op;
+  if (op === '=~' || op === '!~') return compileMatch(left, node.right, op === '!~', compileExpr);
   const right = compileExpr(node.right);
   // Each operator gets its own closure, repeating the left/right error checks: routing them through one shared
   // helper doubled the cost of a filter (V8 stops inlining a callback shared by every operator).
-  switch (node.op) {
+  switch (op) {
     case '&&':
-      return (ctx, cur) => {
-        const a = left(ctx, cur);
-        if (a === false) return false;
-        if (a !== true) return ERR;
-        const b = right(ctx, cur);
-        return typeof b === 'boolean' ? b : ERR;
-      };
     case '||':
-      return (ctx, cur) => {
-        const a = left(ctx, cur);
-        if (a === true) return true;
-        if (a !== false) return ERR;
-        const b = right(ctx, cur);
-        return typeof b === 'boolean' ? b : ERR;
-      };
+      return compileLogical(op, left, right);
     case '==':
-    case '!=': {
-      const want = node.op === '==';
-      return (ctx, cur) => {
-        const a = left(ctx, cur);
-        if (a === ERR) return ERR;
-        const b = right(ctx, cur);
-        if (b === ERR) return ERR;
-        if (a === UNDEF || b === UNDEF) return false;
-        return looseEquals(a, b) === want;
-      };
-    }
+    case '!=':
     case 'in':
-      // KubeMod's inArray: the right side must be a list; membership is reflect.DeepEqual (no conversions).
-      return (ctx, cur) => {
-        const a = left(ctx, cur);
-        if (a === ERR) return ERR;
-        const b = right(ctx, cur);
-        if (!Array.isArray(b)) return ERR;
-        if (a === UNDEF) return false;
-        return b.some((x) => jsonEqual(a, x));
-      };
+      return compileEquality(op, left, right);
     case '<':
     case '<=':
     case '>':
-    case '>=': {
-      const op = node.op;
-      return (ctx, cur) => {
-        const a = left(ctx, cur);
-        if (a === ERR) return ERR;
-        const b = right(ctx, cur);
-        if (b === ERR) return ERR;
-        if (a === UNDEF || b === UNDEF) return false;
-        const c = compareOrder(a, b);
-        if (Number.isNaN(c)) return false;
-        return op === '<' ? c < 0 : op === '<=' ? c <= 0 : op === '>' ? c > 0 : c >= 0;
-      };
-    }
-    case '+':
-      return (ctx, cur) => {
-        const a = left(ctx, cur);
-        if (a === ERR) return ERR;
-        const b = right(ctx, cur);
-        if (b === ERR) return ERR;
-        if (a === UNDEF || b === UNDEF) return UNDEF;
-        if (typeof a === 'number' && typeof b === 'number') return a + b;
-        if (typeof a === 'string' && typeof b === 'string') return a + b;
-        const fa = toFloat(a);
-        const fb = toFloat(b);
-        if (fa !== undefined && fb !== undefined) return fa + fb;
-        return textIn(ctx, a) + textIn(ctx, b);
-      };
-    default: {
-      const op = node.op;
-      return (ctx, cur) => {
-        const a = left(ctx, cur);
-        if (a === ERR) return ERR;
-        const b = right(ctx, cur);
-        if (b === ERR) return ERR;
-        if (a === UNDEF || b === UNDEF) return UNDEF;
-        const fa = toFloat(a);
-        const fb = toFloat(b);
-        if (fa === undefined || fb === undefined) return ERR;
-        const r = op === '-' ? fa - fb : op === '*' ? fa * fb : op === '/' ? fa / fb : fa % fb;
-        // JSON has no NaN/Infinity (division by zero): treat as an evaluation error.
-        return Number.isFinite(r) ? r : ERR;
-      };
-    }
+    case '>=':
+      return compileOrder(op, left, right);
+    default:
+      return compileArithmetic(op, left, right);
   }
+}
+
+/** `=~` and `!~`: a literal pattern compiled once, a computed one through a small cache. */
+function compileMatch(left: Expr, rightNode: JsonPathNode, negate: boolean, compileExpr: ExprCompiler): Expr {
+  const literal = compileRegexOperand(rightNode);
+  const right = compileExpr(rightNode);
+  const cache = new Map<string, SafeRegex | null>();
+  return (ctx, cur) => {
+    const a = left(ctx, cur);
+    if (a === ERR) return ERR;
+    let re: Pick<SafeRegex, 'test'> | null = literal;
+    if (!re) {
+      const b = right(ctx, cur);
+      if (b === ERR || b === UNDEF) return b === ERR ? ERR : false;
+      re = dynamicRegex(cache, toText(b));
+      if (!re) return ERR;
+    }
+    if (a === UNDEF) return false;
+    const text = textIn(ctx, a);
+    spend(ctx, REGEX_TEST_STEPS + (text.length >> 4));
+    return re.test(text) !== negate;
+  };
+}
+
+/** `&&` and `||`: booleans only, the right side evaluated only when the left does not decide. */
+function compileLogical(op: '&&' | '||', left: Expr, right: Expr): Expr {
+  if (op === '&&')
+    return (ctx, cur) => {
+      const a = left(ctx, cur);
+      if (a === false) return false;
+      if (a !== true) return ERR;
+      const b = right(ctx, cur);
+      return typeof b === 'boolean' ? b : ERR;
+    };
+  return (ctx, cur) => {
+    const a = left(ctx, cur);
+    if (a === true) return true;
+    if (a !== false) return ERR;
+    const b = right(ctx, cur);
+    return typeof b === 'boolean' ? b : ERR;
+  };
+}
+
+/** `==` and `!=` (gval's loose equality), and `in`. */
+function compileEquality(op: '==' | '!=' | 'in', left: Expr, right: Expr): Expr {
+  if (op === 'in')
+    // KubeMod's inArray: the right side must be a list; membership is reflect.DeepEqual (no conversions).
+    return (ctx, cur) => {
+      const a = left(ctx, cur);
+      if (a === ERR) return ERR;
+      const b = right(ctx, cur);
+      if (!Array.isArray(b)) return ERR;
+      if (a === UNDEF) return false;
+      return b.some((x) => jsonEqual(a, x));
+    };
+  const want = op === '==';
+  return (ctx, cur) => {
+    const a = left(ctx, cur);
+    if (a === ERR) return ERR;
+    const b = right(ctx, cur);
+    if (b === ERR) return ERR;
+    if (a === UNDEF || b === UNDEF) return false;
+    return looseEquals(a, b) === want;
+  };
+}
+
+/** `<`, `<=`, `>`, `>=`: false when either side is undefined or the two do not compare. */
+function compileOrder(op: '<' | '<=' | '>' | '>=', left: Expr, right: Expr): Expr {
+  return (ctx, cur) => {
+    const a = left(ctx, cur);
+    if (a === ERR) return ERR;
+    const b = right(ctx, cur);
+    if (b === ERR) return ERR;
+    if (a === UNDEF || b === UNDEF) return false;
+    const c = compareOrder(a, b);
+    if (Number.isNaN(c)) return false;
+    return op === '<' ? c < 0 : op === '<=' ? c <= 0 : op === '>' ? c > 0 : c >= 0;
+  };
+}
+
+/** `+` (numbers, strings, or the two as text) and `-`, `*`, `/`, `%` (numbers only). */
+function compileArithmetic(op: '+' | '-' | '*' | '/' | '%', left: Expr, right: Expr): Expr {
+  if (op === '+')
+    return (ctx, cur) => {
+      const a = left(ctx, cur);
+      if (a === ERR) return ERR;
+      const b = right(ctx, cur);
+      if (b === ERR) return ERR;
+      if (a === UNDEF || b === UNDEF) return UNDEF;
+      if (typeof a === 'number' && typeof b === 'number') return a + b;
+      if (typeof a === 'string' && typeof b === 'string') return a + b;
+      const fa = toFloat(a);
+      const fb = toFloat(b);
+      if (fa !== undefined && fb !== undefined) return fa + fb;
+      return textIn(ctx, a) + textIn(ctx, b);
+    };
+  return (ctx, cur) => {
+    const a = left(ctx, cur);
+    if (a === ERR) return ERR;
+    const b = right(ctx, cur);
+    if (b === ERR) return ERR;
+    if (a === UNDEF || b === UNDEF) return UNDEF;
+    const fa = toFloat(a);
+    const fb = toFloat(b);
+    if (fa === undefined || fb === undefined) return ERR;
+    const r = op === '-' ? fa - fb : op === '*' ? fa * fb : op === '/' ? fa / fb : fa % fb;
+    // JSON has no NaN/Infinity (division by zero): treat as an evaluation error.
+    return Number.isFinite(r) ? r : ERR;
+  };
 }

@@ -1,4 +1,6 @@
 import type https from 'node:https';
+import { isIP } from 'node:net';
+import { checkServerIdentity } from 'node:tls';
 
 /**
  * Where the API server is and how to authenticate to it: all createKubeClient needs. Two implementations: the
@@ -19,4 +21,21 @@ export interface ClusterAccess {
 /** Sets one header on request options, keeping the others. */
 export function setHeader(opts: https.RequestOptions, name: string, value: string): void {
   opts.headers = { ...(opts.headers as Record<string, string> | undefined), [name]: value };
+}
+
+/**
+ * The same credentials and trust as `access`, to another address of the same API server set (one API server by its
+ * endpoint, e.g. https://10.0.0.3:6443): its certificate is still checked against the host `access` names (what the
+ * API servers' certificates carry: kubernetes.default.svc, or the address a kubeconfig gives), not the address.
+ */
+export function accessVia(access: ClusterAccess, server: string): ClusterAccess {
+  const host = new URL(access.server).hostname.replace(/^\[|\]$/g, '');
+  return {
+    server,
+    async apply(opts) {
+      await access.apply(opts);
+      opts.checkServerIdentity = (_address, cert) => checkServerIdentity(host, cert);
+      if (!isIP(host)) opts.servername = host;
+    },
+  };
 }

@@ -142,8 +142,8 @@ export function validatingPolicy(
  * `actions` (default Deny; Warn and Audit for Warn/DryRun rules).
  */
 export function policyBinding(policy: JsonObject, actions: readonly string[] = ['Deny']): JsonObject {
-  const name = String(metadataOf(policy).name);
-  const meta = policy.metadata as JsonObject;
+  const meta = metadataOf(policy);
+  const name = String(meta.name);
   const validating = policy.kind === 'ValidatingAdmissionPolicy';
   return {
     apiVersion: POLICY_API_VERSION,

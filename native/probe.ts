@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { JsonObject } from '../util/json';
 import { celString } from './cel';
-import { metadataOf } from '../util/meta';
+import { metadataOf, annotationsOf } from '../util/meta';
 
 /*
  * How the operator knows a policy is in force, not just stored: the API server's admission plugins load policies
@@ -24,7 +24,7 @@ export function probeToken(spec: JsonObject): string {
 
 /** The policy, also answering probes (Events annotated with its name) with the token of its spec. */
 export function withProbe(policy: JsonObject): JsonObject {
-  const meta = policy.metadata as JsonObject;
+  const meta = metadataOf(policy);
   const spec = policy.spec as JsonObject;
   const token = probeToken(spec);
   const name = String(meta.name);
@@ -116,6 +116,5 @@ export function probeEvent(
 /** Whether a probe's answer (the created Event, or the refusal's message) carries the token. */
 export function probeAnswered(answer: JsonObject | string, token: string): boolean {
   if (typeof answer === 'string') return answer.includes(`native probe ${token}`);
-  const annotations = (answer.metadata as JsonObject | undefined)?.annotations as JsonObject | undefined;
-  return annotations?.[PROBED_ANNOTATION] === token;
+  return typeof answer !== 'string' && annotationsOf(answer)[PROBED_ANNOTATION] === token;
 }

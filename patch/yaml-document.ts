@@ -53,7 +53,7 @@ export function applyPatchToDocument(doc: Document, ops: readonly JsonPatchOpera
     const parent = nodeAt(doc, tokens.slice(0, -1), op.path, i);
     const key = tokens[tokens.length - 1];
     if (op.op === 'remove') remove(parent, key, op.path, i);
-    else put(doc, parent, key, op.value, op.op, op.path, i);
+    else put(doc, parent, key, op, i);
   }
 }
 
@@ -80,16 +80,18 @@ function remove(parent: YAMLMap | YAMLSeq, key: string, path: string, i: number)
   } else parent.items.splice(indexOf(key, parent.items.length - 1, path, i), 1);
 }
 
+/** The operations that put a value: what it is, where (`key` of `parent`, the last token of its path) and what. */
+type PutOperation = Extract<JsonPatchOperation, { op: 'add' | 'replace' }>;
+
 function put(
   doc: Document,
   parent: YAMLMap | YAMLSeq,
   key: string,
-  value: JsonValue,
-  op: 'add' | 'replace',
-  path: string,
+  operation: PutOperation,
   i: number,
 ): void {
-  const node = doc.createNode(value) as Node;
+  const { op, path } = operation;
+  const node = doc.createNode(operation.value) as Node;
   // A block collection reads better than `{ a: 1 }` once an empty `{}` gets its first member.
   if (parent.flow && parent.items.length === 0) parent.flow = false;
   if (isMap(parent)) {

@@ -4,7 +4,15 @@ import { isJsonObject, JsonValue } from '../util/json';
 import { Interner } from '../util/interner';
 import type { MatchFor, MatchItem } from './types';
 import { CompiledMatchItem, VALUE_SET_FROM } from './compiled';
-import { countOf, describe, Report, tryJsonPath, tryRegex, unknownField } from './field-checks';
+import {
+  countOf,
+  describe,
+  matchNotStringHint,
+  Report,
+  tryJsonPath,
+  tryRegex,
+  unknownField,
+} from './field-checks';
 
 const MATCH_FIELDS = new Set(['select', 'matchValue', 'matchValues', 'matchRegex', 'matchFor', 'negate']);
 
@@ -50,7 +58,10 @@ export function compileMatchItem(
   let matchValue: string | undefined;
   if (m.matchValue !== undefined && m.matchValue !== null) {
     if (typeof m.matchValue !== 'string')
-      problem(`${at}.matchValue`, `must be a string, got ${describe(m.matchValue)}`);
+      problem(
+        `${at}.matchValue`,
+        `must be a string, got ${describe(m.matchValue)}${matchNotStringHint('matchValue', m.matchValue)}`,
+      );
     else matchValue = m.matchValue;
   }
   let matchValues: string[] | undefined;
@@ -59,7 +70,11 @@ export function compileMatchItem(
       problem(`${at}.matchValues`, 'must be a list of strings');
     } else {
       m.matchValues.forEach((v, j) => {
-        if (typeof v !== 'string') problem(`${at}.matchValues[${j}]`, `must be a string, got ${describe(v)}`);
+        if (typeof v !== 'string')
+          problem(
+            `${at}.matchValues[${j}]`,
+            `must be a string, got ${describe(v)}${matchNotStringHint('matchValues', v)}`,
+          );
       });
       // KubeMod ignores an empty matchValues list.
       if (m.matchValues.length > 0) matchValues = m.matchValues as string[];
@@ -67,7 +82,11 @@ export function compileMatchItem(
   }
   let matchRegex: SafeRegex | undefined;
   if (m.matchRegex !== undefined && m.matchRegex !== null) {
-    if (typeof m.matchRegex !== 'string') problem(`${at}.matchRegex`, 'must be a string');
+    if (typeof m.matchRegex !== 'string')
+      problem(
+        `${at}.matchRegex`,
+        `must be a string, got ${describe(m.matchRegex)}${matchNotStringHint('matchRegex', m.matchRegex)}`,
+      );
     else matchRegex = tryRegex(m.matchRegex, `${at}.matchRegex`, problem);
   }
   let matchFor: MatchFor = 'Any';

@@ -80,6 +80,29 @@ export function valueNotStringHint(v: unknown): string {
   return '';
 }
 
+/**
+ * Why matchValue, an item of matchValues or matchRegex is not a string, and how to quote it: `matchValue: yes` is
+ * the boolean true in YAML 1.1, `matchValue: 8080` a number; these fields are compared as text.
+ */
+export function matchNotStringHint(field: 'matchValue' | 'matchValues' | 'matchRegex', v: unknown): string {
+  const written = field === 'matchValues' ? '' : `${field}: `;
+  if (typeof v === 'boolean') {
+    const words = v ? 'y, yes, on and true' : 'n, no, off and false';
+    const word = v ? 'yes' : 'no';
+    const quoted =
+      field === 'matchRegex'
+        ? `${written}"${word}"`
+        : `${written}"${word}" compares with the text ${word}, ${written}"${String(v)}" with a boolean the select yields`;
+    return `: YAML 1.1 (as kubectl and KubeMod read it) takes an unquoted ${words} for a boolean; quote it: ${quoted}`;
+  }
+  if (typeof v === 'number')
+    return (
+      `: an unquoted number is read as a number; quote it: ${written}"${v}"` +
+      (field === 'matchRegex' ? '' : ' (a number the select yields is compared as text too)')
+    );
+  return '';
+}
+
 /** The message for an unknown field, with the nearest known name when one is close. */
 export function unknownField(key: string, known: ReadonlySet<string>): string {
   // The nearest name within two edits (`patchs` is one from patch, two from match).

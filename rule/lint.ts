@@ -4,6 +4,7 @@ import { isJsonObject, jsonEqual, JsonValue } from '../util/json';
 import { compileJsonPath, JsonPathNode, parseJsonPath } from '../jsonpath';
 import { isAmbiguous } from '../jsonpath/ast';
 import { CompiledMatchItem, CompiledRule, placeholderCapacity } from './compile';
+import { lintTemplates } from './lint-templates';
 
 /** A warning about one rule, with the field it is about. */
 export interface LintWarning {
@@ -41,7 +42,7 @@ export function staticType(node: JsonPathNode): StaticType {
 
 /**
  * Warnings about one valid rule: match items that can never compare, matchFor: All with negate over a select that
- * drops missing values, `#N` placeholders never used.
+ * drops missing values, `#N` placeholders never used, `index` of a map the object may not have.
  */
 export function lintModRule(rule: CompiledRule): LintWarning[] {
   const warnings: LintWarning[] = [];
@@ -102,6 +103,7 @@ export function lintModRule(rule: CompiledRule): LintWarning[] {
       });
     }
   });
+  warnings.push(...lintTemplates(rule));
   return warnings;
 }
 

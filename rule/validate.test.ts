@@ -115,6 +115,33 @@ describe('validateModRule', () => {
       'spec.match[0].matchValues[1]',
       'must be a string',
     ],
+    [
+      // `matchValue: yes` in a file: YAML 1.1 reads it as the boolean true.
+      'matchValue yes read as a boolean',
+      variant(
+        (r) => (match(r, 0).matchValue = parse('matchValue: yes', { version: '1.1' }).matchValue as boolean),
+      ),
+      'spec.match[0].matchValue',
+      'must be a string, got true: YAML 1.1 (as kubectl and KubeMod read it) takes an unquoted y, yes, on and true for a boolean; quote it: matchValue: "yes" compares with the text yes, matchValue: "true" with a boolean the select yields',
+    ],
+    [
+      'matchValues item off read as a boolean',
+      variant((r) => (match(r, 0).matchValues = ['on', false])),
+      'spec.match[0].matchValues[1]',
+      'must be a string, got false: YAML 1.1 (as kubectl and KubeMod read it) takes an unquoted n, no, off and false for a boolean; quote it: "no" compares with the text no, "false" with a boolean the select yields',
+    ],
+    [
+      'matchValue a number',
+      variant((r) => (match(r, 0).matchValue = 8080)),
+      'spec.match[0].matchValue',
+      'must be a string, got 8080: an unquoted number is read as a number; quote it: matchValue: "8080" (a number the select yields is compared as text too)',
+    ],
+    [
+      'matchRegex a number',
+      variant((r) => (match(r, 0).matchRegex = 1.14)),
+      'spec.match[0].matchRegex',
+      'must be a string, got 1.14: an unquoted number is read as a number; quote it: matchRegex: "1.14"',
+    ],
     ['negate type', variant((r) => (match(r, 0).negate = 'yes')), 'spec.match[0].negate', 'true or false'],
     [
       'unknown match field',

@@ -3,14 +3,14 @@ import { JsonObject } from '../util/json';
 import { admit } from '../engine/admit';
 import { IGNORE_LABEL, AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { compileNative, residualRule } from '../native';
-import { RuleStore } from '../store/rules';
+import { RuleSnapshot, RuleStore } from '../store/rules';
 import { HIGH_CHURN_RESOURCES, ResourceCatalog } from './catalog';
-import { computeScope, DEFAULT_LIMITS, Precision } from './compute';
+import { computeScope, DEFAULT_LIMITS, Precision, ScopeResult } from './compute';
 import { defaultConfigured } from './defaults';
 import { ruleReach } from './reach';
 import { sendsRequest } from './sends';
 import { apiVersionOf, isClusterKind, request, TEST_KINDS, WIDGET_CRD, WILDCARD_NET } from './testing';
-import { ScopeOperation } from './types';
+import { Scope, ScopeOperation } from './types';
 
 /*
  * The scope's one promise, checked against the engine itself on random rules and objects: a request the API server
@@ -118,81 +118,112 @@ function namespaceObject(name: string, labels: Record<string, string>): JsonObje
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } };
 }
 
+type World = typeof world extends fc.Arbitrary<infer T> ? T : never;
+type Variant = (typeof VARIANTS)[number];
+
+/** The labels of a namespace in world `w`: its name label, `tier: gold` and the ignore label as `w` says. */
+function labelsIn(w: World, ns: string): Record<string, string> {
+  return {
+    'kubernetes.io/metadata.name': ns,
+    ...(w.gold.includes(ns) ? { tier: 'gold' } : {}),
+    ...(w.ignored.includes(ns) ? { [IGNORE_LABEL]: 'true' } : {}),
+  };
+}
+
+/** A store with the world's rules and Namespaces; the rules `w.native` picks are served natively where they fit. */
+function storeOf(w: World): RuleStore {
+  const store = new RuleStore({ clusterNamespace: 'kubemod-system' });
+  w.rules.forEach((spec, i) => {
+    const problems = store.upsertRule(modRule(spec, i));
+    if (problems.length > 0) throw new Error(JSON.stringify(problems));
+  });
+  for (const ns of [...NAMESPACES, 'other']) store.upsertNamespace(namespaceObject(ns, labelsIn(w, ns)));
+  w.rules.forEach((spec, i) => {
+    const held = store.ruleOf(spec.namespace, `r${i}`);
+    const fit = held && w.native[i] ? compileNative(held, { clusterNamespace: 'kubemod-system' }) : null;
+    if (held && fit?.fits) store.serveNatively(held, residualRule(held, fit.guards));
+  });
+  return store;
+}
+
+/** The namespaces requests for a kind are tried in ('' for a cluster-scoped kind; a Namespace's own name). */
+function namespacesFor(k: string): readonly string[] {
+  if (!isClusterKind(k)) return [...NAMESPACES, 'other'];
+  return k === 'Namespace' ? NAMESPACES : [''];
+}
+
+/** One world's rules in force: the store, its snapshot, the configured net and the scope computed for them. */
+interface Case {
+  w: World;
+  store: RuleStore;
+  snapshot: RuleSnapshot;
+  configured: Scope;
+  result: ScopeResult;
+}
+
+/** The case of world `w`: its store, and the scope computed from the configured net it draws. */
+function caseOf(w: World): Case {
+  const store = storeOf(w);
+  const configured = w.wildcard ? WILDCARD_NET : defaultConfigured();
+  const result = computeScope({
+    rules: store.allRules(),
+    clusterNamespace: 'kubemod-system',
+    configured,
+    catalog: ResourceCatalog.builtin(w.widget ? [WIDGET_CRD] : []),
+    precision: w.precision,
+    limits: w.tight ? { ...DEFAULT_LIMITS, maxConditions: 1, maxExpression: 300, maxRegexes: 1 } : undefined,
+  });
+  return { w, store, snapshot: store.snapshot(), configured, result };
+}
+
+/**
+ * One request (`op` on a `k` in `ns`, the object as `variant` makes it): thrown when the computed scope skips it
+ * while the engine acts on it and the configured net sends it, or sends it while the configured net does not.
+ */
+function checkRequest(c: Case, op: ScopeOperation, k: string, ns: string, variant: Variant): void {
+  const { w, store, snapshot, configured, result } = c;
+  const [app, body, applied] = variant;
+  const labels: Record<string, string> = app ? { app } : {};
+  const object: JsonObject = {
+    apiVersion: apiVersionOf(k),
+    kind: k,
+    metadata: {
+      ...(k === 'Namespace'
+        ? { name: ns, labels: { ...labelsIn(w, ns), ...labels } }
+        : { name: 'x', ...(ns ? { namespace: ns } : {}), labels }),
+      ...(applied ? { annotations: { [LAST_APPLIED_ANNOTATION]: '{}' } } : {}),
+    },
+    ...BODIES[body],
+  };
+  const nsLabels = k === 'Namespace' ? { ...labelsIn(w, ns), ...labels } : ns ? labelsIn(w, ns) : {};
+  const req = { ...request(op, k, ns), namespaceLabels: nsLabels, object };
+  // The one exception, by design: a wildcard net leaves high-churn resources out unless a rule names
+  // them; only the rules that name the kind must then get its objects.
+  const churn = HIGH_CHURN_RESOURCES.includes(req.resource);
+  const outcome = admit(
+    {
+      operation: op as AdmissionOperation,
+      object: op === 'DELETE' ? null : object,
+      oldObject: op === 'CREATE' ? null : object,
+      namespace: k === 'Namespace' ? ns : ns || null,
+    },
+    churn ? namedOnly(store, k).snapshot() : snapshot,
+  );
+  const acted = !outcome.allowed || outcome.patch.length > 0;
+  const net = sendsRequest(configured, [], req);
+  const ours = sendsRequest(result.registration, result.clauses, req);
+  if (acted && net && !ours)
+    throw new Error(`skipped ${op} ${k} in "${ns}" that the engine acts on: ${JSON.stringify(result.rules)}`);
+  if (ours && !net) throw new Error(`sent ${op} ${k} in "${ns}" that the configured net does not`);
+}
+
 test('the computed scope never skips a request the engine would act on, nor sends one the net would not', () => {
   fc.assert(
     fc.property(world, (w) => {
-      const labelsOf = (ns: string): Record<string, string> => ({
-        'kubernetes.io/metadata.name': ns,
-        ...(w.gold.includes(ns) ? { tier: 'gold' } : {}),
-        ...(w.ignored.includes(ns) ? { [IGNORE_LABEL]: 'true' } : {}),
-      });
-      const store = new RuleStore({ clusterNamespace: 'kubemod-system' });
-      w.rules.forEach((spec, i) => {
-        const problems = store.upsertRule(modRule(spec, i));
-        if (problems.length > 0) throw new Error(JSON.stringify(problems));
-      });
-      for (const ns of [...NAMESPACES, 'other']) store.upsertNamespace(namespaceObject(ns, labelsOf(ns)));
-      w.rules.forEach((spec, i) => {
-        const held = store.ruleOf(spec.namespace, `r${i}`);
-        const fit = held && w.native[i] ? compileNative(held, { clusterNamespace: 'kubemod-system' }) : null;
-        if (held && fit?.fits) store.serveNatively(held, residualRule(held, fit.guards));
-      });
-      const configured = w.wildcard ? WILDCARD_NET : defaultConfigured();
-      const result = computeScope({
-        rules: store.allRules(),
-        clusterNamespace: 'kubemod-system',
-        configured,
-        catalog: ResourceCatalog.builtin(w.widget ? [WIDGET_CRD] : []),
-        precision: w.precision,
-        limits: w.tight
-          ? { ...DEFAULT_LIMITS, maxConditions: 1, maxExpression: 300, maxRegexes: 1 }
-          : undefined,
-      });
-      const snapshot = store.snapshot();
+      const c = caseOf(w);
       for (const k of TEST_KINDS)
-        for (const ns of isClusterKind(k)
-          ? k === 'Namespace'
-            ? NAMESPACES
-            : ['']
-          : [...NAMESPACES, 'other'])
-          for (const op of OPERATIONS)
-            for (const [app, body, applied] of VARIANTS) {
-              const labels: Record<string, string> = app ? { app } : {};
-              const object: JsonObject = {
-                apiVersion: apiVersionOf(k),
-                kind: k,
-                metadata: {
-                  ...(k === 'Namespace'
-                    ? { name: ns, labels: { ...labelsOf(ns), ...labels } }
-                    : { name: 'x', ...(ns ? { namespace: ns } : {}), labels }),
-                  ...(applied ? { annotations: { [LAST_APPLIED_ANNOTATION]: '{}' } } : {}),
-                },
-                ...BODIES[body],
-              };
-              const nsLabels = k === 'Namespace' ? { ...labelsOf(ns), ...labels } : ns ? labelsOf(ns) : {};
-              const req = { ...request(op, k, ns), namespaceLabels: nsLabels, object };
-              // The one exception, by design: a wildcard net leaves high-churn resources out unless a rule names
-              // them; only the rules that name the kind must then get its objects.
-              const churn = HIGH_CHURN_RESOURCES.includes(req.resource);
-              const outcome = admit(
-                {
-                  operation: op as AdmissionOperation,
-                  object: op === 'DELETE' ? null : object,
-                  oldObject: op === 'CREATE' ? null : object,
-                  namespace: k === 'Namespace' ? ns : ns || null,
-                },
-                churn ? namedOnly(store, k).snapshot() : snapshot,
-              );
-              const acted = !outcome.allowed || outcome.patch.length > 0;
-              const net = sendsRequest(configured, [], req);
-              const ours = sendsRequest(result.registration, result.clauses, req);
-              if (acted && net && !ours)
-                throw new Error(
-                  `skipped ${op} ${k} in "${ns}" that the engine acts on: ${JSON.stringify(result.rules)}`,
-                );
-              if (ours && !net)
-                throw new Error(`sent ${op} ${k} in "${ns}" that the configured net does not`);
-            }
+        for (const ns of namespacesFor(k))
+          for (const op of OPERATIONS) for (const variant of VARIANTS) checkRequest(c, op, k, ns, variant);
     }),
     { numRuns: 200 },
   );

@@ -44,6 +44,11 @@ export interface ScopeStamp {
   hold?: number;
   /** Why the registration is held at the configured net. */
   reason?: string;
+  /**
+   * The probe token written with this version of the configuration (scope/probe.ts): new at every write, so that a
+   * probe answered by an API server still on an older version with the same scope proves nothing about this one.
+   */
+  probe?: string;
 }
 
 /** The live dragnet registration as the operator reads it. */
@@ -69,7 +74,7 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
   try {
     const v: unknown = JSON.parse(text);
     if (!isJsonObject(v)) return null;
-    const { hash, rulesVersion, writer, mode, nativeVersion, pending, hold, reason } = v;
+    const { hash, rulesVersion, writer, mode, nativeVersion, pending, hold, reason, probe } = v;
     if (typeof hash !== 'string' || typeof rulesVersion !== 'string' || typeof writer !== 'string')
       return null;
     const stamp: ScopeStamp = { hash, rulesVersion, writer, mode: mode === 'wide' ? 'wide' : 'rules' };
@@ -85,6 +90,7 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
     if (typeof nativeVersion === 'string') stamp.nativeVersion = nativeVersion;
     if (typeof hold === 'number') stamp.hold = hold;
     if (typeof reason === 'string') stamp.reason = reason;
+    if (typeof probe === 'string') stamp.probe = probe;
     return stamp;
   } catch {
     return null;

@@ -33,6 +33,14 @@ export function hasProbe(config: JsonObject | null): boolean {
   return hooks.some((h) => isJsonObject(h) && h.name === PROBE_WEBHOOK);
 }
 
+/**
+ * A new probe token (a label value: 12 hex characters). Math.random is enough: it only has to differ from the tokens
+ * of the configuration's earlier versions, and a seeded run (the simulation) must draw the same ones.
+ */
+export function newProbeToken(): string {
+  return Array.from({ length: 12 }, () => Math.floor(Math.random() * 16).toString(16)).join('');
+}
+
 /** The webhooks with the probe entry asking for `token` (others unchanged; none added when there is no probe). */
 export function withProbeToken(hooks: readonly unknown[], token: string): unknown[] {
   return hooks.map((h) =>

@@ -69,11 +69,13 @@ export class RuleStore {
   snapshot(): RuleSnapshot {
     if (!this.current) {
       this.current = new Snapshot(
-        this.clusterNamespace,
-        this.byNamespace,
-        this.namespaces.share(),
-        this.nodes.share(),
-        this.count,
+        {
+          clusterNamespace: this.clusterNamespace,
+          byNamespace: this.byNamespace,
+          namespaces: this.namespaces.share(),
+          nodes: this.nodes.share(),
+          ruleCount: this.count,
+        },
         this.previous && this.stale !== 'all' ? this.previous.memoExcept(this.stale) : undefined,
       );
       this.sharedRules = true;

@@ -38,19 +38,33 @@ export interface Memo {
   readonly clusterScoped: readonly CompiledRule[] | undefined;
 }
 
+/** What a snapshot is made of, as the store hands it over; none of it changes afterwards. */
+export interface SnapshotContents {
+  readonly clusterNamespace: string;
+  /** Each namespace's own rules, in evaluation order. */
+  readonly byNamespace: RuleMap;
+  readonly namespaces: ReadonlyMap<string, JsonObject>;
+  readonly nodes: ReadonlyMap<string, JsonObject>;
+  readonly ruleCount: number;
+}
+
 /** The RuleSnapshot a RuleStore hands out: its maps never change, rule lists per namespace are merged on demand. */
 export class Snapshot implements RuleSnapshot {
+  readonly clusterNamespace: string;
+  readonly ruleCount: number;
+  // Held as fields of their own (not through `contents`): rulesFor reads them on every request.
+  private readonly byNamespace: RuleMap;
+  private readonly namespaces: ReadonlyMap<string, JsonObject>;
+  private readonly nodes: ReadonlyMap<string, JsonObject>;
   private readonly merged: Map<string, readonly CompiledRule[]>;
   private clusterScoped: readonly CompiledRule[] | undefined;
 
-  constructor(
-    readonly clusterNamespace: string,
-    private readonly byNamespace: RuleMap,
-    private readonly namespaces: ReadonlyMap<string, JsonObject>,
-    private readonly nodes: ReadonlyMap<string, JsonObject>,
-    readonly ruleCount: number,
-    memo?: Memo,
-  ) {
+  constructor(contents: SnapshotContents, memo?: Memo) {
+    this.clusterNamespace = contents.clusterNamespace;
+    this.byNamespace = contents.byNamespace;
+    this.namespaces = contents.namespaces;
+    this.nodes = contents.nodes;
+    this.ruleCount = contents.ruleCount;
     this.merged = memo?.merged ?? new Map();
     this.clusterScoped = memo?.clusterScoped;
   }

@@ -86,60 +86,85 @@ function formatOne(verb: string, v: GoValue, spec: Spec): string {
     case 'T':
       return pad(goTypeName(v), spec, false);
     case 's':
-      if (typeof v === 'string' || Array.isArray(v) || (typeof v === 'object' && v !== null)) {
-        const s = str(v);
-        return pad(spec.prec !== null ? [...s].slice(0, spec.prec).join('') : s, spec, false);
-      }
-      return badVerb(verb, v);
+      return formatString(v, spec);
     case 'q':
-      if (typeof v === 'string') return pad(goQuote(v), spec, false);
-      if (typeof v === 'bigint') return pad(`'${String.fromCodePoint(Number(v))}'`, spec, false);
-      return badVerb(verb, v);
+      return formatQuoted(v, spec);
     case 't':
       return typeof v === 'boolean' ? pad(String(v), spec, false) : badVerb(verb, v);
     case 'd':
-      return typeof v === 'bigint' ? pad(signed(v.toString(), spec), spec, true) : badVerb(verb, v);
-    case 'c':
-      return typeof v === 'bigint' ? pad(String.fromCodePoint(Number(v)), spec, false) : badVerb(verb, v);
     case 'b':
-      return typeof v === 'bigint' ? pad(signed(v.toString(2), spec), spec, true) : badVerb(verb, v);
     case 'o':
-      return typeof v === 'bigint' ? pad(signed(v.toString(8), spec), spec, true) : badVerb(verb, v);
+    case 'c':
+      return formatInteger(verb, v, spec);
     case 'x':
-    case 'X': {
-      let s: string;
-      if (typeof v === 'bigint')
-        s = (v < 0n ? '-' : '') + (spec.sharp ? '0x' : '') + (v < 0n ? -v : v).toString(16);
-      else if (typeof v === 'string') s = Buffer.from(v, 'utf8').toString('hex');
-      else return badVerb(verb, v);
-      return pad(verb === 'X' ? s.toUpperCase() : s, spec, true);
-    }
+    case 'X':
+      return formatHex(verb, v, spec);
     case 'f':
     case 'F':
     case 'e':
     case 'E':
     case 'g':
-    case 'G': {
-      if (typeof v !== 'number') return badVerb(verb, v);
-      let s: string;
-      if (!Number.isFinite(v)) s = formatFloat(v);
-      else if (verb === 'f' || verb === 'F') s = v.toFixed(spec.prec ?? 6);
-      else if (verb === 'e' || verb === 'E') s = expForm(v, spec.prec ?? 6, verb === 'E');
-      else if (spec.prec === null) s = formatFloat(v);
-      else {
-        const p = Math.max(spec.prec, 1);
-        const exp = v === 0 ? 0 : Math.floor(Math.log10(Math.abs(Number(v.toPrecision(p)))));
-        s =
-          exp < -4 || exp >= p
-            ? expForm(v, p - 1, false).replace(/\.?0+e/, 'e')
-            : String(Number(v.toPrecision(p)));
-        if (verb === 'G') s = s.toUpperCase();
-      }
-      return pad(signed(s, spec), spec, true);
-    }
+    case 'G':
+      return typeof v === 'number'
+        ? pad(signed(floatText(verb, v, spec.prec), spec), spec, true)
+        : badVerb(verb, v);
     default:
-      return `%!${verb}(${v === null || v === undefined ? '<nil>' : `${goTypeName(v)}=${str(v)}`})`;
+      return badVerb(verb, v);
   }
+}
+
+/** %d, %b, %o: an integer in base 10, 2 or 8 (signed, zero-padded); %c: the character of that code point. */
+function formatInteger(verb: 'd' | 'b' | 'o' | 'c', v: GoValue, spec: Spec): string {
+  if (typeof v !== 'bigint') return badVerb(verb, v);
+  switch (verb) {
+    case 'd':
+      return pad(signed(v.toString(), spec), spec, true);
+    case 'b':
+      return pad(signed(v.toString(2), spec), spec, true);
+    case 'o':
+      return pad(signed(v.toString(8), spec), spec, true);
+    default:
+      return pad(String.fromCodePoint(Number(v)), spec, false);
+  }
+}
+
+/** %s: strings, and lists and maps as Go prints them; the precision cuts characters. */
+function formatString(v: GoValue, spec: Spec): string {
+  if (typeof v === 'string' || Array.isArray(v) || (typeof v === 'object' && v !== null)) {
+    const s = str(v);
+    return pad(spec.prec !== null ? [...s].slice(0, spec.prec).join('') : s, spec, false);
+  }
+  return badVerb('s', v);
+}
+
+/** %q: a string as a Go string literal, an integer as a character literal. */
+function formatQuoted(v: GoValue, spec: Spec): string {
+  if (typeof v === 'string') return pad(goQuote(v), spec, false);
+  if (typeof v === 'bigint') return pad(`'${String.fromCodePoint(Number(v))}'`, spec, false);
+  return badVerb('q', v);
+}
+
+/** %x and %X: integers in hexadecimal (`#` adds 0x), strings as the hexadecimal of their UTF-8 bytes. */
+function formatHex(verb: 'x' | 'X', v: GoValue, spec: Spec): string {
+  let s: string;
+  if (typeof v === 'bigint')
+    s = (v < 0n ? '-' : '') + (spec.sharp ? '0x' : '') + (v < 0n ? -v : v).toString(16);
+  else if (typeof v === 'string') s = Buffer.from(v, 'utf8').toString('hex');
+  else return badVerb(verb, v);
+  return pad(verb === 'X' ? s.toUpperCase() : s, spec, true);
+}
+
+/** A float in verb %f, %F, %e, %E, %g or %G at precision `prec`, before sign and padding. */
+function floatText(verb: string, v: number, prec: number | null): string {
+  if (!Number.isFinite(v)) return formatFloat(v);
+  if (verb === 'f' || verb === 'F') return v.toFixed(prec ?? 6);
+  if (verb === 'e' || verb === 'E') return expForm(v, prec ?? 6, verb === 'E');
+  if (prec === null) return formatFloat(v);
+  const p = Math.max(prec, 1);
+  const exp = v === 0 ? 0 : Math.floor(Math.log10(Math.abs(Number(v.toPrecision(p)))));
+  const s =
+    exp < -4 || exp >= p ? expForm(v, p - 1, false).replace(/\.?0+e/, 'e') : String(Number(v.toPrecision(p)));
+  return verb === 'G' ? s.toUpperCase() : s;
 }
 
 /** fmt.Sprintf with the common verbs, flags, width and precision; Go's %!verb(...) markers for mismatches. */

@@ -9,31 +9,7 @@ import { describe, ParseCursor } from './parse-cursor';
 export function pipeline(p: ParseCursor, context: string, end: 'rightDelim' | 'rightParen'): PipeNode {
   const start = p.peekNonSpace();
   const decl: string[] = [];
-  let isAssign = false;
-  // Optional `$x :=`, `$x =` or (range only) `$i, $v :=`.
-  if (start.type === 'variable') {
-    const save = p.i;
-    p.nextNonSpace();
-    const t = p.nextNonSpace();
-    if (t.type === 'declare' || t.type === 'assign') {
-      decl.push(start.value);
-      isAssign = t.type === 'assign';
-    } else if (t.type === 'comma' && context === 'range') {
-      const v2 = p.nextNonSpace();
-      if (v2.type !== 'variable') p.fail(`range can only initialize variables`, v2);
-      const d = p.nextNonSpace();
-      if (d.type !== 'declare' && d.type !== 'assign') p.fail(`expected := or = after ${v2.value}`, d);
-      decl.push(start.value, v2.value);
-      isAssign = d.type === 'assign';
-    } else {
-      p.i = save;
-    }
-    for (const v of decl) {
-      if (isAssign) {
-        if (!p.vars.includes(v)) p.fail(`undefined variable ${JSON.stringify(v)}`, start);
-      }
-    }
-  }
+  const isAssign = declaration(p, start, context, decl);
   const cmds: CommandNode[] = [];
   let endTok: Token;
   for (;;) {
@@ -64,6 +40,35 @@ export function pipeline(p: ParseCursor, context: string, end: 'rightDelim' | 'r
   if (!isAssign) for (const v of decl) p.vars.push(v);
   const text = p.source.slice(start.offset, endTok.offset).replace(/\s+$/, '');
   return { type: 'pipe', pos: start.pos, decl, isAssign, cmds, text };
+}
+
+/**
+ * The optional `$x :=`, `$x =` or (range only) `$i, $v :=` at a pipeline's `start`, read past (nothing read when the
+ * pipeline starts otherwise): its variables go to `decl`; true for an assignment, whose variables must be declared.
+ */
+function declaration(p: ParseCursor, start: Token, context: string, decl: string[]): boolean {
+  let isAssign = false;
+  if (start.type !== 'variable') return isAssign;
+  const save = p.i;
+  p.nextNonSpace();
+  const t = p.nextNonSpace();
+  if (t.type === 'declare' || t.type === 'assign') {
+    decl.push(start.value);
+    isAssign = t.type === 'assign';
+  } else if (t.type === 'comma' && context === 'range') {
+    const v2 = p.nextNonSpace();
+    if (v2.type !== 'variable') p.fail(`range can only initialize variables`, v2);
+    const d = p.nextNonSpace();
+    if (d.type !== 'declare' && d.type !== 'assign') p.fail(`expected := or = after ${v2.value}`, d);
+    decl.push(start.value, v2.value);
+    isAssign = d.type === 'assign';
+  } else {
+    p.i = save;
+  }
+  if (isAssign) {
+    for (const v of decl) if (!p.vars.includes(v)) p.fail(`undefined variable ${JSON.stringify(v)}`, start);
+  }
+  return isAssign;
 }
 
 function command(p: ParseCursor, end: 'rightDelim' | 'rightParen'): CommandNode {

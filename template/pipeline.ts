@@ -16,6 +16,7 @@ import {
   notAFunction,
   validateArg,
 } from './exec-args';
+import { messageOf } from '../util/errors';
 
 /* Pipelines, commands, function calls and arguments, evaluated against one render's state as Go's exec does. */
 
@@ -45,7 +46,7 @@ function evalCommand(s: ExecState, dot: GoValue, cmd: CommandNode, final: Final)
     if (e instanceof ExecFail) s.fail(cmd.pos, cmd.text, e.message);
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Functions that throw (Go: panic) become errors of this action, never a crash.
-    s.fail(cmd.pos, cmd.text, String((e as Error)?.message ?? e));
+    s.fail(cmd.pos, cmd.text, messageOf(e));
   } finally {
     s.cmd = saved;
   }
@@ -132,7 +133,7 @@ function evalFunction(
     result = fn.fn(s, ...argv);
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
-    throw new ExecFail(`error calling ${name}: ${(e as Error)?.message ?? String(e)}`);
+    throw new ExecFail(`error calling ${name}: ${messageOf(e)}`);
   }
   if (typeof result === 'string' && result.length > s.maxString) {
     throw new ExecFail(`error calling ${name}: result longer than ${s.maxString} bytes`);

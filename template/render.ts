@@ -39,7 +39,7 @@ export function execute(
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
     // Anything else (e.g. a stack overflow from deep nesting) is still this template's failure, not the process's.
-    throw new TemplateRuntimeError(`template: ${nameText(name)}: ${(e as Error)?.message ?? String(e)}`);
+    throw new TemplateRuntimeError(`template: ${nameText(name)}: ${messageOf(e)}`);
   }
 }
 

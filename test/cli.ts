@@ -1,7 +1,8 @@
 // Runs `modrule` as a separate process, the way a shell, a CI job or Helm runs it: an executable on PATH, arguments,
-// standard input and output. The executable runs the CLI from the TypeScript sources (see ts-register.js).
+// standard input and output. The executable is bin/modrule, running the CLI from the TypeScript sources (see
+// ts-register.js).
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
@@ -14,24 +15,43 @@ export interface ProcessResult {
   stderr: string;
 }
 
-let binDir: string | undefined;
+let shimRoot: string | undefined;
+
+/**
+ * A folder laid out as the repository after `npm run build`, as far as the command goes: the repository's own
+ * bin/modrule and bin/modrule-post-renderer, and a dist/cli/main.js that loads the CLI from the TypeScript sources
+ * (and runs it when run itself, as the built one does). So what the scripts do with the process (its exit code, a
+ * closed pipe) is tested, and a recipe that runs `bin/modrule` or `node dist/cli/main.js` runs there as written.
+ */
+export function modruleRootDir(): string {
+  if (shimRoot) return shimRoot;
+  const root = mkdtempSync(join(tmpdir(), 'modrule-bin-'));
+  mkdirSync(join(root, 'dist', 'cli'), { recursive: true });
+  writeFileSync(
+    join(root, 'dist', 'cli', 'main.js'),
+    `require(${JSON.stringify(join(ROOT, 'test', 'ts-register.js'))});\n` +
+      `module.exports = require(${JSON.stringify(join(ROOT, 'cli', 'main.ts'))});\n` +
+      'if (require.main === module) module.exports.runAsProcess(process.argv.slice(2));\n',
+  );
+  mkdirSync(join(root, 'bin'));
+  mkdirSync(join(root, 'path'));
+  for (const name of ['modrule', 'modrule-post-renderer']) {
+    copyFileSync(join(ROOT, 'bin', name), join(root, 'bin', name));
+    // The node running the tests, whichever `node` is first on PATH.
+    const script = `#!/bin/sh\nexec "${process.execPath}" "${join(root, 'bin', name)}" "$@"\n`;
+    writeFileSync(join(root, 'path', name), script);
+    chmodSync(join(root, 'path', name), 0o755);
+  }
+  shimRoot = root;
+  return root;
+}
 
 /** A folder holding the executables `modrule` and `modrule-post-renderer` (put it first on PATH). */
 export function modruleBinDir(): string {
-  if (binDir) return binDir;
-  binDir = mkdtempSync(join(tmpdir(), 'modrule-bin-'));
-  const run = `exec "${process.execPath}" -r "${join(ROOT, 'test', 'ts-register.js')}" "${join(ROOT, 'cli', 'main.ts')}"`;
-  for (const [name, command] of [
-    ['modrule', `${run} "$@"`],
-    ['modrule-post-renderer', `${run} post-render "$@"`],
-  ]) {
-    writeFileSync(join(binDir, name), `#!/bin/sh\n${command}\n`);
-    chmodSync(join(binDir, name), 0o755);
-  }
-  return binDir;
+  return join(modruleRootDir(), 'path');
 }
 
-/** Spawns `command` with `args` (found on PATH, with modruleBinDir() first), feeds `stdin`, collects the output. */
+/** Spawns `command` with `args` (found on PATH, or `env.PATH`, with modruleBinDir() first), feeds `stdin`, collects the output. */
 export function runProcess(
   command: string,
   args: readonly string[],
@@ -40,7 +60,7 @@ export function runProcess(
   const env = {
     ...process.env,
     ...options.env,
-    PATH: `${modruleBinDir()}${delimiter}${process.env.PATH ?? ''}`,
+    PATH: `${modruleBinDir()}${delimiter}${options.env?.PATH ?? process.env.PATH ?? ''}`,
     NO_COLOR: '1',
   };
   return new Promise((resolve, reject) => {

@@ -81,3 +81,64 @@ describe('links in README.md and docs/', () => {
     expect(found.map((l) => l.target)).toEqual(['docs/x.md#y', 'z.md']);
   });
 });
+
+/** The top-level folders of the repository (what a quoted path may start with). */
+const TOP = new Set(
+  readdirSync(ROOT).filter(
+    (f) =>
+      !f.startsWith('.') && f !== 'node_modules' && f !== 'dist' && statSync(join(ROOT, f)).isDirectory(),
+  ),
+);
+
+/** Repository paths quoted as code in a page's prose (`operator/start.ts`, `operator/scope/`), with their line. */
+export function quotedPaths(text: string): { line: number; path: string }[] {
+  const out: { line: number; path: string }[] = [];
+  prose(text).forEach((line, i) => {
+    for (const m of line.matchAll(/`([^`\s]+)`/g)) {
+      const path = m[1].replace(/[:,]$/, '');
+      const first = path.split('/')[0];
+      // KubeMod's Go sources are named as KubeMod has them; `...` elides.
+      if (!path.includes('/') || !TOP.has(first) || /[*{}<>$]|\.\.\.|\.go$/.test(path)) continue;
+      out.push({ line: i + 1, path });
+    }
+  });
+  return out;
+}
+
+describe('paths quoted in README.md and docs/', () => {
+  it.each(PAGES)('%s quotes only paths that exist', (page) => {
+    const text = readFileSync(join(ROOT, page), 'utf8');
+    const missing = quotedPaths(text).filter(({ path }) => !existsSync(join(ROOT, path.split('#')[0])));
+    expect(missing.map(({ line, path }) => `${page}:${line}: ${path}`)).toEqual([]);
+  });
+
+  it('finds quoted repository paths and nothing else', () => {
+    expect(
+      quotedPaths('see `operator/start.ts`, `operator/scope/` and `/api/v1`, `kubectl apply`, `a/b`').map(
+        (p) => p.path,
+      ),
+    ).toEqual(['operator/start.ts', 'operator/scope/']);
+  });
+});
+
+describe('docs/architecture.md', () => {
+  const text = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
+  /** Every folder holding TypeScript sources, and the operator's subfolders: where a reader looks for behaviour. */
+  const sourceFolders = (): string[] => {
+    const out = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(join(ROOT, dir))) {
+        const rel = dir ? `${dir}/${name}` : name;
+        if (name.startsWith('.') || ['node_modules', 'dist', 'coverage'].includes(name)) continue;
+        if (statSync(join(ROOT, rel)).isDirectory()) walk(rel);
+        else if (rel.endsWith('.ts') && dir && dir.split('/').length <= 2) out.add(`${dir}/`);
+      }
+    };
+    walk('');
+    return [...out].sort();
+  };
+
+  it('names every folder that holds sources', () => {
+    expect(sourceFolders().filter((folder) => !text.includes(`\`${folder}\``))).toEqual([]);
+  });
+});

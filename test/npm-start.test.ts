@@ -3,11 +3,11 @@
 // npm forwards SIGTERM and SIGINT to the shell running the script, and a shell waiting for a command does not
 // pass them on, so the script must exec the server in place of the shell.
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const ROOT = join(__dirname, '..');
 const TS_REGISTER = join(ROOT, 'test', 'ts-register.js');
@@ -84,6 +84,13 @@ async function startServer(command: string, args: string[], cwd: string): Promis
   }
 }
 
+/** The folder of the CA bundle the banner names (a temporary folder of the server's own). */
+function certFolder(output: string): string {
+  const ca = /CA bundle: (\S+)/.exec(output)?.[1];
+  if (!ca) throw new Error(`no CA bundle in the output:\n${output}`);
+  return dirname(ca);
+}
+
 function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
@@ -131,6 +138,7 @@ describe('npm start', () => {
     await s.exited;
     expect(await leftBehind(s.pgid, s.ports)).toEqual({ processes: false, portsHeld: [] });
     expect(s.output()).toContain('received SIGTERM, finishing in-flight requests...');
+    expect(existsSync(certFolder(s.output()))).toBe(false);
   });
 
   test('stopped with Ctrl-C (SIGINT to the group, and again from npm): it drains once, nothing is left', async () => {
@@ -139,6 +147,8 @@ describe('npm start', () => {
     const exit = await s.exited;
     expect(await leftBehind(s.pgid, s.ports)).toEqual({ processes: false, portsHeld: [] });
     expect(s.output().match(/received SIGINT/g)).toHaveLength(1);
+    // The certificates it made for itself (tls.key among them) went with it.
+    expect(existsSync(certFolder(s.output()))).toBe(false);
     // npm ends as a Ctrl-C'd command does: 0, or by SIGINT when npm's copy of the signal reaches the server while
     // it is already exiting (after it has drained and closed). Never an error status.
     expect([

@@ -11,3 +11,13 @@ export function messageOf(err: unknown): string {
     return 'unknown error';
   }
 }
+
+/** Anything thrown as an Error (its message kept), for APIs that take an Error. */
+export function errorOf(err: unknown): Error {
+  return err instanceof Error ? err : new Error(messageOf(err));
+}
+
+/** What to print of an unexpected failure: an Error's stack, else its message. */
+export function stackOf(err: unknown): string {
+  return err instanceof Error && err.stack ? err.stack : messageOf(err);
+}

@@ -30,6 +30,7 @@ const FAIL_OPEN_SERIES: ReadonlyArray<[string, FailOpenReason]> = [
  */
 export class AnswerMetrics {
   private readonly failOpen: Counter<'endpoint' | 'reason'>;
+  private readonly failClosed: Counter<'endpoint' | 'reason'>;
   private readonly timeout: Gauge<'endpoint'>;
   // The last URL seen per endpoint: parsed again only when it changes (it almost never does).
   private readonly urls = new Map<string, string>();
@@ -45,6 +46,16 @@ export class AnswerMetrics {
     });
     // Present at 0 from the start, so that the first fail-open answer is an increase Prometheus can see.
     for (const [endpoint, reason] of FAIL_OPEN_SERIES) this.failOpen.inc({ endpoint, reason }, 0);
+    this.failClosed = new Counter({
+      name: 'modrule_webhook_fail_closed_total',
+      help:
+        'Admission requests refused because of modrule itself, by endpoint and reason (handler_error): the ModRule ' +
+        'webhooks fail closed, so a ModRule write that modrule could not validate or put in force is refused.',
+      labelNames: ['endpoint', 'reason'],
+      registers: [registry],
+    });
+    for (const endpoint of ['validate-modrule', 'mutate-modrule'])
+      this.failClosed.inc({ endpoint, reason: 'handler_error' }, 0);
     this.timeout = new Gauge({
       name: 'modrule_webhook_timeout_seconds',
       help: 'The timeout the API server gives each webhook endpoint (the ?timeout= of its latest call): its timeoutSeconds.',
@@ -56,6 +67,11 @@ export class AnswerMetrics {
   /** Counts one request let through without its rules. */
   failedOpen(endpoint: string, reason: FailOpenReason): void {
     this.failOpen.inc({ endpoint, reason });
+  }
+
+  /** Counts one request refused because modrule failed (the ModRule webhooks fail closed). */
+  failedClosed(endpoint: string, reason: 'handler_error'): void {
+    this.failClosed.inc({ endpoint, reason });
   }
 
   /** Notes the timeout a call to `endpoint` carries in its URL (`/dragnet-webhook?timeout=10s`), if any. */

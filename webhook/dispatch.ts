@@ -7,7 +7,7 @@ import { RequestContext } from './context';
 import { Route } from './endpoints';
 import { Handler } from './handler';
 import { isJsonContentType, readBody, sendText } from './http';
-import { WebhookMetrics } from './metrics';
+import { RequestMetrics } from './metrics';
 import { handlePeerNotice, PEER_PATH, PeerReceiver } from './peer';
 import { BadRequestError, parseAdmissionReview, ParsedReview } from './review';
 
@@ -15,7 +15,7 @@ import { BadRequestError, parseAdmissionReview, ParsedReview } from './review';
 export interface DispatchOptions {
   routes: ReadonlyMap<string, Route<Handler>>;
   logger: Logger;
-  metrics: WebhookMetrics;
+  metrics: RequestMetrics;
   answers: AnswerMetrics;
   maxBodyBytes: number;
   peer?: PeerReceiver;

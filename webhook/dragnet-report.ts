@@ -6,7 +6,7 @@ import { DragnetAnswer } from './dragnet-handler';
 import { DragnetDecision, rejectionLogFields } from './dragnet';
 import { NamespaceFairness } from './fairness';
 import { Wrapper } from './handler';
-import { WebhookMetrics } from './metrics';
+import { DragnetMetrics } from './metrics';
 import { RuleFailures } from './rule-failures';
 import { RuleUnenforced } from './rule-unenforced';
 import type { NamespaceDemotion } from './server-options';
@@ -30,7 +30,7 @@ export interface DecisionRecords {
  */
 export function reportDecision(
   logger: Logger,
-  metrics: WebhookMetrics,
+  metrics: DragnetMetrics,
   answers: AnswerMetrics,
   records: DecisionRecords,
 ): Wrapper<DragnetAnswer> {
@@ -46,7 +46,7 @@ function logDecision(
   context: RequestContext,
   decision: DragnetDecision,
   logger: Logger,
-  metrics: WebhookMetrics,
+  metrics: DragnetMetrics,
   { failures, unenforced }: DecisionRecords,
 ): void {
   const outcome = decision.outcome;
@@ -109,7 +109,7 @@ function logDecision(
 /** Reports what fairness did to each request: its budget ran out, its namespace was demoted. */
 export function reportFairness(
   fairness: NamespaceFairness,
-  metrics: WebhookMetrics,
+  metrics: DragnetMetrics,
   logger: Logger,
   onDemotion: ((demotion: NamespaceDemotion) => unknown) | undefined,
 ): Wrapper<DragnetAnswer> {

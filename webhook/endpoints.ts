@@ -15,15 +15,3 @@ export interface Route<H> {
   endpoint: Endpoint;
   handler: H;
 }
-
-/** The route table: each webhook path to its endpoint's handler, in the order the 404 answer lists them. */
-export function routeTable<H>(handlers: Readonly<Record<Endpoint, H>>): ReadonlyMap<string, Route<H>> {
-  const route = (endpoint: Endpoint): Route<H> => ({ endpoint, handler: handlers[endpoint] });
-  return new Map([
-    [WEBHOOK_PATHS.dragnet, route('dragnet')],
-    [WEBHOOK_PATHS.validateModRule, route('validate-modrule')],
-    [WEBHOOK_PATHS.mutateModRule, route('mutate-modrule')],
-    [WEBHOOK_PATHS.podBinding, route('podbinding')],
-    [WEBHOOK_PATHS.dragnetProbe, route('dragnet-probe')],
-  ]);
-}

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { BudgetLimits, DEFAULT_BUDGET, RequestBudget, ruleShareOf } from '../util/budget';
+import { errorOf } from '../util/errors';
 
 /** How namespaces share the one event loop that evaluates every admission. */
 export interface FairnessOptions {
@@ -127,7 +128,7 @@ export class NamespaceFairness {
       try {
         return Promise.resolve(this.evaluate(namespace, this.budget, false, evaluate));
       } catch (err) {
-        return Promise.reject(err as Error);
+        return Promise.reject(errorOf(err));
       }
     }
     return new Promise((resolve, reject) => {
@@ -137,7 +138,7 @@ export class NamespaceFairness {
           try {
             resolve(this.evaluate(namespace, this.demotedBudget, true, evaluate));
           } catch (err) {
-            reject(err as Error);
+            reject(errorOf(err));
           }
         },
       });

@@ -4,7 +4,7 @@ import { silentLogger, memoryLogger } from '../util/logger';
 import { Answer, isHttpAnswer } from './answer';
 import { AnswerMetrics } from './answer-metrics';
 import { RequestContext } from './context';
-import { failOpen, Handler, handlerOf, layered, Wrapper } from './handler';
+import { failClosed, failOpen, Handler, handlerOf, layered, Wrapper } from './handler';
 import { handleMutateModRule } from './modrule';
 import { BadRequestError } from './review';
 import { makeReview } from './testing';
@@ -98,5 +98,44 @@ describe('failOpen', () => {
     expect(await registry.metrics()).toContain(
       'modrule_webhook_fail_open_total{endpoint="dragnet",reason="handler_error"} 0',
     );
+  });
+});
+
+describe('failClosed', () => {
+  it('refuses the request on a failure of our own (500, nothing stored), with a log line and a count', async () => {
+    const { logger, lines } = memoryLogger();
+    const registry = new Registry();
+    const review = makeReview('CREATE', loadFixture('deployment'));
+    const c = new RequestContext(review.request, 'mutate-modrule', undefined);
+    const answer = await failClosed(
+      logger,
+      new AnswerMetrics(registry),
+    )(() => {
+      throw new Error('defaults table missing');
+    })(c);
+    expect(answer).toMatchObject({
+      response: { uid: c.request.uid, allowed: false, status: { code: 500, reason: 'InternalError' } },
+      result: 'error',
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'error',
+        message: 'admission handler failed; refused',
+        error: 'defaults table missing',
+      }),
+    ]);
+    expect(await registry.metrics()).toContain(
+      'modrule_webhook_fail_closed_total{endpoint="mutate-modrule",reason="handler_error"} 1',
+    );
+  });
+
+  it('still answers a BadRequestError with its HTTP status', async () => {
+    const answer = await failClosed(
+      silentLogger(),
+      new AnswerMetrics(new Registry()),
+    )(() => {
+      throw new BadRequestError('too big', 413);
+    })(context());
+    expect(answer).toMatchObject({ http: { status: 413 }, result: 'bad_request' });
   });
 });

@@ -1,5 +1,7 @@
 import { Logger } from '../util/logger';
 import { Answer, badRequest, failOpenResponse } from './answer';
+import { denyResponse } from './review';
+import { errorOf } from '../util/errors';
 import { AnswerMetrics } from './answer-metrics';
 import { RequestContext } from './context';
 import { BadRequestError } from './review';
@@ -36,7 +38,7 @@ export function failOpen(logger: Logger, answers: AnswerMetrics): Wrapper {
       return await next(context);
     } catch (err) {
       if (err instanceof BadRequestError) return badRequest(err.status, err.message);
-      const error = err instanceof Error ? err : new Error(String(err));
+      const error = errorOf(err);
       logger.error('admission handler failed; allowed unchanged', {
         endpoint: context.endpoint,
         ...context.logFields,
@@ -45,6 +47,35 @@ export function failOpen(logger: Logger, answers: AnswerMetrics): Wrapper {
       });
       answers.failedOpen(context.endpoint, 'handler_error');
       return { response: failOpenResponse(context.request.uid, error), result: 'error' };
+    }
+  };
+}
+
+/**
+ * A handler's failure on an endpoint that fails closed (the ModRule webhooks, failurePolicy Fail): a BadRequestError
+ * answers its HTTP status; anything else is our bug, and the write is refused (500, nothing stored), logged and
+ * counted: a ModRule that could not be validated or put in force must not be stored as if it were.
+ */
+export function failClosed(logger: Logger, answers: AnswerMetrics): Wrapper {
+  return (next) => async (context) => {
+    try {
+      return await next(context);
+    } catch (err) {
+      if (err instanceof BadRequestError) return badRequest(err.status, err.message);
+      const error = errorOf(err);
+      logger.error('admission handler failed; refused', {
+        endpoint: context.endpoint,
+        ...context.logFields,
+        error: error.message,
+        stack: error.stack,
+      });
+      answers.failedClosed(context.endpoint, 'handler_error');
+      const { kind, namespace, name } = context.logFields.object;
+      const what = `${kind} ${namespace ? `${namespace}/` : ''}${name ?? ''}`;
+      const message =
+        `${what} was not admitted: modrule failed while admitting it (${error.message}); nothing was stored: ` +
+        "retry, and see the operator's log if it persists";
+      return { response: denyResponse(context.request.uid, 500, 'InternalError', message), result: 'error' };
     }
   };
 }

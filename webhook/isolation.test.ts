@@ -4,13 +4,7 @@ import { benignRule, bigConfigMap, deepObject, moderateRules, smallConfigMap } f
 import { RuleStore } from '../store/rules';
 import { generateCertificates, GeneratedCertificates } from './certs';
 import { NamespaceFairness } from './fairness';
-import {
-  HTTP_TIMEOUTS,
-  NamespaceDemotion,
-  RunningWebhook,
-  startWebhookServer,
-  WEBHOOK_PATHS,
-} from './server';
+import { HTTP_TIMEOUTS, NamespaceDemotion, RunningWebhook, WEBHOOK_PATHS } from './server';
 import { decodePatch, makeReview, postReview, send, startTestServer } from './testing';
 
 // Issue 12's budget, issue 24's shares: with a budget of 200,000 steps a rule's share is 20,000. Twelve rules of
@@ -22,7 +16,7 @@ beforeAll(() => {
   certs = generateCertificates({ hosts: ['127.0.0.1'] });
 });
 
-async function start(extra: Partial<Parameters<typeof startWebhookServer>[0]> = {}): Promise<RunningWebhook> {
+async function start(extra: Parameters<typeof startTestServer>[2] = {}): Promise<RunningWebhook> {
   const store = new RuleStore();
   expect(store.replaceRules([...moderate(), benignRule('evil'), benignRule('good')])).toEqual([]);
   return startTestServer(store, certs, {

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { RuleStore } from '../store/rules';
-import { WebhookMetrics } from './metrics';
+import { DragnetMetrics } from './metrics';
 
 async function series(registry: Registry, name: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -11,10 +11,10 @@ async function series(registry: Registry, name: string): Promise<Record<string, 
   return out;
 }
 
-describe('WebhookMetrics per-rule counters', () => {
+describe('DragnetMetrics per-rule counters', () => {
   it('count every rule of every call, and a scrape does not change the totals', async () => {
     const registry = new Registry();
-    const metrics = new WebhookMetrics(registry, new RuleStore());
+    const metrics = new DragnetMetrics(registry, new RuleStore());
     const a = { namespace: 'shop', name: 'add-owner' };
     const b = { namespace: 'kubemod-system', name: 'add-owner' };
     metrics.countRules('patch', [a, b]);

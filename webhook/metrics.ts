@@ -2,10 +2,38 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AdmissionOutcome, RuleRef } from '../engine/admit';
 import { RuleStore } from '../store/rules';
 
-/** The webhook's Prometheus metrics, registered on one Registry (not the global one). */
-export class WebhookMetrics {
+/** The server's own metrics: every answered request, by endpoint, operation and result, and its duration. */
+export class RequestMetrics {
   readonly requests: Counter<'endpoint' | 'operation' | 'result'>;
   readonly duration: Histogram<'endpoint' | 'operation' | 'result'>;
+
+  constructor(readonly registry: Registry) {
+    this.requests = new Counter({
+      name: 'modrule_webhook_requests_total',
+      help: 'Admission requests answered, by endpoint, operation and result (allowed|patched|rejected|error|bad_request).',
+      labelNames: ['endpoint', 'operation', 'result'],
+      registers: [registry],
+    });
+    this.duration = new Histogram({
+      name: 'modrule_webhook_request_duration_seconds',
+      help: 'Time from the first byte of the request body to the response, by endpoint, operation and result.',
+      labelNames: ['endpoint', 'operation', 'result'],
+      // Up to the API server's longest webhook timeout (30 s), so that latency near any configured timeout shows.
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    });
+  }
+
+  /** Counts one answered request. */
+  observe(endpoint: string, operation: string, result: string, seconds: number): void {
+    const labels = { endpoint, operation, result };
+    this.requests.inc(labels);
+    this.duration.observe(labels, seconds);
+  }
+}
+
+/** The dragnet's metrics: what each rule did, the store's size, budgets and the namespaces demoted. */
+export class DragnetMetrics {
   readonly rulePatches: Counter<'namespace' | 'name'>;
   readonly ruleRejections: Counter<'namespace' | 'name'>;
   readonly ruleErrors: Counter<'namespace' | 'name'>;
@@ -35,20 +63,6 @@ export class WebhookMetrics {
     store: RuleStore,
     demotedNamespaces: () => number = () => 0,
   ) {
-    this.requests = new Counter({
-      name: 'modrule_webhook_requests_total',
-      help: 'Admission requests answered, by endpoint, operation and result (allowed|patched|rejected|error|bad_request).',
-      labelNames: ['endpoint', 'operation', 'result'],
-      registers: [registry],
-    });
-    this.duration = new Histogram({
-      name: 'modrule_webhook_request_duration_seconds',
-      help: 'Time from the first byte of the request body to the response, by endpoint, operation and result.',
-      labelNames: ['endpoint', 'operation', 'result'],
-      // Up to the API server's longest webhook timeout (30 s), so that latency near any configured timeout shows.
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers: [registry],
-    });
     const perRule = ['namespace', 'name'] as const;
     this.rulePatches = countedCounter(registry, this.ruleCounts.patch, {
       name: 'modrule_rule_patches_total',
@@ -118,13 +132,6 @@ export class WebhookMetrics {
     };
     update();
     this.unsubscribe = store.onChange(update);
-  }
-
-  /** Counts one answered request. */
-  observe(endpoint: string, operation: string, result: string, seconds: number): void {
-    const labels = { endpoint, operation, result };
-    this.requests.inc(labels);
-    this.duration.observe(labels, seconds);
   }
 
   /** Counts per-rule effects of one dragnet decision. */

@@ -21,6 +21,8 @@ export interface ParsedReview {
 
 const API_VERSIONS: readonly string[] = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'];
 const OPERATIONS: readonly string[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
+const OBJECT_FIELDS = ['object', 'oldObject'] as const;
+const STRING_FIELDS = ['namespace', 'name', 'subResource'] as const;
 
 /** Parses and checks the body of an AdmissionReview POST; throws BadRequestError naming what is wrong. */
 export function parseAdmissionReview(body: string): ParsedReview {
@@ -41,6 +43,15 @@ export function parseAdmissionReview(body: string): ParsedReview {
   }
   const request = doc.request;
   if (!isJsonObject(request)) throw new BadRequestError('request is missing or not an object');
+  checkRequest(request);
+  return {
+    apiVersion: doc.apiVersion as AdmissionApiVersion,
+    request: request as unknown as AdmissionRequest,
+  };
+}
+
+/** Checks the fields of `request` an AdmissionRequest must have, and the types of those it may have. */
+function checkRequest(request: JsonObject): void {
   if (typeof request.uid !== 'string' || request.uid === '') {
     throw new BadRequestError('request.uid is missing or not a non-empty string');
   }
@@ -49,13 +60,13 @@ export function parseAdmissionReview(body: string): ParsedReview {
       `request.operation must be one of ${OPERATIONS.join(', ')}, got ${describe(request.operation)}`,
     );
   }
-  for (const field of ['object', 'oldObject'] as const) {
+  for (const field of OBJECT_FIELDS) {
     const v = request[field];
     if (v !== undefined && v !== null && !isJsonObject(v)) {
       throw new BadRequestError(`request.${field} must be an object or null, got ${describe(v)}`);
     }
   }
-  for (const field of ['namespace', 'name', 'subResource'] as const) {
+  for (const field of STRING_FIELDS) {
     const v = request[field];
     if (v !== undefined && v !== null && typeof v !== 'string') {
       throw new BadRequestError(`request.${field} must be a string, got ${describe(v)}`);
@@ -70,10 +81,6 @@ export function parseAdmissionReview(body: string): ParsedReview {
   if (request.dryRun !== undefined && request.dryRun !== null && typeof request.dryRun !== 'boolean') {
     throw new BadRequestError(`request.dryRun must be a boolean, got ${describe(request.dryRun)}`);
   }
-  return {
-    apiVersion: doc.apiVersion as AdmissionApiVersion,
-    request: request as unknown as AdmissionRequest,
-  };
 }
 
 function describe(v: JsonValue | undefined): string {

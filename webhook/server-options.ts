@@ -8,15 +8,17 @@ import { DemotionReason, FairnessOptions } from './fairness';
 import { ServedKinds } from './modrule';
 import { PeerReceiver } from './peer';
 import { PodBindingEvent } from './podbinding';
-import { QuarantineOptions, RuleQuarantine } from './quarantine';
+import { RuleQuarantine } from './quarantine';
 import { RuleAdmissionHook, StoreFreshness } from './rule-admission';
 import { RuleFailures } from './rule-failures';
 import { RuleUnenforced } from './rule-unenforced';
 import { TlsSource } from './tls';
+import { AnswerMetrics } from './answer-metrics';
+import { Endpoint } from './endpoints';
+import { Handler } from './handler';
 
-/** What startWebhookServer is given. */
-export interface WebhookServerOptions {
-  store: RuleStore;
+/** How the webhook server listens: TLS, ports, limits, readiness and metrics (what every endpoint shares). */
+export interface TransportOptions {
   tls: TlsSource;
   /** HTTPS port for the API server (0 = any free port). */
   port: number;
@@ -31,26 +33,29 @@ export interface WebhookServerOptions {
   registry?: Registry;
   /** Also collect prom-client's default process metrics; default false. */
   processMetrics?: boolean;
-  /** Whether the rules are loaded; /readyz answers 503 until it returns true. */
+  /** Whether the server may take requests (rules loaded, not draining); /readyz answers 503 until it returns true. */
   isReady: () => boolean;
+  /** Request body cap; default 8 MiB. */
+  maxBodyBytes?: number;
+  /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
+  closeTimeoutMs?: number;
+  /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
+  headersTimeoutMs?: number;
+  /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
+  requestTimeoutMs?: number;
+}
+
+/** What the dragnet endpoint evaluates against, and how it holds, budgets and reports. */
+export interface DragnetOptions {
+  store: RuleStore;
   /**
    * Resolves when the store holds the cluster's rules (the operator's first full sync). Until then dragnet
    * requests are held, up to the API server's timeout less a second, then answered HTTP 503 so the webhook's
    * failurePolicy decides: never an answer from an empty store. Omitted: the store is complete from the start.
    */
   rulesLoaded?: Promise<void>;
-  /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
-  onPodBinding?: (binding: PodBindingEvent) => unknown;
-  /** Called for every valid ModRule CREATE/UPDATE before it is admitted (the operator: in force when admitted). */
-  ruleAdmission?: RuleAdmissionHook;
   /** Dragnet requests wait, bounded, for the store to have the rules admitted a moment ago that could reach them. */
   storeFreshness?: StoreFreshness;
-  /** Takes the notices of peer replicas of the rules they admit (POST /peer/admitted, signed). */
-  peer?: PeerReceiver;
-  /** Request body cap; default 8 MiB. */
-  maxBodyBytes?: number;
-  /** How long close() waits for in-flight requests before cutting connections; default 10000 ms. */
-  closeTimeoutMs?: number;
   /** Work and time one dragnet request may use, all rules together; default DEFAULT_BUDGET. */
   budget?: BudgetLimits;
   /** Demotion of namespaces that keep exhausting budgets (tests shorten it); the budget comes from `budget`. */
@@ -62,25 +67,34 @@ export interface WebhookServerOptions {
    */
   onDemotion?: (demotion: NamespaceDemotion) => unknown;
   /**
-   * Rules that keep running out of their own share of the budget are quarantined (webhook/quarantine.ts): its
-   * options, or one the caller keeps (the operator reports quarantines on the ModRules).
+   * Rules that keep running out of their own share of the budget are set aside (webhook/quarantine.ts); the caller's
+   * (the operator shows quarantines on the ModRules), else the endpoint's own, with the default options.
    */
-  quarantine?: QuarantineOptions | RuleQuarantine;
+  quarantine?: RuleQuarantine;
+  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else the endpoint's own. */
+  failures?: RuleFailures;
   /** The objects rules read besides their object (syntheticRefs.owner, spec.references); none when omitted. */
   references?: ReferenceSource;
-  /** Where rules' run-time failures are recorded (the operator shows them on the ModRules); else one of its own. */
-  failures?: RuleFailures;
   /** Where what Warn/DryRun rules would have done is recorded (the operator shows it on the ModRules); else its own. */
   unenforced?: RuleUnenforced;
-  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
-  servedKinds?: ServedKinds;
   /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */
   recordPatchedBy?: boolean;
-  /** Time for a client to send the request headers; default 30 s (HTTP_TIMEOUTS). */
-  headersTimeoutMs?: number;
-  /** Time for a client to send the whole request; default 60 s (HTTP_TIMEOUTS). */
-  requestTimeoutMs?: number;
 }
+
+/** What the ModRule, pod-binding and probe endpoints need, beside the dragnet's store. */
+export interface RuleEndpointOptions {
+  /** Called (not awaited) for every non-dry-run pods/binding CREATE. */
+  onPodBinding?: (binding: PodBindingEvent) => unknown;
+  /** Called for every valid ModRule CREATE/UPDATE before it is admitted (the operator: in force when admitted). */
+  ruleAdmission?: RuleAdmissionHook;
+  /** What the cluster serves (the operator's discovery): ModRules naming other kinds are admitted with a warning. */
+  servedKinds?: ServedKinds;
+  /** Takes the notices of peer replicas of the rules they admit (POST /peer/admitted, signed). */
+  peer?: PeerReceiver;
+}
+
+/** Every endpoint's options: the dragnet's and the others'. */
+export type EndpointOptions = DragnetOptions & RuleEndpointOptions;
 
 /** What onDemotion receives. */
 export interface NamespaceDemotion {
@@ -102,4 +116,20 @@ export interface RunningWebhook {
   readonly httpTimeouts: { headersMs: number; requestMs: number; checkingIntervalMs: number };
   /** Stops accepting connections, lets in-flight requests finish, then resolves. */
   close(): Promise<void>;
+}
+
+/** What the server shares with the endpoints it registers. */
+export interface ServerServices {
+  logger: Logger;
+  registry: Registry;
+  /** Answers that are not the endpoint's own word (failed open, held), by endpoint. */
+  answers: AnswerMetrics;
+}
+
+/** An endpoint to register: its name (metrics, logs) and its handler, built once with the server's services. */
+export interface EndpointRegistration {
+  endpoint: Endpoint;
+  handler(services: ServerServices): Handler;
+  /** Releases what the handler keeps (metrics following the store, subscriptions) when the server closes. */
+  close?(): void;
 }

@@ -93,17 +93,18 @@ beforeAll(async () => {
   certs = generateCertificates({ hosts: ['localhost', '127.0.0.1'] });
   store = new RuleStore();
   populate(store);
-  server = await startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: log.logger,
-    isReady: () => ready,
-    onPodBinding: (b) => bindingHandler(b),
-    maxBodyBytes: 1024 * 1024,
-  });
+  server = await startWebhookServer(
+    {
+      tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
+      port: 0,
+      host: '127.0.0.1',
+      healthPort: 0,
+      logger: log.logger,
+      isReady: () => ready,
+      maxBodyBytes: 1024 * 1024,
+    },
+    { store, onPodBinding: (b) => bindingHandler(b) },
+  );
 });
 
 afterAll(async () => {
@@ -722,15 +723,17 @@ describe('TLS', () => {
       pollMs: 100,
       logger: silentLogger(),
     });
-    const running = await startWebhookServer({
-      store,
-      tls,
-      port: 0,
-      host: '127.0.0.1',
-      healthPort: 0,
-      logger: silentLogger(),
-      isReady: () => true,
-    });
+    const running = await startWebhookServer(
+      {
+        tls,
+        port: 0,
+        host: '127.0.0.1',
+        healthPort: 0,
+        logger: silentLogger(),
+        isReady: () => true,
+      },
+      { store },
+    );
     try {
       const review = makeReview('CREATE', loadFixture('deployment'));
       const first = await postReview(running.url, WEBHOOK_PATHS.dragnet, review, a.caCert);

@@ -1,108 +1,142 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { DEFAULT_BUDGET } from '../util/budget';
 import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
 import { AnswerMetrics } from './answer-metrics';
 import { admissionListener } from './dispatch';
-import { routeTable } from './endpoints';
-import { NamespaceFairness } from './fairness';
-import { endpointHandlers } from './handlers';
+import { Route } from './endpoints';
+import { Handler } from './handler';
+import { standardEndpoints } from './handlers';
 import { createHealthServer } from './health';
 import { closeServer, createAdmissionServer, HTTP_TIMEOUTS, listen, timeoutsOf, urlHost } from './listener';
-import { WebhookMetrics } from './metrics';
-import { RuleQuarantine, watchQuarantine } from './quarantine';
-import { RuleFailures } from './rule-failures';
-import { RuleUnenforced } from './rule-unenforced';
-import { RunningWebhook, WebhookServerOptions } from './server-options';
+import { RequestMetrics } from './metrics';
+import { PeerReceiver } from './peer';
+import {
+  EndpointOptions,
+  EndpointRegistration,
+  RunningWebhook,
+  ServerServices,
+  TransportOptions,
+} from './server-options';
 
 export { WEBHOOK_PATHS } from './endpoints';
 export { HTTP_TIMEOUTS } from './listener';
-export type { NamespaceDemotion, RunningWebhook, WebhookServerOptions } from './server-options';
+export type {
+  DragnetOptions,
+  EndpointOptions,
+  EndpointRegistration,
+  ServerServices,
+  NamespaceDemotion,
+  RuleEndpointOptions,
+  RunningWebhook,
+  TransportOptions,
+} from './server-options';
 
-/** Starts the HTTPS admission server and the plain-HTTP health server; used by the operator and `serve --local`. */
-export async function startWebhookServer(options: WebhookServerOptions): Promise<RunningWebhook> {
-  const { store, logger } = options;
-  const registry = options.registry ?? new Registry();
-  if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'modrule_' });
-  const fairness = new NamespaceFairness({ ...options.fairness, budget: options.budget ?? DEFAULT_BUDGET });
-  const metrics = new WebhookMetrics(registry, store, () => fairness.demotedCount());
-  const answers = new AnswerMetrics(registry);
-  const ownQuarantine = !(options.quarantine instanceof RuleQuarantine);
-  const quarantine =
-    options.quarantine instanceof RuleQuarantine
-      ? options.quarantine
-      : new RuleQuarantine(options.quarantine, store);
-  const unwatchQuarantine = watchQuarantine(quarantine, registry, logger);
-  const failures = options.failures ?? new RuleFailures({}, store);
-  const unenforced = options.unenforced ?? new RuleUnenforced({}, store);
-  let closing = false;
+/**
+ * The HTTPS admission server and its plain-HTTP health/metrics server (as controller-runtime's webhook.Server): built
+ * from transport options, endpoints registered by path, then started. Every request is routed by its path, read and
+ * checked (4xx with the reason when it is not an AdmissionReview POST), handed to its endpoint and answered.
+ */
+export class WebhookServer {
+  private readonly routes = new Map<string, Route<Handler>>();
+  private readonly registrations: EndpointRegistration[] = [];
+  private peer: PeerReceiver | undefined;
+  readonly registry: Registry;
+  private readonly services: ServerServices;
+  private readonly requests: RequestMetrics;
 
-  const handlers = endpointHandlers(options, {
-    store,
-    logger,
-    metrics,
-    answers,
-    fairness,
-    quarantine,
-    failures,
-    unenforced,
-  });
-  const listener = admissionListener({
-    routes: routeTable(handlers),
-    logger,
-    metrics,
-    answers,
-    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-    peer: options.peer,
-    closing: () => closing,
-  });
-  const timeouts = {
-    headersMs: options.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs,
-    requestMs: options.requestTimeoutMs ?? HTTP_TIMEOUTS.requestMs,
-  };
-  const { server, unsubscribeTls } = createAdmissionServer(options.tls, timeouts, listener, logger);
-  const health = createHealthServer({
-    port: options.healthPort,
-    host: options.healthHost ?? options.host,
-    registry,
-    logger,
-    isReady: () => !closing && server.listening && options.isReady(),
-  });
-
-  let port: number;
-  let healthPort: number;
-  try {
-    port = await listen(server, options.port, options.host);
-    healthPort = await listen(health, options.healthPort, options.healthHost ?? options.host);
-  } catch (err) {
-    unsubscribeTls();
-    metrics.close();
-    await Promise.all([closeServer(server, 0), closeServer(health, 0)]);
-    throw err;
+  constructor(private readonly transport: TransportOptions) {
+    this.registry = transport.registry ?? new Registry();
+    if (transport.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'modrule_' });
+    this.requests = new RequestMetrics(this.registry);
+    this.services = {
+      logger: transport.logger,
+      registry: this.registry,
+      answers: new AnswerMetrics(this.registry),
+    };
   }
-  const closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
-  let closed: Promise<void> | null = null;
-  return {
-    url: `https://${urlHost(options.host)}:${port}`,
-    healthUrl: `http://${urlHost(options.healthHost ?? options.host)}:${healthPort}`,
-    port,
-    healthPort,
-    registry,
-    httpTimeouts: timeoutsOf(server),
-    close: () => {
-      if (!closed) {
+
+  /** Serves `path` with the endpoint (before start). */
+  register(path: string, registration: EndpointRegistration): this {
+    if (this.routes.has(path)) throw new Error(`${path} is registered already`);
+    this.routes.set(path, { endpoint: registration.endpoint, handler: registration.handler(this.services) });
+    this.registrations.push(registration);
+    return this;
+  }
+
+  /** Takes the signed notices of peer replicas (POST /peer/admitted). */
+  registerPeer(receiver: PeerReceiver): this {
+    this.peer = receiver;
+    return this;
+  }
+
+  /** Listens on both ports; the running servers' addresses and close(). */
+  async start(): Promise<RunningWebhook> {
+    const { transport } = this;
+    const { logger } = transport;
+    let closing = false;
+    const listener = admissionListener({
+      routes: this.routes,
+      logger,
+      metrics: this.requests,
+      answers: this.services.answers,
+      maxBodyBytes: transport.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      peer: this.peer,
+      closing: () => closing,
+    });
+    const timeouts = {
+      headersMs: transport.headersTimeoutMs ?? HTTP_TIMEOUTS.headersMs,
+      requestMs: transport.requestTimeoutMs ?? HTTP_TIMEOUTS.requestMs,
+    };
+    const { server, unsubscribeTls } = createAdmissionServer(transport.tls, timeouts, listener, logger);
+    const healthHost = transport.healthHost ?? transport.host;
+    const health = createHealthServer({
+      port: transport.healthPort,
+      host: healthHost,
+      registry: this.registry,
+      logger,
+      isReady: () => !closing && server.listening && transport.isReady(),
+    });
+    const release = () => {
+      unsubscribeTls();
+      for (const r of this.registrations) r.close?.();
+    };
+    let port: number;
+    let healthPort: number;
+    try {
+      port = await listen(server, transport.port, transport.host);
+      healthPort = await listen(health, transport.healthPort, healthHost);
+    } catch (err) {
+      release();
+      await Promise.all([closeServer(server, 0), closeServer(health, 0)]);
+      throw err;
+    }
+    const closeTimeoutMs = transport.closeTimeoutMs ?? 10_000;
+    let closed: Promise<void> | null = null;
+    return {
+      url: `https://${urlHost(transport.host)}:${port}`,
+      healthUrl: `http://${urlHost(healthHost)}:${healthPort}`,
+      port,
+      healthPort,
+      registry: this.registry,
+      httpTimeouts: timeoutsOf(server),
+      close: () => {
         closing = true;
-        closed = Promise.all([closeServer(server, closeTimeoutMs), closeServer(health, closeTimeoutMs)]).then(
-          () => {
-            unsubscribeTls();
-            metrics.close();
-            unwatchQuarantine();
-            if (ownQuarantine) quarantine.close();
-            if (!options.failures) failures.close();
-            if (!options.unenforced) unenforced.close();
-          },
-        );
-      }
-      return closed;
-    },
-  };
+        closed ??= Promise.all([
+          closeServer(server, closeTimeoutMs),
+          closeServer(health, closeTimeoutMs),
+        ]).then(release);
+        return closed;
+      },
+    };
+  }
+}
+
+/** Starts a server with every endpoint modrule serves (and the peer notices, when given); the operator and `serve`. */
+export async function startWebhookServer(
+  transport: TransportOptions,
+  endpoints: EndpointOptions,
+): Promise<RunningWebhook> {
+  const server = new WebhookServer(transport);
+  for (const [path, registration] of standardEndpoints(endpoints)) server.register(path, registration);
+  if (endpoints.peer) server.registerPeer(endpoints.peer);
+  return server.start();
 }

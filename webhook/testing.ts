@@ -6,7 +6,7 @@ import { JsonObject } from '../util/json';
 import { AdmissionOperation } from '../rule/types';
 import { silentLogger } from '../util/logger';
 import { RuleStore } from '../store/rules';
-import { RunningWebhook, startWebhookServer, WebhookServerOptions } from './server';
+import { EndpointOptions, RunningWebhook, startWebhookServer, TransportOptions } from './server';
 import { MemoryTlsSource } from './tls';
 
 /** One HTTP exchange as a client saw it. */
@@ -135,16 +135,29 @@ export function decodePatch(review: AdmissionReview): unknown[] {
 export function startTestServer(
   store: RuleStore,
   certs: { cert: string; key: string },
-  options: Partial<WebhookServerOptions> = {},
+  options: Partial<TransportOptions> & Partial<EndpointOptions> = {},
 ): Promise<RunningWebhook> {
-  return startWebhookServer({
-    store,
-    tls: new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
-    port: 0,
-    host: '127.0.0.1',
-    healthPort: 0,
-    logger: silentLogger(),
-    isReady: () => true,
-    ...options,
-  });
+  const { tls, port, host, healthPort, healthHost, logger, registry, processMetrics, isReady, ...rest } =
+    options;
+  const { maxBodyBytes, closeTimeoutMs, headersTimeoutMs, requestTimeoutMs, ...endpoints } = rest;
+  return startWebhookServer(
+    {
+      tls: tls ?? new MemoryTlsSource({ cert: certs.cert, key: certs.key }),
+      port: port ?? 0,
+      host: host ?? '127.0.0.1',
+      healthPort: healthPort ?? 0,
+      ...{
+        healthHost,
+        registry,
+        processMetrics,
+        maxBodyBytes,
+        closeTimeoutMs,
+        headersTimeoutMs,
+        requestTimeoutMs,
+      },
+      logger: logger ?? silentLogger(),
+      isReady: isReady ?? (() => true),
+    },
+    { store, ...endpoints },
+  );
 }

@@ -1,4 +1,4 @@
-import { Histogram, Registry } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
 import { Logger } from '../../util/logger';
 import { generationOf, metaString, nameOf, objectKey } from '../../util/meta';
 import { RuleStore } from '../../store/rules';
@@ -6,7 +6,9 @@ import { AdmissionRequest } from '../../webhook/admission';
 import { RuleAdmissionHook, RuleAdmissionOutcome } from '../../webhook/rule-admission';
 import { AdmittedRules, RuleVersion } from '../rules/admitted';
 import { ScopeController } from '../scope/controller';
-import { PeerNotifier } from './peers';
+import { WidenOutcome } from '../scope/widener';
+import { CompiledRule } from '../../rule/compile';
+import { PeerFailure, PeerNotifier } from './peers';
 import { ConfirmedRules } from '../scope/ready-gate';
 import { outsideNetPhrase } from '../scope/findings';
 
@@ -17,7 +19,7 @@ export interface RuleAdmissionDeps {
   /** Rules whose registration was confirmed in force at admission: Ready as soon as the store has them. */
   confirmed: ConfirmedRules;
   /** Tells the other replicas, so that they hold their dragnet requests for it too. */
-  peers?: Pick<PeerNotifier, 'notify'>;
+  peers?: Pick<PeerNotifier, 'notify'> & Partial<Pick<PeerNotifier, 'answered'>>;
   logger: Logger;
   registry?: Registry;
   /** Share of the admission's time for widening; the rest is for putting the configured net back. Default 0.6. */
@@ -34,47 +36,141 @@ function versionOf(request: AdmissionRequest): RuleVersion | null {
 }
 
 /**
+ * The writer's warning when peers were not told of the rule: each of them answers the requests the API server sends it
+ * from its own store until its watch brings the rule (normally within a second), so the rule may miss objects written
+ * right after this write returns, where that replica is the one called. The writer is the one who relies on the rule
+ * being in force, and a replica that cannot be told is often one the API server cannot reach either (fail-open).
+ */
+function missedPeersWarning(key: string, missed: readonly PeerFailure[]): string[] {
+  if (missed.length === 0) return [];
+  const peers = missed.map((m) => `${m.peer}: ${m.error}`).join('; ');
+  return [
+    `modrule: ${missed.length} other replica(s) could not be told of ModRule ${key} (${peers}); objects they admit ` +
+      'before their own watch brings the rule (normally within a second) may miss it',
+  ];
+}
+
+/**
  * The operator's part of a valid ModRule's admission (not a dry run): the rule counts as admitted (the dragnet of
  * this replica, and of the peers it tells, waits for the store to have it), and the answer waits until the dragnet registration sends its objects, widening it
  * first when it must (ScopeController.ensure). When the widening does not make it in time the configured net is put
  * back and the writer is told (a warning); when nothing can be written, the write is refused.
  */
 export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook {
-  const now = deps.now ?? Date.now;
-  const waited = deps.registry
-    ? new Histogram({
-        name: 'modrule_rule_admission_wait_seconds',
-        help: 'How long a ModRule create or update waited for the dragnet registration to send its objects.',
-        buckets: [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-        registers: [deps.registry],
-      })
-    : null;
-  return async (request, budgetMs): Promise<RuleAdmissionOutcome> => {
+  const admission = new RuleAdmission(deps);
+  return (request, budgetMs) => admission.admit(request, budgetMs);
+}
+
+/** The hook's state: its metrics. */
+class RuleAdmission {
+  private readonly now: () => number;
+  private readonly waited: Histogram | null;
+  private readonly unverified: Counter | null;
+
+  constructor(private readonly deps: RuleAdmissionDeps) {
+    this.now = deps.now ?? Date.now;
+    this.waited = deps.registry
+      ? new Histogram({
+          name: 'modrule_rule_admission_wait_seconds',
+          help: 'How long a ModRule create or update waited for the dragnet registration to send its objects.',
+          buckets: [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+          registers: [deps.registry],
+        })
+      : null;
+    this.unverified = deps.registry
+      ? new Counter({
+          name: 'modrule_rule_admissions_unverified_total',
+          help: 'ModRule writes admitted in force by the settle time only: the API servers could not be probed (no probe webhook, probes refused, an API server unreachable).',
+          registers: [deps.registry],
+        })
+      : null;
+  }
+
+  async admit(request: AdmissionRequest, budgetMs: number): Promise<RuleAdmissionOutcome> {
+    const { deps } = this;
     if (request.dryRun) return {};
     const rule = deps.store.compileRule(request.object).rule;
     const version = versionOf(request);
     if (!rule || !version) return {};
     deps.admitted.admit(version, rule);
-    const start = now();
-    const [outcome] = await Promise.all([
-      deps.scope.ensure(rule, start + budgetMs * (deps.widenShare ?? 0.6), start + budgetMs),
-      deps.peers?.notify(version, request.object ?? undefined),
-    ]);
-    waited?.observe((now() - start) / 1000);
+    const start = this.now();
+    const { outcome, missed } = await this.inForce(rule, version, request, start + budgetMs, budgetMs);
+    this.waited?.observe((this.now() - start) / 1000);
+    // Answered from here on (a refusal forgets it below): the write lands now, or never; the peers are told too.
+    deps.admitted.answered(version);
+    const unanswered =
+      (await deps.peers?.answered?.(
+        version,
+        outcome.kind === 'failed' ? 'refused' : 'allowed',
+        request.object ?? undefined,
+      )) ?? [];
     const key = objectKey(version.namespace, version.name);
     const outside = deps.scope.outsideNet(rule);
     // Admitted, but the net as installed never sends some of its kinds: as with KubeMod, now said (and on its status).
     const phrase = outsideNetPhrase(outside);
-    const outsideWarnings = outside.length
-      ? [
-          `modrule: ${phrase.head}: the API server never sends the webhook ${phrase.objects}, so ModRule ${key} acts on none of them`,
-        ]
-      : [];
+    const warnings = [
+      ...(outside.length
+        ? [
+            `modrule: ${phrase.head}: the API server never sends the webhook ${phrase.objects}, so ModRule ${key} acts on none of them`,
+          ]
+        : []),
+      ...missedPeersWarning(key, [
+        ...missed,
+        ...unanswered.filter((u) => !missed.some((m) => m.peer === u.peer)),
+      ]),
+    ];
+    return this.answer(outcome, version, key, warnings);
+  }
+
+  /**
+   * Makes the rule in force: the scope ensured and the peers told at once (the notices are tried again within the
+   * widening's share: the answer never waits longer than a widening may), then the scope once more now that the
+   * peers know of the rule (they count it from here on): a scope one of them wrote before it heard of it may have
+   * narrowed what the first look found (a read and, when unchanged, no API call more).
+   */
+  private async inForce(
+    rule: CompiledRule,
+    version: RuleVersion,
+    request: AdmissionRequest,
+    until: number,
+    budgetMs: number,
+  ): Promise<{ outcome: WidenOutcome; missed: PeerFailure[] }> {
+    const { deps } = this;
+    const widenBy = until - budgetMs * (1 - (deps.widenShare ?? 0.6));
+    const [first, missed] = await Promise.all([
+      deps.scope.ensure(rule, widenBy, until),
+      deps.peers?.notify(version, request.object ?? undefined, widenBy, until),
+    ]);
+    if (first.kind !== 'covered' && first.kind !== 'widened') return { outcome: first, missed: missed ?? [] };
+    const again = await deps.scope.ensure(rule, widenBy, until);
+    const outcome =
+      again.kind === 'covered' && first.kind === 'widened' ? { ...again, kind: 'widened' as const } : again;
+    return { outcome, missed: missed ?? [] };
+  }
+
+  /** The answer to the writer for an outcome: admitted (with what to know), or refused with why. */
+  private answer(
+    outcome: WidenOutcome,
+    version: RuleVersion,
+    key: string,
+    warnings: string[],
+  ): RuleAdmissionOutcome {
+    const { deps } = this;
     switch (outcome.kind) {
       case 'covered':
-      case 'widened':
+      case 'widened': {
         deps.confirmed.add(version.uid, version.generation);
-        return outsideWarnings.length ? { warnings: outsideWarnings } : {};
+        if (!outcome.unverified) return warnings.length ? { warnings } : {};
+        // In force by the settle time only (the API servers could not be probed): said, so that someone looks.
+        this.unverified?.inc();
+        deps.logger.warn('ModRule admitted; in force unverified', { rule: key, reason: outcome.unverified });
+        return {
+          warnings: [
+            ...warnings,
+            `modrule: ModRule ${key} is in force, but the API servers could not be shown to use it: ${outcome.unverified}`,
+          ],
+        };
+      }
       case 'fallback':
         if (outcome.confirmed) deps.confirmed.add(version.uid, version.generation);
         deps.logger.warn('ModRule admitted through the configured net', {
@@ -83,7 +179,7 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
         });
         return {
           warnings: [
-            ...outsideWarnings,
+            ...warnings,
             `modrule: the dragnet registration fell back to the configured (wide) net (${outcome.reason}); ` +
               `ModRule ${key} is in force through it${outcome.confirmed ? '' : ' as soon as the API server applies it'}`,
           ],
@@ -105,5 +201,5 @@ export function createRuleAdmission(deps: RuleAdmissionDeps): RuleAdmissionHook 
           },
         };
     }
-  };
+  }
 }

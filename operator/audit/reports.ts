@@ -12,7 +12,7 @@ import {
 import { KubeApiError, KubeClient } from '../../kube/kube';
 import { RateLimiter } from './rate';
 import { messageOf } from '../../util/errors';
-import { metadataOf } from '../../util/meta';
+import { metadataOf, annotationsOf } from '../../util/meta';
 
 /** What one round of report writing did. */
 export interface WriteSummary {
@@ -110,48 +110,27 @@ export class ReportWriter {
    * then no report is deleted: what the scan did not see is not known to be gone.
    */
   async write(builder: ReportBuilder, partial?: string): Promise<WriteSummary> {
-    const { client, logger, limiter, signal, format } = this.options;
+    const { logger, signal, format } = this.options;
     const summary: WriteSummary = { written: 0, unchanged: 0, deleted: 0, failed: 0 };
     const existing = await this.existingNamespaces();
     const now = new Date();
     for (const ns of builder.namespaces()) {
       if (signal?.aborted) break;
-      let previous = existing.has(ns) ? await this.get(ns) : undefined;
+      const previous = existing.has(ns) ? await this.get(ns) : undefined;
       const built = builder.report(format, ns, now, previous);
       if (!built) continue;
       if (partial)
-        (built.metadata as JsonObject).annotations = {
-          ...(metadataOf(built).annotations as JsonObject | undefined),
-          [PARTIAL_ANNOTATION]: partial,
+        built.metadata = {
+          ...metadataOf(built),
+          annotations: { ...annotationsOf(built), [PARTIAL_ANNOTATION]: partial },
         };
       if (previous && sameReport(built, previous)) {
         summary.unchanged++;
         continue;
       }
       try {
-        for (let attempt = 1; ; attempt++) {
-          await limiter?.take(signal);
-          try {
-            if (previous) {
-              const meta = {
-                ...metadataOf(built),
-                resourceVersion: metadataOf(previous).resourceVersion,
-              };
-              await client.request('PUT', `${this.collection(ns)}/${REPORT_NAME}`, {
-                body: { ...built, metadata: meta },
-              });
-            } else {
-              await client.request('POST', this.collection(ns), { body: built });
-            }
-            summary.written++;
-            break;
-          } catch (err) {
-            // Another replica wrote it meanwhile: read it and try once more.
-            if (statusOf(err) !== 409 || attempt > 1) throw err;
-            await limiter?.take(signal);
-            previous = await client.request('GET', `${this.collection(ns)}/${REPORT_NAME}`);
-          }
-        }
+        await this.put(ns, built, previous);
+        summary.written++;
       } catch (err) {
         summary.failed++;
         logger.warn('writing an audit report failed', {
@@ -160,8 +139,42 @@ export class ReportWriter {
         });
       }
     }
-    if (partial) return summary;
-    const keep = new Set(builder.namespaces());
+    if (!partial) await this.deleteStale(existing, new Set(builder.namespaces()), summary);
+    return summary;
+  }
+
+  /**
+   * Creates the report of namespace `ns`, or replaces `previous` with its resourceVersion; on a conflict (another
+   * replica wrote it meanwhile) reads it again and tries once more.
+   */
+  private async put(ns: string, built: JsonObject, previous: JsonObject | undefined): Promise<void> {
+    const { client, limiter, signal } = this.options;
+    for (let attempt = 1; ; attempt++) {
+      await limiter?.take(signal);
+      try {
+        if (previous) {
+          const meta = {
+            ...metadataOf(built),
+            resourceVersion: metadataOf(previous).resourceVersion,
+          };
+          await client.request('PUT', `${this.collection(ns)}/${REPORT_NAME}`, {
+            body: { ...built, metadata: meta },
+          });
+        } else {
+          await client.request('POST', this.collection(ns), { body: built });
+        }
+        return;
+      } catch (err) {
+        if (statusOf(err) !== 409 || attempt > 1) throw err;
+        await limiter?.take(signal);
+        previous = await client.request('GET', `${this.collection(ns)}/${REPORT_NAME}`);
+      }
+    }
+  }
+
+  /** Deletes the reports of the namespaces in `existing` that are not in `keep` (counted in `summary`). */
+  private async deleteStale(existing: Set<string>, keep: Set<string>, summary: WriteSummary): Promise<void> {
+    const { client, logger, limiter, signal } = this.options;
     for (const ns of existing) {
       if (keep.has(ns) || signal?.aborted) continue;
       try {
@@ -177,6 +190,5 @@ export class ReportWriter {
         });
       }
     }
-    return summary;
   }
 }

@@ -128,13 +128,25 @@ function describe(err: unknown, what: string): ScanProblem {
  * budget (objects, deadline) and the signal stop it early (partial too).
  */
 export async function scanCluster(options: ScanOptions, onObject: ObjectHandler): Promise<ScanResult> {
-  const { client, snapshot, scope, signal } = options;
-  const started = Date.now();
-  const sliceMs = options.sliceMs ?? 5;
-  const share = Math.min(1, Math.max(0.01, options.share ?? 1));
-  const progressEvery = options.progressEveryMs ?? 2000;
-  const lists = options.plan.targets.flatMap((t) => listsOf(t).map((l) => ({ ...l, resource: t.resource })));
-  const result: ScanResult = {
+  return new Scan(options, onObject).run();
+}
+
+/** One list of a scan: a target's collection, the namespaces to keep of it (null = all), for messages its name. */
+interface ScanList {
+  path: string;
+  keep: ReadonlySet<string> | null;
+  what: string;
+  resource: ListableResource;
+}
+
+/** One scan under way: its lists, the counts so far, the budget and the slices of the event loop it takes. */
+class Scan {
+  private readonly started = Date.now();
+  private readonly sliceMs: number;
+  private readonly share: number;
+  private readonly progressEvery: number;
+  private readonly lists: ScanList[];
+  private readonly result: ScanResult = {
     listed: 0,
     evaluated: 0,
     verdicts: { patch: 0, reject: 0, error: 0, pass: 0 },
@@ -142,74 +154,80 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
     complete: false,
     elapsedMs: 0,
   };
-  let listsDone = 0;
-  let lastProgress = started;
-  let sliceStart = performance.now();
-  const progress = (force = false) => {
-    const now = Date.now();
-    if (!options.onProgress || (!force && now - lastProgress < progressEvery)) return;
-    lastProgress = now;
-    options.onProgress({
-      listed: result.listed,
-      evaluated: result.evaluated,
-      lists: listsDone,
-      listsTotal: lists.length,
-      elapsedMs: now - started,
-    });
-  };
-  const checkBudget = () => {
-    if (signal?.aborted) throw new Stop('cancelled');
-    if (options.maxObjects !== undefined && result.listed >= options.maxObjects)
-      throw new Stop(`stopped after ${result.listed} objects (the budget of one scan)`);
-    if (options.deadline !== undefined && Date.now() >= options.deadline)
-      throw new Stop(`stopped after ${Date.now() - started} ms (the time budget of one scan)`);
-  };
+  private listsDone = 0;
+  private lastProgress = this.started;
+  private sliceStart = performance.now();
 
-  try {
-    for (const list of lists) {
-      let token: string | undefined;
-      try {
-        do {
-          checkBudget();
-          await options.limiter?.take(signal);
-          const page = await retry(
-            () =>
-              client.request('GET', list.path, {
-                query: {
-                  limit: options.pageSize ?? 500,
-                  continue: token,
-                  labelSelector: options.labelSelector,
-                },
-              }),
-            { attempts: 3, isTransient, backoff: { initialMs: 200, maxMs: 2000 }, signal },
-          );
-          const meta = metadataOf(page);
-          token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
-          const items = Array.isArray(page.items) ? page.items : [];
-          // Parsing the page held the event loop already: let waiting work run before evaluating it.
-          await yieldToEventLoop();
-          sliceStart = performance.now();
-          await evaluatePage(items, list);
-          progress();
-        } while (token);
-      } catch (err) {
-        if (err instanceof Stop) throw err;
-        result.problems.push(describe(err, list.what));
+  constructor(
+    private readonly options: ScanOptions,
+    private readonly onObject: ObjectHandler,
+  ) {
+    this.sliceMs = options.sliceMs ?? 5;
+    this.share = Math.min(1, Math.max(0.01, options.share ?? 1));
+    this.progressEvery = options.progressEveryMs ?? 2000;
+    this.lists = options.plan.targets.flatMap((t) => listsOf(t).map((l) => ({ ...l, resource: t.resource })));
+  }
+
+  async run(): Promise<ScanResult> {
+    const result = this.result;
+    try {
+      for (const list of this.lists) {
+        try {
+          await this.scanList(list);
+        } catch (err) {
+          if (err instanceof Stop) throw err;
+          result.problems.push(describe(err, list.what));
+        }
+        this.listsDone++;
       }
-      listsDone++;
+    } catch (err) {
+      if (!(err instanceof Stop)) throw err;
+      result.stopped = err.message;
     }
-  } catch (err) {
-    if (!(err instanceof Stop)) throw err;
-    result.stopped = err.message;
+    result.elapsedMs = Date.now() - this.started;
+    result.complete = result.problems.length === 0 && result.stopped === undefined;
+    this.progress(true);
+    return result;
+  }
+
+  /** Lists one collection page by page (each page retried on transient errors) and evaluates every page. */
+  private async scanList(list: ScanList): Promise<void> {
+    const { client, signal } = this.options;
+    let token: string | undefined;
+    do {
+      this.checkBudget();
+      await this.options.limiter?.take(signal);
+      const page = await retry(
+        () =>
+          client.request('GET', list.path, {
+            query: {
+              limit: this.options.pageSize ?? 500,
+              continue: token,
+              labelSelector: this.options.labelSelector,
+            },
+          }),
+        { attempts: 3, isTransient, backoff: { initialMs: 200, maxMs: 2000 }, signal },
+      );
+      const meta = metadataOf(page);
+      token = typeof meta.continue === 'string' && meta.continue ? meta.continue : undefined;
+      const items = Array.isArray(page.items) ? page.items : [];
+      // Parsing the page held the event loop already: let waiting work run before evaluating it.
+      await yieldToEventLoop();
+      this.sliceStart = performance.now();
+      await this.evaluatePage(items, list);
+      this.progress();
+    } while (token);
   }
 
   // Evaluates one page's objects, yielding the event loop after every slice of sliceMs (slept for when share < 1).
-  async function evaluatePage(items: readonly unknown[], list: (typeof lists)[number]): Promise<void> {
+  private async evaluatePage(items: readonly unknown[], list: ScanList): Promise<void> {
+    const { options, result } = this;
+    const { snapshot, signal } = options;
     for (const item of items) {
       if (!isJsonObject(item)) continue;
-      checkBudget();
+      this.checkBudget();
       result.listed++;
-      if (!wanted(item, list.resource, list.keep)) continue;
+      if (!this.wanted(item, list.resource, list.keep)) continue;
       if (options.references) await referencesFor(options.references, snapshot, item, list.resource);
       const audit = auditObject(item, list.resource, {
         snapshot,
@@ -220,18 +238,19 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
       if (audit) {
         result.evaluated++;
         result.verdicts[audit.verdict]++;
-        await onObject(audit, list.resource);
+        await this.onObject(audit, list.resource);
       }
-      const spent = performance.now() - sliceStart;
-      if (spent > sliceMs) {
-        if (share < 1) await sleep((spent * (1 - share)) / share, signal);
+      const spent = performance.now() - this.sliceStart;
+      if (spent > this.sliceMs) {
+        if (this.share < 1) await sleep((spent * (1 - this.share)) / this.share, signal);
         else await yieldToEventLoop();
-        sliceStart = performance.now();
+        this.sliceStart = performance.now();
       }
     }
   }
 
-  function wanted(item: JsonObject, resource: ListableResource, keep: ReadonlySet<string> | null): boolean {
+  private wanted(item: JsonObject, resource: ListableResource, keep: ReadonlySet<string> | null): boolean {
+    const { scope } = this.options;
     const meta = metadataOf(item);
     if (keep && !keep.has(String(meta.namespace ?? ''))) return false;
     const labels = objectLabels(item);
@@ -240,8 +259,26 @@ export async function scanCluster(options: ScanOptions, onObject: ObjectHandler)
     return resource.kind !== 'Namespace' || resource.group !== '' || scope.selectsNamespace(labels);
   }
 
-  result.elapsedMs = Date.now() - started;
-  result.complete = result.problems.length === 0 && result.stopped === undefined;
-  progress(true);
-  return result;
+  private progress(force = false): void {
+    const options = this.options;
+    const now = Date.now();
+    if (!options.onProgress || (!force && now - this.lastProgress < this.progressEvery)) return;
+    this.lastProgress = now;
+    options.onProgress({
+      listed: this.result.listed,
+      evaluated: this.result.evaluated,
+      lists: this.listsDone,
+      listsTotal: this.lists.length,
+      elapsedMs: now - this.started,
+    });
+  }
+
+  private checkBudget(): void {
+    const { signal, maxObjects, deadline } = this.options;
+    if (signal?.aborted) throw new Stop('cancelled');
+    if (maxObjects !== undefined && this.result.listed >= maxObjects)
+      throw new Stop(`stopped after ${this.result.listed} objects (the budget of one scan)`);
+    if (deadline !== undefined && Date.now() >= deadline)
+      throw new Stop(`stopped after ${Date.now() - this.started} ms (the time budget of one scan)`);
+  }
 }

@@ -68,7 +68,7 @@ export async function unavailableReason(client: KubeClient): Promise<string | un
 
 /** The object as the operator writes it: owned (label), tied to its rule (uid). */
 export function owned(obj: JsonObject, ruleUid: string): JsonObject {
-  const meta = obj.metadata as JsonObject;
+  const meta = metadataOf(obj);
   return {
     ...obj,
     metadata: {

@@ -1,6 +1,5 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { keyOf, nameOf, splitKey, metadataOf } from '../../util/meta';
-import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../rule/compile';
 import { formatProblems } from '../../rule/problems';
 import {
@@ -18,7 +17,7 @@ import { InformerHandlers } from '../../kube/informer';
 import { applyOwned, deleteOwned, lookAtCluster, probeInForce, probeNamespace, ruleKeyOf } from './api';
 import { otherRules, stillAsWritten, written } from './fit';
 import { OwnedPolicies } from './owned';
-import { KeyedQueue } from '../controller/queue';
+import { Controller, ReconcileResult } from '../controller/controller';
 import {
   nativeRulesGauge,
   nativeServing,
@@ -44,37 +43,41 @@ import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
 
 export type { NativeControllerOptions, NativeMode } from './types';
 
+/** The work queue's key for the periodic look at everything (rule keys always hold a '/'). */
+const RESYNC = '<resync>';
+
 /** Keeps policies in step with the rules that ask to be served natively. Feed it ModRules as ClusterSync does. */
 export class NativeController implements InformerHandlers {
   private readonly rules = new Map<string, JsonObject>();
   // Rules that stopped asking (annotation removed): their status says so once their policy is gone.
   private readonly leaving = new Map<string, JsonObject>();
   private readonly states = new Map<string, RuleState>();
-  private readonly queue: KeyedQueue;
+  private readonly work: Controller;
   /** Owned policies and bindings as the API server has them. */
   private readonly owned: OwnedPolicies;
   /** Owned objects this controller is deleting: their delete events are no news. */
   private readonly deleting = new Set<string>();
   /** Bumped at every hand-over and hand-back, before the store changes (the dragnet scope computes again). */
   private handovers = 0;
-  private readonly controller = new AbortController();
   private unavailable: string | undefined = 'not checked yet';
   private dragnet: DragnetMatch;
-  private resync: NodeJS.Timeout | null = null;
   // Reconciling waits for the first look at the cluster (is the API served, what does the dragnet see).
   private markStarted!: () => void;
   private readonly started = new Promise<void>((resolve) => (this.markStarted = resolve));
 
   constructor(private readonly options: NativeControllerOptions) {
     this.dragnet = defaultDragnetMatch(options.podNamespace);
-    this.queue = new KeyedQueue((key) => this.reconcile(key), {
-      ready: this.started,
-      signal: this.controller.signal,
-      retryMs: options.retryMs,
-      // Transient API errors: the rule stays where it is served now and is tried again later.
-      onError: (rule, err) =>
-        options.logger.warn('native policy reconcile failed; retrying', { rule, error: messageOf(err) }),
-    });
+    // Transient API errors: the rule stays where it is served now and is tried again after its backoff.
+    this.work = new Controller(
+      'native policy',
+      { reconcile: (key) => this.reconcile(key) },
+      {
+        logger: options.logger,
+        ready: this.started,
+        keyName: 'rule',
+        backoff: { initialMs: options.retryMs ?? 2000 },
+      },
+    );
     if (options.registry) nativeRulesGauge(options.registry, () => this.counts());
     this.owned = new OwnedPolicies({
       ...options,
@@ -84,24 +87,25 @@ export class NativeController implements InformerHandlers {
 
   /** Checks the API, starts watching owned policies, and re-checks everything every resyncMs. */
   async start(): Promise<void> {
+    this.work.start();
     await this.checkCluster();
     this.markStarted();
     if (!this.unavailable) this.owned.start();
-    this.resync = setInterval(() => void this.resyncAll(), this.options.resyncMs ?? 60_000);
-    this.resync.unref?.();
+    this.work.enqueueAfter(RESYNC, this.resyncMs);
   }
 
   async stop(): Promise<void> {
-    this.controller.abort();
     this.markStarted();
-    if (this.resync) clearInterval(this.resync);
-    await this.owned.stop();
-    await this.queue.idle();
+    await Promise.all([this.work.stop(), this.owned.stop()]);
+  }
+
+  private get resyncMs(): number {
+    return this.options.resyncMs ?? 60_000;
   }
 
   /** Resolves when no reconcile work is queued or running (tests). */
   async idle(): Promise<void> {
-    await this.queue.idle();
+    await this.work.idle();
   }
 
   /** The last change to the owned policies this replica saw (the dragnet scope's stamp orders replicas by it). */
@@ -167,11 +171,15 @@ export class NativeController implements InformerHandlers {
   }
 
   private enqueue(key: string): void {
-    this.queue.add(key);
+    this.work.enqueue(key);
   }
 
-  /** Brings one rule's policy, binding, store entry and status to what the rule asks for now. */
-  private async reconcile(key: string): Promise<void> {
+  /** Brings one rule's policy, binding, store entry and status to what the rule asks for now (or resyncs all). */
+  private async reconcile(key: string): Promise<ReconcileResult | void> {
+    if (key === RESYNC) {
+      await this.resyncAll();
+      return { requeueAfter: this.resyncMs };
+    }
     const raw = this.rules.get(key);
     const { namespace, name } = splitKey(key);
     const held = this.options.store.ruleOf(namespace, name);
@@ -239,7 +247,7 @@ export class NativeController implements InformerHandlers {
     if (!(await this.inForce(key, state, policy))) return;
     const wait = state.acceptedAt + (this.options.settleMs ?? 2000) - Date.now();
     if (wait > 0) {
-      this.queue.requeueAfter(key, wait);
+      this.work.enqueueAfter(key, wait);
       return;
     }
     // Counted before the store tells its listeners (the dragnet scope computes again on this count).
@@ -269,7 +277,7 @@ export class NativeController implements InformerHandlers {
       return true;
     }
     const waited = Date.now() - (state.acceptedAt ?? Date.now());
-    this.queue.requeueAfter(key, waited < 10_000 ? 100 : 2_000);
+    this.work.enqueueAfter(key, waited < 10_000 ? 100 : 2_000);
     return false;
   }
 

@@ -30,7 +30,10 @@ export interface NativeControllerOptions {
   settleMs?: number;
   /** Everything is checked again this often (refused policies retried, the dragnet scope re-read); 60 s. */
   resyncMs?: number;
-  /** How long a rule whose reconcile failed (a transient API error) waits before it is tried again; 2000 ms. */
+  /**
+   * How long a rule whose reconcile failed (a transient API error) waits before it is tried again the first time:
+   * the delay doubles with each failure in a row, each randomised to [d/2, d); 2000 ms.
+   */
   retryMs?: number;
   backoff?: BackoffOptions;
   /** What the dragnet registration does for a native rule's objects (its Ready message says so). */

@@ -59,8 +59,8 @@ describe('ReferenceCaches', () => {
       client: createKubeClient(fake.access()),
       logger: silentLogger(),
       store,
-      onStatusChange: () => statusChanges++,
     });
+    caches.onStatusChange(() => statusChanges++);
     caches.start();
   });
   afterEach(async () => {

@@ -9,6 +9,7 @@ import { NamedWatches } from './named';
 import { OwnerCaches, OwnerProblem } from './owners';
 import { ResourceResolver } from './resources';
 import { referenceProblems } from './status';
+import { Controller } from '../controller/controller';
 
 /*
  * The operator's reference caches (docs/references.md): what the rules in force read besides their object, kept by
@@ -22,9 +23,10 @@ export interface ReferenceCachesOptions {
   store: RuleStore;
   /** Owner kinds read for syntheticRefs.owner (group/Kind, core: Kind); default DEFAULT_OWNER_KINDS. */
   ownerKinds?: readonly string[];
-  /** Called (debounced) when what the rules' status should say about their references may have changed. */
-  onStatusChange?: () => void;
 }
+
+const PLAN = 'plan';
+const STATUS = 'status';
 
 /** The reference caches of one operator: a ReferenceSource over watches that follow the rules in force. */
 export class ReferenceCaches implements ReferenceSource {
@@ -34,9 +36,11 @@ export class ReferenceCaches implements ReferenceSource {
   private planned = -1;
   // What each rule met looking up owners (a kind not read), by namespace/name: its status says so.
   private readonly ownerProblems = new Map<string, Map<string, string>>();
-  private statusTimer: NodeJS.Timeout | null = null;
+  /** Keys: PLAN (the watches the rules need) and STATUS (what their status says, debounced). */
+  private readonly work: Controller;
   private stopped = false;
   private readonly unsubscribe: Array<() => void> = [];
+  private readonly statusListeners = new Set<() => void>();
 
   constructor(private readonly options: ReferenceCachesOptions) {
     const deps = {
@@ -45,11 +49,19 @@ export class ReferenceCaches implements ReferenceSource {
       resolver: new ResourceResolver(options.client),
       changed: () => this.statusMayHaveChanged(),
     };
+    this.work = new Controller(
+      'reference caches',
+      {
+        reconcile: async (key) =>
+          key === PLAN ? this.reconcile() : this.statusListeners.forEach((l) => l()),
+      },
+      { logger: options.logger },
+    );
     this.named = new NamedWatches(this.reader, deps);
     this.owners = new OwnerCaches(this.reader, deps, options.ownerKinds);
     // Rule changes start and stop watches at once (not on the next request): a rule is in force when it is written.
     this.unsubscribe.push(
-      options.store.onChange(() => this.reconcile()),
+      options.store.onChange(() => this.work.enqueue(PLAN)),
       // Named objects coming and going change what rules find; owners' churn (status updates) does not.
       this.reader.onChange((_gk, feeder) => {
         if (feeder.startsWith('named:')) this.statusMayHaveChanged();
@@ -57,8 +69,15 @@ export class ReferenceCaches implements ReferenceSource {
     );
   }
 
+  /** Calls `listener` (debounced) when what the rules' status should say about their references may have changed. */
+  onStatusChange(listener: () => void): () => void {
+    this.statusListeners.add(listener);
+    return () => void this.statusListeners.delete(listener);
+  }
+
   /** Starts the watches the rules held now need. */
   start(): void {
+    this.work.start();
     this.reconcile();
   }
 
@@ -98,10 +117,10 @@ export class ReferenceCaches implements ReferenceSource {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe) u();
-    if (this.statusTimer) clearTimeout(this.statusTimer);
-    await Promise.all([this.named.stop(), this.owners.stop()]);
+    await Promise.all([this.work.stop(), this.named.stop(), this.owners.stop()]);
   }
 
+  /** Starts and stops watches to what the rules in force need (also called before a request waits on them). */
   private reconcile(): void {
     const { store } = this.options;
     if (this.stopped || store.rulesVersion === this.planned) return;
@@ -136,11 +155,6 @@ export class ReferenceCaches implements ReferenceSource {
   }
 
   private statusMayHaveChanged(): void {
-    if (this.stopped || this.statusTimer || !this.options.onStatusChange) return;
-    this.statusTimer = setTimeout(() => {
-      this.statusTimer = null;
-      this.options.onStatusChange?.();
-    }, 100);
-    this.statusTimer.unref();
+    if (!this.stopped && this.statusListeners.size > 0) this.work.enqueueDebounced(STATUS, 100, 100);
   }
 }

@@ -15,12 +15,15 @@ export class ReferenceStatus {
   private readonly shown = new Map<string, string>();
   private readonly posted = new Map<string, string>();
   private retry: NodeJS.Timeout | null = null;
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly store: RuleStore,
     private readonly caches: ReferenceCaches,
     private readonly status: StatusReporter | null,
-  ) {}
+  ) {
+    this.unsubscribe = caches.onStatusChange(() => this.refresh());
+  }
 
   /** Sets or clears each rule's facet to what the caches answer now. */
   refresh(): void {
@@ -51,8 +54,9 @@ export class ReferenceStatus {
     }
   }
 
-  /** Stops the retry timer. */
+  /** Stops listening and the retry timer. */
   stop(): void {
+    this.unsubscribe();
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
   }
@@ -71,14 +75,13 @@ export class ReferenceStatus {
     const status = this.status;
     const id = status?.identityOf(namespace, name);
     if (!status || !id) return false;
-    const event: JsonObject = warningEvent(
-      id,
-      REFERENCE_MISSING,
+    const event: JsonObject = warningEvent(id, {
+      reason: REFERENCE_MISSING,
       message,
-      `${id.uid}\nreferences\n${message}`,
-      new Date(),
-      status.instance,
-    );
+      digestOf: `${id.uid}\nreferences\n${message}`,
+      now: new Date(),
+      instance: status.instance,
+    });
     void status.postEvent(event);
     return true;
   }

@@ -43,7 +43,6 @@ describe('ReferenceMissing on the (fake) API server', () => {
       client: createKubeClient(api.access()),
       logger: silentLogger(),
       store,
-      onStatusChange: () => feed.refresh(),
     });
     feed = new ReferenceStatus(store, caches, status);
     caches.start();

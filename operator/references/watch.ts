@@ -1,6 +1,7 @@
 import { JsonObject } from '../../util/json';
 import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
+import { nameOf, namespaceOf } from '../../util/meta';
 import { ReferencePartition } from '../../store/references';
 import { Informer } from '../../kube/informer';
 import { KubeApiError, KubeClient } from '../../kube/kube';
@@ -127,8 +128,7 @@ export class ReferenceWatch<T> {
         },
         remove: (obj) => {
           if (this.informer !== informer) return;
-          const meta = obj.metadata as JsonObject;
-          this.partition.remove(String(meta.namespace ?? ''), String(meta.name ?? ''));
+          this.partition.remove(namespaceOf(obj), nameOf(obj));
         },
       },
     });

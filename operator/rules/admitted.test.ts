@@ -87,7 +87,9 @@ describe('AdmittedRules', () => {
 
   it('drops a rule whose write never landed once a read shows it absent', async () => {
     const rule = labelRule('team-a', 'never');
-    admitted.admit({ namespace: 'team-a', name: 'never', uid: 'no-such-uid', generation: 1 }, compile(rule));
+    const never = { namespace: 'team-a', name: 'never', uid: 'no-such-uid', generation: 1 };
+    admitted.admit(never, compile(rule));
+    admitted.answered(never);
     const ms = await timed(admitted.until('team-a', 5000));
     expect(ms).toBeLessThan(1000);
     expect(
@@ -99,6 +101,7 @@ describe('AdmittedRules', () => {
   it('an update that never landed (the stored generation is older) is dropped too', async () => {
     const stored = api.put('modrules', labelRule('team-a', 'old'));
     admitted.admit(version(stored, 5), compile(stored));
+    admitted.answered(version(stored, 5));
     await timed(admitted.until('team-a', 5000));
     expect(admitted.rules()).toEqual([]);
   });
@@ -112,5 +115,76 @@ describe('AdmittedRules', () => {
     // Present in the API server but never in the store: given up after maxAgeMs.
     await new Promise((r) => setTimeout(r, 600));
     expect(admitted.rules()).toEqual([]);
+  });
+
+  it('keeps holding for generation 1 when generation 2 is admitted before the store has either', async () => {
+    const stored = api.put('modrules', labelRule('team-a', 'edited'));
+    const gen2 = { ...stored, metadata: { ...(stored.metadata as JsonObject), generation: 2 } };
+    admitted.admit(version(stored, 1), compile(stored));
+    let released = false;
+    const wait = admitted.until('team-a', 5000)!.then(() => (released = true));
+    // The edit is admitted while the store has neither version: the request held for generation 1 goes on waiting.
+    admitted.admit(version(stored, 2), compile(gen2));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(released).toBe(false);
+    expect(await waits(registry, 'caught_up')).toBe(0);
+    admitted.handlers().upsert(stored); // generation 1 lands: the request held for it goes
+    await wait;
+    expect(await waits(registry, 'caught_up')).toBe(1);
+    // Generation 2 is still pending: a new request waits for it.
+    expect(admitted.until('team-a', 10)).not.toBeNull();
+    admitted.handlers().upsert(gen2);
+    expect(admitted.until('team-a', 10)).toBeNull();
+  });
+
+  it('a refused edit stops holding for itself only, not for the version before it', async () => {
+    const stored = api.put('modrules', labelRule('team-a', 'refused'));
+    admitted.admit(version(stored, 1), compile(stored));
+    admitted.admit(version(stored, 2), compile(stored));
+    admitted.forget(version(stored, 2));
+    expect(admitted.until('team-a', 10)).not.toBeNull();
+    admitted.handlers().upsert(stored);
+    expect(admitted.until('team-a', 10)).toBeNull();
+  });
+
+  it('does not drop a rule while its own admission is still running (its write cannot have landed yet)', async () => {
+    const rule = labelRule('team-a', 'slow-admission');
+    const v = { namespace: 'team-a', name: 'slow-admission', uid: 'u-slow', generation: 1 };
+    admitted.admit(v, compile(rule));
+    // The look-ups after checkAfterMs find nothing: the API server stores the rule only once the webhook answered.
+    await new Promise((r) => setTimeout(r, 250));
+    expect(admitted.rules().map((r) => r.name)).toEqual(['slow-admission']);
+    expect(admitted.until('team-a', 10)).not.toBeNull();
+    admitted.answered(v);
+    // Answered, and still absent a look-up later: its write never landed.
+    await new Promise((r) => setTimeout(r, 250));
+    expect(admitted.rules()).toEqual([]);
+  });
+
+  it('counts both specs of one version admitted twice at once (one of the two writes will lose with a 409)', () => {
+    const stored = api.put('modrules', labelRule('team-a', 'raced'));
+    const a = compile(stored);
+    const b = compile({
+      ...stored,
+      spec: { ...(stored.spec as JsonObject), match: [{ select: '$.kind', matchValue: 'ConfigMap' }] },
+    });
+    admitted.admit(version(stored, 2), a);
+    admitted.admit(version(stored, 2), b);
+    expect(admitted.rules()).toHaveLength(2);
+    admitted
+      .handlers()
+      .upsert({ ...stored, metadata: { ...(stored.metadata as JsonObject), generation: 2 } });
+    expect(admitted.rules()).toEqual([]);
+  });
+
+  it('drops a create at once when another object took its name (AlreadyExists), answered or not', async () => {
+    api.put('modrules', labelRule('team-a', 'taken'));
+    admitted.admit(
+      { namespace: 'team-a', name: 'taken', uid: 'u-lost', generation: 1 },
+      compile(labelRule('team-a', 'taken')),
+    );
+    await new Promise((r) => setTimeout(r, 150));
+    expect(admitted.rules()).toEqual([]);
+    expect(admitted.until('team-a', 10)).toBeNull();
   });
 });

@@ -20,9 +20,19 @@ interface Pending extends RuleVersion {
   /** Null for a rule a peer replica admitted: held for, not counted in this replica's scope. */
   rule: CompiledRule | null;
   at: number;
+  /**
+   * By when its admission is answered (the API server stores the rule only after that): undefined while this
+   * replica's own admission runs; a peer's is the time the notice said it may still take.
+   */
+  answerBy?: number;
   waiters: Set<() => void>;
   timer: NodeJS.Timeout | null;
 }
+
+/** Specs of one rule version counted at most (writes of one version admitted at the same time). */
+const MAX_SPECS = 4;
+/** The longest an admission can run (the API server's webhook timeout is at most 30 s). */
+const MAX_ADMISSION_MS = 30_000;
 
 export interface AdmittedRulesOptions {
   client: KubeClient;
@@ -45,7 +55,11 @@ export interface AdmittedRulesOptions {
  * maxAgeMs. The scope computations count pending rules as in force, so nothing narrows them away meanwhile.
  */
 export class AdmittedRules implements StoreFreshness {
-  private readonly pending = new Map<string, Pending>();
+  /**
+   * Per rule (namespace/name), every version admitted and not stored yet, oldest first: an edit admitted before the
+   * store has the version before it does not end the wait for that one (the write of each returned).
+   */
+  private readonly pending = new Map<string, Pending[]>();
   /** Generations the store has reached, by uid (the store's own view, for decide() of other replicas' stamps). */
   private readonly storedGenerations = new Map<string, number>();
   private readonly listeners = new Set<() => void>();
@@ -73,43 +87,66 @@ export class AdmittedRules implements StoreFreshness {
    * Records a rule admitted (valid, not a dry run) by this replica (`rule` compiled) or a peer (`rule` null), unless
    * the store already has that version.
    */
-  admit(version: RuleVersion, rule: CompiledRule | null): void {
+  admit(version: RuleVersion, rule: CompiledRule | null, answerBy?: number): void {
     if (this.stopped || this.landed(version.uid, version.generation)) return;
     const key = objectKey(version.namespace, version.name);
-    const before = this.pending.get(key);
-    if (
-      before &&
-      before.uid === version.uid &&
-      before.generation >= version.generation &&
-      (before.rule || !rule)
-    )
+    const list = this.pending.get(key) ?? [];
+    const same = list.filter((p) => p.uid === version.uid && p.generation === version.generation);
+    // A notice of a version known here adds nothing; a spec of it not counted yet does (two writes of one version
+    // admitted at once: either may be the one the API server stores, the other losing with a 409).
+    if (same.length > 0 && (!rule || same.some((p) => p.rule === rule) || same.length >= MAX_SPECS)) {
+      for (const p of same) if (!p.rule) p.rule = rule;
       return;
-    if (before) this.settle(key, before);
-    const entry: Pending = { ...version, rule, at: this.now(), waiters: new Set(), timer: null };
+    }
+    const entry: Pending = { ...version, rule, at: this.now(), answerBy, waiters: new Set(), timer: null };
     entry.timer = setTimeout(() => void this.check(key, entry), this.options.checkAfterMs ?? 1000);
     entry.timer.unref();
-    this.pending.set(key, entry);
+    this.pending.set(key, [...list, entry]);
   }
 
-  /** Stops waiting for a rule whose write was refused. */
+  /** The admission of a rule version was answered (here, or a peer's notice says so): it lands now, or never. */
+  answered(version: RuleVersion): void {
+    const key = objectKey(version.namespace, version.name);
+    // The API server stores the rule a moment after the answer: absence counts only from a look-up interval later.
+    const by = this.now() + (this.options.checkAfterMs ?? 1000);
+    for (const p of this.pending.get(key) ?? [])
+      if (p.uid === version.uid && p.generation === version.generation)
+        p.answerBy = Math.min(p.answerBy ?? by, by);
+  }
+
+  /** Whether this version is pending here (its write awaited). */
+  pendingVersion(version: RuleVersion): boolean {
+    const key = objectKey(version.namespace, version.name);
+    return (this.pending.get(key) ?? []).some(
+      (p) => p.uid === version.uid && p.generation === version.generation,
+    );
+  }
+
+  /** Stops waiting for a rule version whose write was refused (the versions before it are still awaited). */
   forget(version: RuleVersion): void {
     const key = objectKey(version.namespace, version.name);
-    const p = this.pending.get(key);
-    if (p && p.uid === version.uid && p.generation === version.generation) this.settle(key, p);
+    for (const p of this.pending.get(key) ?? [])
+      if (p.uid === version.uid && p.generation === version.generation) this.settle(key, p);
   }
 
   /** The store took this version of a rule (every ModRule the informers deliver). */
   sawStored(namespace: string, name: string, uid: string, generation: number): void {
     if (uid) this.storedGenerations.set(uid, Math.max(generation, this.storedGenerations.get(uid) ?? 0));
     const key = objectKey(namespace, name);
-    const p = this.pending.get(key);
-    if (p && p.uid === uid && generation >= p.generation) this.settle(key, p);
+    for (const p of this.pending.get(key) ?? [])
+      if (p.uid === uid && generation >= p.generation) this.settle(key, p);
   }
 
   /** A rule left the store: every version of it counts as seen (a stamp may still name one). */
   removed(uid: string): void {
     if (this.storedGenerations.size >= 100_000) this.storedGenerations.clear();
     if (uid) this.storedGenerations.set(uid, Number.MAX_SAFE_INTEGER);
+    for (const [key, list] of this.pending) for (const p of list) if (p.uid === uid) this.settle(key, p);
+  }
+
+  /** Every version pending now, oldest first per rule. */
+  private entries(): Pending[] {
+    return [...this.pending.values()].flat();
   }
 
   /** What the store took, as ClusterSync's observer sees it (after the store). */
@@ -137,19 +174,17 @@ export class AdmittedRules implements StoreFreshness {
    */
   knows(uid: string, generation: number): boolean {
     if (this.landed(uid, generation)) return true;
-    for (const p of this.pending.values())
-      if (p.rule && p.uid === uid && p.generation >= generation) return true;
-    return false;
+    return this.entries().some((p) => p.rule && p.uid === uid && p.generation >= generation);
   }
 
-  /** The pending rules, compiled: the scope counts them in force. */
+  /** The pending rules, compiled (every spec admitted and not stored yet): the scope counts them in force. */
   rules(): CompiledRule[] {
-    return [...this.pending.values()].flatMap((p) => (p.rule ? [p.rule] : []));
+    return [...new Set(this.entries().flatMap((p) => (p.rule ? [p.rule] : [])))];
   }
 
   /** The pending rules' versions (the stamp of a registration widened for them). */
   versions(): RuleVersion[] {
-    return [...this.pending.values()].flatMap(({ namespace, name, uid, generation, rule }) =>
+    return this.entries().flatMap(({ namespace, name, uid, generation, rule }) =>
       rule ? [{ namespace, name, uid, generation }] : [],
     );
   }
@@ -163,9 +198,7 @@ export class AdmittedRules implements StoreFreshness {
   until(namespace: string, budgetMs: number): Promise<void> | null {
     if (this.pending.size === 0) return null;
     const cluster = this.options.clusterNamespace;
-    const reaching = [...this.pending.values()].filter(
-      (p) => p.namespace === namespace || p.namespace === cluster,
-    );
+    const reaching = this.entries().filter((p) => p.namespace === namespace || p.namespace === cluster);
     if (reaching.length === 0) return null;
     return new Promise<void>((resolve) => {
       let left = reaching.length;
@@ -186,12 +219,19 @@ export class AdmittedRules implements StoreFreshness {
 
   stop(): void {
     this.stopped = true;
-    for (const [key, p] of this.pending) this.settle(key, p);
+    for (const [key, list] of this.pending) for (const p of list) this.settle(key, p);
+  }
+
+  private isPending(key: string, p: Pending): boolean {
+    return this.pending.get(key)?.includes(p) ?? false;
   }
 
   private settle(key: string, p: Pending): void {
-    if (this.pending.get(key) !== p) return;
-    this.pending.delete(key);
+    const list = this.pending.get(key);
+    if (!list?.includes(p)) return;
+    const rest = list.filter((q) => q !== p);
+    if (rest.length > 0) this.pending.set(key, rest);
+    else this.pending.delete(key);
     if (p.timer) clearTimeout(p.timer);
     for (const w of [...p.waiters]) w();
     this.changed();
@@ -199,20 +239,26 @@ export class AdmittedRules implements StoreFreshness {
 
   /** Looks the rule up: its write never landed (absent, another uid, an older generation) drops it. */
   private async check(key: string, p: Pending): Promise<void> {
-    if (this.pending.get(key) !== p) return;
+    if (!this.isPending(key, p)) return;
     const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(p.namespace)}/modrules/${encodeURIComponent(p.name)}`;
     let landed = true;
+    // Another object under its name: its create failed (AlreadyExists), whether the admission answered yet or not.
+    let superseded = false;
     try {
       const got = await this.options.client.request('GET', path);
       landed = metaString(got, 'uid') === p.uid && (generationOf(got) ?? 0) >= p.generation;
+      superseded = metaString(got, 'uid') !== p.uid;
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) landed = false;
       else
         this.options.logger.debug('cannot look up an admitted ModRule', { rule: key, error: messageOf(err) });
     }
-    if (this.pending.get(key) !== p) return;
-    const age = this.now() - p.at;
-    if (!landed || age >= (this.options.maxAgeMs ?? 10_000)) {
+    if (!this.isPending(key, p)) return;
+    const now = this.now();
+    // Its admission is still running: absent says nothing yet (a widening and its probes can take seconds).
+    const answering = p.answerBy === undefined ? now - p.at < MAX_ADMISSION_MS : now < p.answerBy;
+    const age = now - (p.answerBy ?? p.at);
+    if ((!landed && (!answering || superseded)) || age >= (this.options.maxAgeMs ?? 10_000)) {
       if (landed)
         this.options.logger.warn(
           'the store has not seen an admitted ModRule in time; no longer waiting for it',
@@ -221,6 +267,12 @@ export class AdmittedRules implements StoreFreshness {
             generation: p.generation,
           },
         );
+      else
+        this.options.logger.debug('an admitted ModRule version never landed; no longer waiting for it', {
+          rule: key,
+          uid: p.uid,
+          generation: p.generation,
+        });
       this.settle(key, p);
       return;
     }

@@ -2,11 +2,10 @@ import { isJsonObject, JsonObject } from '../../util/json';
 import { Logger } from '../../util/logger';
 import { ResourceCatalog, resourcesOfList } from '../../scope/catalog';
 import { ServedResource } from '../../scope/types';
-import { Backoff, sleep } from '../../kube/backoff';
 import { Informer } from '../../kube/informer';
 import { KubeClient } from '../../kube/kube';
 import { messageOf } from '../../util/errors';
-import { Debouncer, SingleFlight } from '../../util/coalesce';
+import { Controller, ReconcileResult } from '../controller/controller';
 
 /** Discovery as the scope reads it: the current catalog (null until loaded) and its changes. */
 export interface CatalogSource {
@@ -15,6 +14,9 @@ export interface CatalogSource {
 }
 
 export const CRDS_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** The work queue's one key: the catalog. */
+const CATALOG = 'catalog';
 
 export interface DiscoveryOptions {
   client: KubeClient;
@@ -38,17 +40,19 @@ export class Discovery {
   private readonly listeners = new Set<() => void>();
   private readonly crds: Informer;
   private readonly stopping = new AbortController();
-  private interval: NodeJS.Timeout | null = null;
-  private readonly debounce: Debouncer;
-  private readonly flight: SingleFlight;
-  private readonly backoff = new Backoff({ initialMs: 1000, maxMs: 30_000 });
+  /** Reads discovery: its one key is the catalog (debounced after CRD changes, requeued for the periodic refresh). */
+  private readonly work: Controller;
 
   constructor(private readonly options: DiscoveryOptions) {
-    this.flight = new SingleFlight(
-      () => this.refresh(),
-      () => this.stopping.signal.aborted,
+    this.work = new Controller(
+      'API discovery',
+      { reconcile: () => this.refresh() },
+      {
+        logger: options.logger,
+        backoff: { initialMs: 1000, maxMs: 30_000 },
+        errorMessage: 'cannot read API discovery; will retry',
+      },
     );
-    this.debounce = new Debouncer(() => this.flight.run(), { quietMs: options.debounceMs ?? 500 });
     const refresh = () => this.schedule();
     this.crds = new Informer({
       client: options.client,
@@ -74,35 +78,24 @@ export class Discovery {
   }
 
   start(): void {
+    this.work.start();
     this.crds.start();
-    this.schedule(0);
-    this.interval = setInterval(() => this.schedule(0), this.options.refreshMs ?? 10 * 60_000);
-    this.interval.unref();
+    this.work.enqueue(CATALOG);
   }
 
   async stop(): Promise<void> {
     this.stopping.abort();
-    this.debounce.cancel();
-    if (this.interval) clearInterval(this.interval);
-    await Promise.all([this.crds.stop(), this.flight.idle()]);
+    await Promise.all([this.crds.stop(), this.work.stop()]);
   }
 
-  private schedule(delayMs?: number): void {
-    if (!this.stopping.signal.aborted) this.debounce.trigger(delayMs);
+  private schedule(): void {
+    this.work.enqueueDebounced(CATALOG, this.options.debounceMs ?? 500);
   }
 
-  /** Reads discovery once (the flight runs it again if asked meanwhile); a failure retries after a backoff. */
-  private async refresh(): Promise<void> {
-    try {
-      this.use(await this.read());
-      this.backoff.reset();
-    } catch (err) {
-      this.options.logger.warn('cannot read API discovery; will retry', {
-        error: messageOf(err),
-      });
-      this.flight.again();
-      await sleep(this.backoff.next(), this.stopping.signal);
-    }
+  /** Reads discovery once, and again after the refresh interval (a failure throws: retried after a backoff). */
+  private async refresh(): Promise<ReconcileResult> {
+    this.use(await this.read());
+    return { requeueAfter: this.options.refreshMs ?? 10 * 60_000 };
   }
 
   private use(next: ResourceCatalog): void {

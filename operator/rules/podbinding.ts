@@ -4,7 +4,7 @@ import { INJECT_NODE_REF_ANNOTATION, NODE_REF_ANNOTATION } from '../../rule/type
 import { retry } from '../../kube/backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from '../../kube/kube';
 import { messageOf } from '../../util/errors';
-import { metadataOf } from '../../util/meta';
+import { metadataOf, annotationsOf } from '../../util/meta';
 
 /** What the /podbinding-webhook hands over for every pods/binding CREATE that is not a dry run. */
 export interface PodBinding {
@@ -54,8 +54,9 @@ export function createPodBindingHandler(
       const pod = await retry(() => client.request('GET', path), policy);
       const patch = nodeRefPatch(pod, nodeName);
       if (!patch) {
-        const annotations = ((pod.metadata as JsonObject | undefined)?.annotations ?? {}) as JsonObject;
-        return annotations[INJECT_NODE_REF_ANNOTATION] === 'true' ? 'already-annotated' : 'not-requested';
+        return annotationsOf(pod)[INJECT_NODE_REF_ANNOTATION] === 'true'
+          ? 'already-annotated'
+          : 'not-requested';
       }
       await retry(() => client.request('PATCH', path, { body: patch, contentType: MERGE_PATCH }), policy);
       logger.info('node reference added to pod', log);

@@ -1,77 +1,28 @@
 import { randomBytes } from 'node:crypto';
-import { Registry } from 'prom-client';
 import { JsonObject } from '../../util/json';
-import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
 import { CompiledRule } from '../../rule/compile';
-import { reachOf, RuleScopeReport } from '../../scope/compute';
+import { reachOf } from '../../scope/compute';
 import { productsOf } from '../../scope/products';
-import { decide, narrowingBlocked, readLive, ScopeMode, ScopeStamp } from '../../scope/ownership';
-import { dragnetOf, scopeHash } from '../../scope/entry';
-import { Scope } from '../../scope/types';
-import { scopeIncludes } from '../../scope/union';
-import { AdmittedRules } from '../rules/admitted';
-import { Backoff } from '../../kube/backoff';
 import { Informer } from '../../kube/informer';
 import { LiveScopeView } from './live';
-import { KubeApiError, KubeClient } from '../../kube/kube';
 import { NativeScopes } from './native-scopes';
 import { ScopeProbe } from './probe';
 import { ScopeWriter } from './writer';
-import { DesiredScope, writtenFields } from './desired';
+import { DesiredScope } from './desired';
 import { createScopeMetrics, ScopeMetrics } from './metrics';
 import { ScopeWidener, WidenOutcome } from './widener';
-import {
-  DRAGNET_WEBHOOK,
-  MUTATING_WEBHOOK_CONFIGURATION,
-  MUTATING_WEBHOOK_CONFIGURATIONS_PATH,
-} from '../../kube/owned';
-import type { CatalogSource } from '../rules/discovery';
-import { Debouncer, SingleFlight } from '../../util/coalesce';
+import { RuleFollower } from './follow';
+import { ScopeControllerOptions } from './options';
 
-export interface ScopeControllerOptions {
-  client: KubeClient;
-  logger: Logger;
-  mode: ScopeMode;
-  clusterNamespace: string;
-  /** The rules the dragnet serves, read at each computation. */
-  rules: () => readonly CompiledRule[];
-  /** The ModRule resourceVersion those rules are at; null before the first list. */
-  rulesVersion: () => string | null;
-  /** Whether the rule store has its first full lists. */
-  rulesReady: () => boolean;
-  /** Subscribes to rule changes; returns the unsubscribe. */
-  onRulesChange: (listener: () => void) => () => void;
-  /** Which resources serve each kind (operator/rules/discovery.ts). */
-  discovery: CatalogSource;
-  registry?: Registry;
-  configurationName?: string;
-  webhookName?: string;
-  /** Quiet time after a change before computing (rules come in bursts); default 200 ms. */
-  debounceMs?: number;
-  /** Longest a stream of changes may hold a computation back; default 2 s. */
-  maxDelayMs?: number;
-  /**
-   * After the live registration changes, how long before rules it covers are reported Ready: each API server
-   * applies a new configuration from its own watch, which no API tells; default 1 s.
-   */
-  settleMs?: number;
-  /** Rules this replica admitted that the store has not seen yet (they count in force); none when absent. */
-  admitted?: Pick<AdmittedRules, 'knows' | 'versions' | 'onChange'>;
-  /** The operator's own namespace: where the registration probes are created (dry run). */
-  probeNamespace?: string;
-  /** How long the configured net is held after a fallback (no replica narrows meanwhile); default 60 s. */
-  holdMs?: number;
-  /** Clock; injectable for tests. */
-  now?: () => number;
-  /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
-  native?: { policiesVersion(): string | null; servingVersion(): string };
-  /**
-   * Told each computation's per-rule reports (operator/scope/findings.ts); `narrowed` false when the registration is
-   * the configured net (wide mode, or narrowing given up), where they are computed for this alone.
-   */
-  onScope?: (reports: readonly RuleScopeReport[], narrowed: boolean) => void;
-}
+export type { ScopeControllerOptions } from './options';
+import { MUTATING_WEBHOOK_CONFIGURATION, MUTATING_WEBHOOK_CONFIGURATIONS_PATH } from '../../kube/owned';
+import { Controller, ReconcileResult } from '../controller/controller';
+
+/** The work queue's keys: the dragnet's scope, and the proof that the API servers use the live one. */
+const DRAGNET = 'dragnet';
+const PROBE = 'probe';
+const APISERVERS = 'apiservers';
 
 /**
  * Keeps the dragnet webhook's registration (rules, namespaceSelector, matchConditions) as narrow as the ModRules in
@@ -84,40 +35,47 @@ export class ScopeController {
   private readonly informer: Informer;
   private readonly live: LiveScopeView;
   /** This replica's writer id in the stamp: its start and a random part (a later start wins a tie). */
-  private readonly id = `${Date.now()}-${randomBytes(4).toString('hex')}`;
+  private readonly id: string;
   private readonly writer: ScopeWriter;
   private readonly unsubscribe: Array<() => void> = [];
-  private readonly debounce: Debouncer;
-  private readonly flight: SingleFlight;
+  /** The one worker that writes the registration: its computations and the admissions' widenings, in turn. */
+  private readonly work: Controller;
   private stopped = false;
-  private readonly backoff = new Backoff({ initialMs: 500, maxMs: 30_000 });
-  private retryTimer: NodeJS.Timeout | null = null;
-  /** What this replica computed last: its registration's hash and the rules version it was computed at. */
-  private computed: { hash: string; rulesVersion: string } | null = null;
   private readonly desired: DesiredScope;
-  /** After a write the API server stored differently: stop narrowing (the configured net was put back). */
-  private disabled = false;
   /** What the live registration does for rules served natively. */
-  readonly nativeScopes = new NativeScopes();
-  /** Why the last computation could not write the registration (null: it could). */
-  private failing: string | null = null;
+  readonly nativeScopes: NativeScopes;
   private readonly widener: ScopeWidener;
+  private readonly follower: RuleFollower;
+  private readonly probe: ScopeProbe;
+  private probeMisses = 0;
   private readonly metrics: ScopeMetrics | null;
 
   constructor(private readonly options: ScopeControllerOptions) {
-    this.flight = new SingleFlight(
-      () => this.run(),
-      () => this.stopped,
+    this.id = options.id ?? `${Date.now()}-${randomBytes(4).toString('hex')}`;
+    this.work = new Controller(
+      'dragnet scope',
+      { reconcile: (key) => this.reconcileKey(key) },
+      {
+        logger: options.logger,
+        backoff: { initialMs: 500, maxMs: 30_000 },
+        errorMessage: 'cannot update the dragnet registration; the current one stays',
+        onError: (_key, err) => {
+          this.live.setFailing(messageOf(err));
+          this.metrics?.writes.inc({ result: 'failed' });
+        },
+      },
     );
-    this.debounce = new Debouncer(() => this.flight.run(), {
-      quietMs: options.debounceMs ?? 200,
-      maxDelayMs: options.maxDelayMs ?? 2000,
-      now: () => this.now(),
-    });
     this.desired = new DesiredScope(options);
     const name = options.configurationName ?? MUTATING_WEBHOOK_CONFIGURATION;
-    this.live = new LiveScopeView(options);
+    this.live = options.live ?? new LiveScopeView(options);
+    this.nativeScopes = options.nativeScopes ?? new NativeScopes();
     this.writer = new ScopeWriter({ ...options, live: this.live });
+    this.probe = new ScopeProbe({
+      ...options,
+      live: this.live,
+      namespace: options.probeNamespace ?? options.clusterNamespace,
+      apiServers: () => options.apiServers?.targets() ?? [],
+    });
     const update = (obj: JsonObject | null) => {
       if (this.live.accept(obj)) this.schedule();
     };
@@ -141,22 +99,25 @@ export class ScopeController {
       ...options,
       live: this.live,
       writer: this.writer,
-      probe: new ScopeProbe({
-        ...options,
-        live: this.live,
-        namespace: options.probeNamespace ?? options.clusterNamespace,
-      }),
+      probe: this.probe,
       id: this.id,
-      narrowing: () => this.narrowing(),
+      narrowing: () => this.follower.narrowing(),
       rulesVersion: () => options.rulesVersion(),
       nativeVersion: () => options.native?.policiesVersion() ?? null,
       desired: (live) => {
-        const { registration, result } = this.desired.compute(live, this.narrowing());
+        const { registration, result } = this.desired.compute(live, this.follower.narrowing());
         return { registration, index: result?.index ?? null };
       },
       pending: () => options.admitted?.versions() ?? [],
       onWrite: (result) => this.metrics?.writes.inc({ result }),
       onFallback: () => this.schedule(),
+      request: () => this.work.enqueue(DRAGNET),
+      now: () => this.now(),
+    });
+    this.follower = new RuleFollower({
+      ...{ options, id: this.id, live: this.live, writer: this.writer, desired: this.desired },
+      ...{ widener: this.widener, nativeScopes: this.nativeScopes, metrics: this.metrics },
+      stopped: () => this.stopped,
       now: () => this.now(),
     });
   }
@@ -176,20 +137,12 @@ export class ScopeController {
 
   /** Why a rule's objects may not be sent yet: the registration is held, or cannot be written (status). */
   whyNotSent(): string {
-    return (
-      this.heldWide() ??
-      (this.failing ? `it cannot be written: ${this.failing}` : 'the API server has not applied it yet')
-    );
+    return this.live.whyNotSent();
   }
 
   /** Why the registration is held at the configured net, or null (metric, status). */
   heldWide(): string | null {
-    if (this.disabled) return 'the API server stored another dragnet registration than the one written';
-    const live = this.live.scope();
-    const wide = !live?.ours || scopeHash(live.current) === scopeHash(live.configured);
-    if (this.failing && live && wide && this.options.mode === 'rules')
-      return `a narrower registration cannot be written: ${this.failing}`;
-    return this.widener.heldWide();
+    return this.live.heldWide();
   }
 
   start(): void {
@@ -205,16 +158,18 @@ export class ScopeController {
     );
     this.unsubscribe.push(this.options.discovery.onChange(() => this.schedule()));
     if (this.options.admitted) this.unsubscribe.push(this.options.admitted.onChange(() => this.schedule()));
+    this.unsubscribe.push(this.live.onChange(() => this.work.enqueue(PROBE)));
+    if (this.options.apiServers) this.work.enqueue(APISERVERS);
+    this.work.start();
     this.informer.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     for (const u of this.unsubscribe) u();
-    this.debounce.cancel();
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.live.stop();
-    await Promise.all([this.informer.stop(), this.flight.idle()]);
+    this.widener.abort('the operator is stopping');
+    if (!this.options.live) this.live.stop(); // a shared view is stopped by its owner
+    await Promise.all([this.informer.stop(), this.work.stop()]);
   }
 
   /** Calls `listener` when what covers() answers may have changed. */
@@ -227,7 +182,7 @@ export class ScopeController {
    * is the configured net, or a scope computed from rules at least that new, in place for settleMs.
    */
   covers(ruleVersion: string): boolean {
-    return this.live.covers(ruleVersion, this.computed);
+    return this.live.covers(ruleVersion);
   }
 
   private now(): number {
@@ -236,158 +191,48 @@ export class ScopeController {
 
   /** Computes after a quiet time, but not later than maxDelayMs after the first change. */
   private schedule(): void {
-    if (!this.stopped) this.debounce.trigger();
+    if (!this.stopped)
+      this.work.enqueueDebounced(DRAGNET, this.options.debounceMs ?? 200, this.options.maxDelayMs ?? 2000);
   }
 
-  /** One computation (the flight runs it again if asked meanwhile); a failure schedules another after a backoff. */
-  private async run(): Promise<void> {
-    try {
-      await this.reconcile();
-      this.backoff.reset();
-      this.failing = null;
-    } catch (err) {
-      this.failing = messageOf(err);
-      this.options.logger.warn('cannot update the dragnet registration; the current one stays', {
-        error: this.failing,
-      });
-      this.metrics?.writes.inc({ result: 'failed' });
-      if (this.retryTimer) clearTimeout(this.retryTimer);
-      this.retryTimer = setTimeout(() => this.schedule(), this.backoff.next());
-      this.retryTimer.unref();
-    }
+  /**
+   * The worker's one reconcile: the admissions waiting for a widening first (their answer is on the clock), else
+   * a computation from the rules in force. A failure is retried after the queue's backoff.
+   */
+  /** The worker's reconcile of one key: the API servers' list, the proof of the live scope, or the scope itself. */
+  private async reconcileKey(key: string): Promise<ReconcileResult | void> {
+    if (key === PROBE) return this.probeLive();
+    if (key !== APISERVERS) return this.reconcile();
+    await this.options.apiServers?.refresh();
+    // API servers come and go with a control plane's rollout: looked at again every half minute.
+    return { requeueAfter: 30_000 };
   }
 
-  private async reconcile(): Promise<void> {
-    if (this.stopped || !this.live.seen || !this.options.rulesReady()) return;
-    const held = this.widener.heldUntil();
-    if (held > this.now()) return this.later(held);
-    const rulesVersion = this.options.rulesVersion();
-    // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
-    if (rulesVersion === null || (this.options.mode === 'rules' && !this.options.discovery.catalog())) return;
-    await this.writer.refetch(rulesVersion);
-    const config = this.live.configuration;
-    const webhook = this.live.dragnet();
-    if (!config || !webhook) return;
-    const live = readLive(config, webhook);
-    const { registration, result, full } = this.desired.compute(live, this.narrowing());
-    this.desired.report(result, live);
-    const hash = scopeHash(registration);
-    this.computed = { hash, rulesVersion };
-    if (result) this.widener.remember(hash, result.index);
-    this.live.notify();
-    const nativeVersion = this.options.native?.policiesVersion() ?? undefined;
-    const ctx = {
-      now: this.now(),
-      landed: (uid: string, generation: number) => this.landed(uid, generation),
-    };
-    const decision = decide(
-      live,
-      registration,
-      { rulesVersion, writer: this.id, mode: this.options.mode, nativeVersion },
-      ctx,
-    );
-    if (decision.reason === 'current') this.nativeScopes.confirm(result, this.disabled);
-    this.metrics?.conditions.set(registration.matchConditions.length);
-    this.metrics?.webhookRules.set(registration.rules.length);
-    if (!decision.write) {
-      this.options.logger.debug('dragnet registration unchanged', { reason: decision.reason, rulesVersion });
-      const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
-      if (blocked) this.later(blocked.until);
-      // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
-      if (this.options.admitted?.versions().length && !scopeIncludes(live.current, registration))
-        this.widener.repair();
+  /**
+   * Proves the live configuration in force in the background (each version once), so that the Ready gate reports
+   * rules in force and a later admission that it covers is answered without an API call; looked at again, less and
+   * less often, until the API servers use it.
+   */
+  private async probeLive(): Promise<ReconcileResult | void> {
+    if (this.stopped || !this.live.configuration || this.probe.confirmedNow) {
+      this.probeMisses = 0;
       return;
     }
-    // Rules pending elsewhere that this store has not seen stay in the stamp (this registration covers them too).
-    const pending = (live.stamp?.pending ?? []).filter(
-      (p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation),
-    );
-    const stamp: ScopeStamp = {
-      hash,
-      rulesVersion,
-      writer: this.id,
-      mode: this.options.mode,
-      ...(nativeVersion ? { nativeVersion } : {}),
-      ...(pending.length > 0 ? { pending } : {}),
-    };
-    try {
-      const stored = await this.writer.write(config, registration, stamp, live.configured);
-      this.metrics?.writes.inc({ result: 'ok' });
-      const back = dragnetOf(stored, this.options.webhookName ?? DRAGNET_WEBHOOK);
-      if (!back || scopeHash(readLive(stored, back.webhook).current) !== hash) {
-        // Stored differently (an API server before 1.28 drops matchConditions): a coarser scope, else the net.
-        const next = this.desired.stepDown(full, result);
-        if (next) {
-          this.options.logger.error(
-            'the API server stored another dragnet registration; trying a coarser one',
-            { precision: result?.precision, next },
-          );
-          this.flight.again();
-        } else await this.giveUp(stored, live.configured);
-        return;
-      }
-      this.nativeScopes.confirm(result, this.disabled);
-      this.options.logger.info('dragnet registration updated', {
-        reason: decision.reason,
-        mode: this.options.mode,
-        rulesVersion,
-        ...writtenFields(registration, result),
-      });
-    } catch (err) {
-      if (err instanceof KubeApiError && err.status === 409) {
-        this.metrics?.writes.inc({ result: 'conflict' });
-        this.flight.again(); // someone wrote first: decide again on what they wrote
-        return;
-      }
-      // A regex RE2 takes but CEL's does not, a limit of an older API server: the same rules, less precise.
-      const next =
-        err instanceof KubeApiError && (err.status === 422 || err.status === 400)
-          ? this.desired.stepDown(full, result)
-          : null;
-      if (next) {
-        this.metrics?.writes.inc({ result: 'invalid' });
-        this.options.logger.error('the API server refused the dragnet scope; trying a coarser one', {
-          precision: result?.precision,
-          next,
-          error: messageOf(err).slice(0, 2000),
-        });
-        this.flight.again();
-        return;
-      }
-      // A rule needs more than the live registration sends and it cannot be written: the configured net, held.
-      if (!scopeIncludes(live.current, registration))
-        await this.widener.fallback(
-          `cannot write the dragnet registration: ${messageOf(err)}`,
-          this.now() + 10_000,
-        );
-      throw err;
+    if ((await this.probe.once()).inForce) {
+      this.probeMisses = 0;
+      return;
     }
+    return { requeueAfter: Math.min(50 * 2 ** this.probeMisses++, 5_000) };
   }
 
-  /** Whether the registration follows the rules (else it is the configured net: wide mode, or narrowing given up). */
-  private narrowing(): boolean {
-    return this.options.mode === 'rules' && !this.disabled;
-  }
-
-  /** Whether the computation counts this rule version (stored, or admitted here): no need to keep it in the stamp. */
-  private landed(uid: string, generation: number): boolean {
-    return this.options.admitted?.knows(uid, generation) ?? false;
-  }
-
-  /** Computes again at `at` (a hold or a pending rule's time is up). */
-  private later(at: number): void {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.schedule(), Math.max(0, at - this.now()) + 10);
-    this.retryTimer.unref();
-  }
-
-  /** The API server stored something other than what was written: put the configured net back, stop narrowing. */
-  private async giveUp(stored: JsonObject, configured: Scope): Promise<void> {
-    this.disabled = true;
-    this.nativeScopes.confirm(null, true);
-    this.options.logger.error(
-      'the stored dragnet registration differs from the one written; restoring the configured net',
-    );
-    if (this.writer.dragnetOf(stored)) await this.writer.write(stored, configured, null, configured);
+  private async reconcile(): Promise<ReconcileResult | void> {
+    if (this.widener.waiting) {
+      await this.widener.serve();
+      // The computation the admitted rules asked for comes after (from a fresh read).
+      return { requeueAfter: 0 };
+    }
+    const result = await this.follower.run();
+    this.live.setFailing(null);
+    return result;
   }
 }

@@ -38,7 +38,7 @@ const stamped = (rulesVersion: string): ScopeStamp => ({
 
 describe('LiveScopeView', () => {
   let clock = 0;
-  const live = () => new LiveScopeView({ settleMs: 1000, now: () => clock });
+  const live = () => new LiveScopeView({ now: () => clock });
 
   test('a late watch event older than the version held is ignored', () => {
     const l = live();
@@ -51,30 +51,42 @@ describe('LiveScopeView', () => {
     const l = live();
     // The wide net, seen from the watch: a narrower one written meanwhile may still be on its way.
     l.accept(configuration('10', defaultConfigured()));
-    expect(l.covers('8', null)).toBe(false);
+    l.prove('10');
+    expect(l.covers('8')).toBe(false);
     l.acceptRead(configuration('10', defaultConfigured()), '8');
-    expect(l.covers('8', null)).toBe(true);
-    expect(l.covers('9', null)).toBe(false);
+    expect(l.covers('8')).toBe(true);
+    expect(l.covers('9')).toBe(false);
   });
 
-  test("the operator's registration covers rules up to its stamp, once it has been in place for the settle time", () => {
+  test("the operator's registration covers rules up to its stamp, once the API servers are proven to use it", () => {
     const l = live();
     l.accept(configuration('10', defaultConfigured()));
+    l.prove('10');
     clock = 5000;
     l.accept(configuration('11', narrow, stamped('7')));
-    expect(l.covers('7', null)).toBe(false); // just changed: the API servers may not have it yet
-    clock = 6000;
-    expect(l.covers('7', null)).toBe(true);
-    expect(l.covers('8', null)).toBe(false);
+    expect(l.covers('7')).toBe(false); // just changed: the API servers may not have it yet
+    clock = 60_000;
+    expect(l.covers('7')).toBe(false); // time alone proves nothing
+    l.prove('11');
+    expect(l.covers('7')).toBe(true);
+    expect(l.covers('8')).toBe(false);
     // What this replica computed from rules at 8 is exactly what is live: covered too.
-    expect(l.covers('8', { hash: scopeHash(narrow), rulesVersion: '8' })).toBe(true);
-    expect(l.covers('9', { hash: scopeHash(narrow), rulesVersion: '8' })).toBe(false);
+    expect((l.setComputed({ hash: scopeHash(narrow), rulesVersion: '8' }), l.covers('8'))).toBe(true);
+    expect(l.covers('9')).toBe(false);
   });
 
-  test('no configuration, or no dragnet in it: nothing to wait for, once seen', () => {
+  test('no configuration, or no dragnet in it: nothing is sent, nothing covered, and why', () => {
     const l = live();
-    expect(l.covers('1', null)).toBe(false);
+    expect(l.covers('1')).toBe(false);
     l.accept(null);
-    expect(l.covers('1', null)).toBe(true);
+    expect(l.covers('1')).toBe(false);
+    expect(l.whyNotSent()).toMatch(/dragnet webhook is not registered/);
+    const noDragnet = {
+      ...configuration('12', narrow, stamped('7')),
+      webhooks: [{ name: 'other.example.com' }],
+    };
+    l.accept(noDragnet);
+    l.prove('12');
+    expect(l.covers('1')).toBe(false);
   });
 });

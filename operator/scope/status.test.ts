@@ -22,6 +22,7 @@ describe('the registration facet', () => {
     const facets = new Facets();
     let held: string | null = null;
     const status = new ScopeStatus(facets, { heldWide: () => held }, 20);
+    status.start();
     status.setRules(['team-a/one', 'team-b/two']);
     expect(facets.now.size).toBe(0);
     held = 'the API server refused the dragnet registration: denied by policy';
@@ -43,6 +44,7 @@ describe('the registration facet', () => {
   test('a rule the registration does not send for too long is shown not in force (Ready False), then Ready', async () => {
     const facets = new Facets();
     const status = new ScopeStatus(facets, { heldWide: () => null }, 1000);
+    status.start();
     const reported: string[] = [];
     const sink: StatusSink = {
       report: (r) => void reported.push(String((r.metadata as JsonObject).name)),

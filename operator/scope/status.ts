@@ -23,15 +23,17 @@ export class ScopeStatus {
   private readonly rules = new Set<string>();
   private readonly flagged = new Set<string>();
   private wide: string | null = null;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly facets: StatusFacets | null,
     private readonly state: RegistrationState,
-    pollMs = 1000,
-  ) {
-    // Holds end with time, and a failing write is known only to the scope: look again every second.
-    this.timer = setInterval(() => this.refresh(), pollMs);
+    private readonly pollMs = 1000,
+  ) {}
+
+  /** Starts looking at the scope every pollMs: holds end with time, and a failing write is known only to it. */
+  start(): void {
+    this.timer ??= setInterval(() => this.refresh(), this.pollMs);
     this.timer.unref();
   }
 
@@ -51,7 +53,8 @@ export class ScopeStatus {
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
   }
 
   private refresh(force = false): void {

@@ -78,6 +78,13 @@ class Replica {
     this.admitted.handlers().upsert(stored);
   }
 
+  /** Takes a rule out of the store as the informer would deliver its deletion. */
+  unland(rule: JsonObject, uid: string): void {
+    const m = rule.metadata as JsonObject;
+    this.store.deleteRule(String(m.namespace), String(m.name));
+    this.admitted.handlers().remove({ ...rule, metadata: { ...m, uid } });
+  }
+
   /** The admission of a new rule: counted as admitted, then ensured; resolves with the outcome and its time. */
   async admit(rule: JsonObject, budgetMs = 3000) {
     const uid = randomUUID();
@@ -326,5 +333,79 @@ describe('a ModRule is in force when its admission returns (ScopeController.ensu
     await new Promise((res) => setTimeout(res, 600));
     expect(puts()).toBe(settled);
     for (let i = 0; i < 10; i++) expect(loadedSends('Secret', `ns-${i}`)).toBe(true);
+  });
+
+  test('a scope confirmed once is probed again when it comes back (U, then N, then U again)', async () => {
+    const r = await narrowed();
+    const first = kindRule('prod', 'configmaps', 'ConfigMap');
+    const { outcome, uid } = await r.admit(first);
+    expect(outcome.kind).toBe('widened');
+    expect(loadedSends('ConfigMap', 'prod')).toBe(true);
+    // The rule is stored, then deleted: the scope narrows back to Deployments, and the API server loads that.
+    r.land(first, uid);
+    r.unland(first, uid);
+    await eventually(() => expect(registration().rules.flatMap((x) => x.resources)).toEqual(['deployments']));
+    await eventually(() => expect(loadedSends('ConfigMap', 'prod')).toBe(false));
+    // The same shape again: the same scope as the first widening, in a new version of the configuration.
+    const again = await r.admit(kindRule('prod', 'configmaps-again', 'ConfigMap'));
+    expect(again.outcome.kind).toBe('widened');
+    expect(loadedSends('ConfigMap', 'prod')).toBe(true);
+    expect(again.ms).toBeGreaterThanOrEqual(70);
+  });
+
+  test('a scope in place for a while is not in force for that alone: the answer waits for the probe', async () => {
+    const r = await narrowed();
+    await eventually(() => expect(loadedSends('Deployment', 'team-a')).toBe(true));
+    // From now on the API server loads nothing new: it keeps using Deployments only.
+    loaded.loading = false;
+    const configmaps = kindRule('prod', 'configmaps', 'ConfigMap');
+    const uid = randomUUID();
+    r.land(configmaps, uid);
+    await eventually(() => expect(registration().rules.flatMap((x) => x.resources)).toContain('configmaps'));
+    // Far longer than the settle time: a replica started now sees a scope that sends ConfigMaps, long in place.
+    await new Promise((res) => setTimeout(res, 300));
+    const started = replica({ settleMs: 50 });
+    started.land(kindRule('team-a', 'deployments', 'Deployment'), randomUUID());
+    started.land(configmaps, uid);
+    await r.stop();
+    replicas.splice(replicas.indexOf(r), 1);
+    const { outcome } = await started.admit(kindRule('prod', 'more-configmaps', 'ConfigMap'), 600);
+    // Never "covered" while the API server does not send ConfigMaps: the probe says it does not use that version.
+    expect(loadedSends('ConfigMap', 'prod')).toBe(false);
+    expect(outcome.kind).not.toBe('covered');
+    expect(outcome.kind).not.toBe('widened');
+  });
+
+  test('a configuration deleted by hand: the rule is refused, with why', async () => {
+    const r = await narrowed();
+    fake.remove('mutatingwebhookconfigurations', null, CONFIGURATION);
+    await eventually(() => expect(r.scope.heldWide() ?? '').toBe(''));
+    await new Promise((res) => setTimeout(res, 100));
+    const { outcome } = await r.admit(kindRule('prod', 'configmaps', 'ConfigMap'), 1000);
+    expect(outcome.kind).toBe('failed');
+    expect((outcome as { reason: string }).reason).toMatch(/not registered/);
+  });
+
+  test('probes answered 403 for ever: in force once settled, said to be unverified, and probed again later', async () => {
+    let refuse = true;
+    fake.interceptor = (req) =>
+      refuse && req.method === 'POST' && req.path.includes('/events')
+        ? { status: 403, message: 'forbidden' }
+        : undefined;
+    const r = replica({ settleMs: 100, retryRefusedMs: 300 } as Partial<
+      ConstructorParameters<typeof ScopeController>[0]
+    >);
+    r.land(kindRule('team-a', 'deployments', 'Deployment'), randomUUID());
+    await eventually(() => expect(registration().rules.flatMap((x) => x.resources)).toEqual(['deployments']));
+    const { outcome } = await r.admit(kindRule('prod', 'configmaps', 'ConfigMap'));
+    expect(['widened', 'covered']).toContain(outcome.kind);
+    expect((outcome as { unverified?: string }).unverified).toMatch(/probes are refused: .*forbidden/);
+    // Allowed again: after the retry time the next version is proven by a probe, not by its settle time.
+    refuse = false;
+    await new Promise((res) => setTimeout(res, 350));
+    const next = await r.admit(kindRule('staging', 'secrets', 'Secret'));
+    expect(next.outcome.kind).toBe('widened');
+    expect((next.outcome as { unverified?: string }).unverified).toBeUndefined();
+    expect(loadedSends('Secret', 'staging')).toBe(true);
   });
 });

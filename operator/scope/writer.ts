@@ -1,7 +1,7 @@
 import { isJsonObject, JsonObject } from '../../util/json';
 import { ScopeStamp, stampAnnotations } from '../../scope/ownership';
-import { withProbeToken } from '../../scope/probe';
-import { dragnetOf, scopeHash, withScope } from '../../scope/entry';
+import { newProbeToken, withProbeToken } from '../../scope/probe';
+import { dragnetOf, withScope } from '../../scope/entry';
 import { Scope } from '../../scope/types';
 import { LiveScopeView } from './live';
 import { KubeApiError, KubeClient } from '../../kube/kube';
@@ -49,14 +49,16 @@ export class ScopeWriter {
     const meta = isJsonObject(config.metadata) ? { ...config.metadata } : {};
     delete meta.managedFields;
     const annotations = isJsonObject(meta.annotations) ? { ...meta.annotations } : {};
-    if (stamp) Object.assign(annotations, stampAnnotations(stamp, configured));
+    // The probe entry asks for a token new with this version, written together and named in the stamp: a probe
+    // answered with it proves this version in force (not an older one that happened to have the same scope).
+    const token = newProbeToken();
+    if (stamp) Object.assign(annotations, stampAnnotations({ ...stamp, probe: token }, configured));
     meta.annotations = annotations;
-    // The probe entry asks for this registration's token: written together, so a probe answered proves it in force.
     const hooks = withProbeToken(
       (Array.isArray(config.webhooks) ? config.webhooks : []).map((h) =>
         webhook && h === webhook ? withScope(webhook, registration) : h,
       ),
-      scopeHash(registration),
+      token,
     );
     const stored = await this.options.client.request(
       'PUT',

@@ -6,7 +6,8 @@ import { RuleStore } from '../../store/rules';
 import { originalOf } from '../../native';
 import { conflictSteps, ConflictResult } from '../../conflict/find';
 import { Conflict, ConflictKind } from '../../conflict/types';
-import { Debouncer, SingleFlight } from '../../util/coalesce';
+import { Logger, silentLogger } from '../../util/logger';
+import { Controller } from '../controller/controller';
 import { objectKey, splitKey } from '../../util/meta';
 import { Facet, StatusFacets } from './facets';
 
@@ -51,13 +52,17 @@ export interface ConflictStatusOptions {
   quietMs?: number;
   /** Longest slice of the event loop one step of the check takes before yielding; default 5 ms. */
   sliceMs?: number;
+  logger?: Logger;
 }
+
+/** The one key of the check's work queue: every rule change asks for the same check of all rules in force. */
+const CHECK_KEY = 'rules in force';
 
 /** Checks the rules in force for conflicts and shows them on the rules. */
 export class ConflictStatus {
   private readonly shown = new Map<string, string>();
-  private readonly debounce: Debouncer;
-  private readonly flight: SingleFlight;
+  /** Runs the check one at a time, debounced after rule changes (the operator's one controller shape). */
+  private readonly controller: Controller;
   private readonly rules: Gauge | null;
   private readonly byKind: Gauge<'kind'> | null;
   private readonly duration: Gauge | null;
@@ -67,14 +72,11 @@ export class ConflictStatus {
   last: (ConflictResult & { longestSliceMs: number }) | null = null;
 
   constructor(private readonly options: ConflictStatusOptions) {
-    this.flight = new SingleFlight(
-      () => this.check(),
-      () => this.stopped,
+    this.controller = new Controller(
+      'conflict check',
+      { reconcile: () => this.check() },
+      { logger: options.logger ?? silentLogger() },
     );
-    this.debounce = new Debouncer(() => this.flight.run(), {
-      quietMs: options.quietMs ?? 1_000,
-      maxDelayMs: 10_000,
-    });
     const registers = options.registry ? [options.registry] : undefined;
     this.rules = registers
       ? new Gauge({
@@ -101,23 +103,24 @@ export class ConflictStatus {
   }
 
   start(): void {
-    this.unsubscribe = this.options.store.onChange(() => this.debounce.trigger());
-    this.debounce.trigger();
+    const later = () => this.controller.enqueueDebounced(CHECK_KEY, this.options.quietMs ?? 1_000, 10_000);
+    this.unsubscribe = this.options.store.onChange(later);
+    later();
+    this.controller.start();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe();
-    this.debounce.cancel();
+    await this.controller.stop();
   }
 
-  /** Checks now (tests); resolves when the check and its status updates are done. */
+  /** Checks now (tests, not started); resolves when the check and its status updates are done. */
   async checkNow(): Promise<void> {
-    this.flight.run();
-    await this.flight.idle();
+    await this.check();
   }
 
-  // The flight's task must not reject: a check that throws (it is pure; it should not) leaves the status as it was.
+  // A check that throws (it is pure; it should not) leaves the status as it was; it is not retried.
   private async check(): Promise<void> {
     try {
       await this.checkInSlices();

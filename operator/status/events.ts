@@ -32,15 +32,20 @@ export function identity(rule: JsonObject): RuleIdentity | null {
   };
 }
 
+/** What a Warning Event on a ModRule says, and who says it when. */
+export interface WarningEventOptions {
+  reason: string;
+  message: string;
+  /** What makes two Events the same: the Event's name hashes it, so replicas create the same one once. */
+  digestOf: string;
+  now: Date;
+  /** The replica reporting (reportingInstance). */
+  instance: string;
+}
+
 /** A core/v1 Warning Event on a ModRule; the name hashes `digestOf`, so replicas create the same one once. */
-export function warningEvent(
-  id: RuleIdentity,
-  reason: string,
-  message: string,
-  digestOf: string,
-  now: Date,
-  instance: string,
-): JsonObject {
+export function warningEvent(id: RuleIdentity, options: WarningEventOptions): JsonObject {
+  const { reason, message, digestOf, now, instance } = options;
   const digest = createHash('sha256').update(digestOf).digest('hex').slice(0, 16);
   const time = isoSeconds(now.getTime());
   return {
@@ -69,14 +74,13 @@ export function warningEvent(
 
 /** The Warning Event of an invalid rule, once per uid, generation and message. */
 export function invalidRuleEvent(id: RuleIdentity, message: string, now: Date, instance: string): JsonObject {
-  return warningEvent(
-    id,
-    INVALID_EVENT_REASON,
-    `ModRule is invalid and is not applied: ${message}`,
-    `${id.uid}\n${id.generation ?? ''}\n${message}`,
+  return warningEvent(id, {
+    reason: INVALID_EVENT_REASON,
+    message: `ModRule is invalid and is not applied: ${message}`,
+    digestOf: `${id.uid}\n${id.generation ?? ''}\n${message}`,
     now,
     instance,
-  );
+  });
 }
 
 /**
@@ -94,5 +98,6 @@ export function demotedRuleEvent(
     `namespace ${rule.namespace} demoted (${reason}): this rule ran in a request that was too expensive; ` +
     `the namespace's admissions get a small evaluation budget for a while (see modrule_namespace_demotions_total)`;
   const minute = Math.floor(now.getTime() / 60_000);
-  return warningEvent(id, DEMOTED_EVENT_REASON, message, `${id.name}\n${reason}\n${minute}`, now, instance);
+  const digestOf = `${id.name}\n${reason}\n${minute}`;
+  return warningEvent(id, { reason: DEMOTED_EVENT_REASON, message, digestOf, now, instance });
 }

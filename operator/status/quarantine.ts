@@ -35,14 +35,13 @@ export function quarantineEvent(
   instance: string,
 ): JsonObject {
   const message = degradedVerdict(state, instance).message;
-  return warningEvent(
-    id,
-    QUARANTINED_EVENT_REASON,
+  return warningEvent(id, {
+    reason: QUARANTINED_EVENT_REASON,
     message,
-    `${id.uid}\nquarantined\n${state.until}`,
+    digestOf: `${id.uid}\nquarantined\n${state.until}`,
     now,
     instance,
-  );
+  });
 }
 
 export interface QuarantineStatusOptions {

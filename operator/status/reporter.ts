@@ -4,12 +4,12 @@ import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
 import { objectKey, metadataOf } from '../../util/meta';
 import { ValidationProblem } from '../../rule/problems';
-import { Backoff, sleep } from '../../kube/backoff';
 import { isTransient, KubeApiError, KubeClient, MERGE_PATCH } from '../../kube/kube';
 import { demotedRuleEvent, identity, invalidRuleEvent, RuleIdentity, warningEvent } from './events';
 import { composeStatus, statusPatch, statusUpToDate } from './compose';
 import { Facet, FacetSource, READY_REASON_INVALID, StatusFacets } from './facets';
 import { modRuleStatusPath } from '../../kube/owned';
+import { Controller, ReconcileResult } from '../controller/controller';
 
 /**
  * Which path serves a valid rule that asked to be served natively (operator/native/controller.ts): status.servedBy and the
@@ -48,11 +48,9 @@ interface Observed {
 export class StatusReporter implements StatusFacets {
   private readonly observed = new Map<string, Observed>();
   private readonly facets = new Map<string, Map<FacetSource, Facet>>();
-  private readonly pending = new Set<string>();
   private readonly written = new Map<string, string>();
-  private readonly rechecks = new Map<string, { at: number; timer: NodeJS.Timeout }>();
-  private running: Promise<void> | null = null;
-  private readonly controller = new AbortController();
+  /** The rules whose status is due to be composed and written: each key is a rule (namespace/name). */
+  private readonly work: Controller;
   private readonly now: () => Date;
   /** This replica's name, as per-replica messages (quarantine, failures) and Events name it. */
   readonly instance = hostname();
@@ -62,12 +60,18 @@ export class StatusReporter implements StatusFacets {
 
   constructor(private readonly options: StatusReporterOptions) {
     this.now = options.now ?? (() => new Date());
+    this.work = new Controller(
+      'ModRule status',
+      { reconcile: (key) => this.write(key) },
+      { logger: options.logger, keyName: 'rule', backoff: { initialMs: options.backoffMs ?? 500 } },
+    );
+    this.work.start();
   }
 
   /** A rule as the cluster has it, with its validation problems; its status is composed and written if it differs. */
   report(rule: JsonObject, problems: readonly ValidationProblem[]): void {
     const id = identity(rule);
-    if (!id || this.controller.signal.aborted) return;
+    if (!id || this.work.signal.aborted) return;
     const key = objectKey(id.namespace, id.name);
     this.observed.set(key, { id, status: isJsonObject(rule.status) ? rule.status : {}, problems });
     this.queue(key);
@@ -76,12 +80,9 @@ export class StatusReporter implements StatusFacets {
   /** Drops everything known of a deleted rule. */
   forget(namespace: string, name: string): void {
     const key = objectKey(namespace, name);
-    this.pending.delete(key);
     this.observed.delete(key);
     this.facets.delete(key);
     this.written.delete(key);
-    clearTimeout(this.rechecks.get(key)?.timer);
-    this.rechecks.delete(key);
   }
 
   set(namespace: string, name: string, source: FacetSource, facet: Facet): void {
@@ -127,21 +128,23 @@ export class StatusReporter implements StatusFacets {
 
   private warnOnce(id: RuleIdentity, reason: string, message: string): Promise<void> {
     return this.postEvent(
-      warningEvent(id, reason, message, `${id.uid}\n${reason}\n${message}`, this.now(), this.instance),
+      warningEvent(id, {
+        reason,
+        message,
+        digestOf: `${id.uid}\n${reason}\n${message}`,
+        now: this.now(),
+        instance: this.instance,
+      }),
     );
   }
 
   /** Resolves once every queued write has been attempted. */
   async idle(): Promise<void> {
-    while (this.running) await this.running;
+    await this.work.idle();
   }
 
   async stop(): Promise<void> {
-    this.controller.abort();
-    this.pending.clear();
-    for (const { timer } of this.rechecks.values()) clearTimeout(timer);
-    this.rechecks.clear();
-    await this.idle();
+    await this.work.stop();
   }
 
   /** Puts a Warning Event on each of a demoted namespace's rules that ran in the offending request. */
@@ -184,51 +187,17 @@ export class StatusReporter implements StatusFacets {
     return true;
   }
 
-  // A report that lands between the last write and the drain's end starts a new drain, which resets `running` when
-  // it ends too (a bare restart left `running` set for good, and no status was written again).
+  /** Composes and writes the rule's status soon (on a later microtask: what one call stack reports is written once). */
   private queue(key: string): void {
-    if (this.controller.signal.aborted || !this.observed.has(key)) return;
-    this.pending.add(key);
-    this.kick();
+    if (this.work.signal.aborted || !this.observed.has(key)) return;
+    this.work.enqueue(key);
   }
 
-  private kick(): void {
-    // The drain starts on the next tick, so that what one call stack reports (a facet cleared because the store
-    // took a new version, then that version) is written once.
-    this.running ??= new Promise(setImmediate)
-      .then(() => this.drain())
-      .finally(() => {
-        this.running = null;
-        if (this.pending.size > 0 && !this.controller.signal.aborted) this.kick();
-      });
-  }
-
-  private async drain(): Promise<void> {
-    while (this.pending.size > 0 && !this.controller.signal.aborted) {
-      const key = this.pending.values().next().value!;
-      this.pending.delete(key);
-      await this.write(key);
-    }
-  }
-
-  /** Composes the rule's status again when another replica's word on it lapses. */
-  private recheckAt(key: string, at: number): void {
-    const have = this.rechecks.get(key);
-    if (have && have.at <= at) return;
-    clearTimeout(have?.timer);
-    // A second late, so the time has passed when it is composed again.
-    const timer = setTimeout(
-      () => {
-        this.rechecks.delete(key);
-        this.queue(key);
-      },
-      Math.max(at - this.now().getTime(), 0) + 1_000,
-    );
-    timer.unref();
-    this.rechecks.set(key, { at, timer });
-  }
-
-  private async write(key: string): Promise<void> {
+  /**
+   * The reconcile of one rule's status: composes it and writes it when it differs from what the rule carries. A
+   * transient failure throws (retried after the rule's backoff, `attempts` times in all); others are logged.
+   */
+  private async write(key: string): Promise<ReconcileResult | void> {
     const observed = this.observed.get(key);
     if (!observed) return;
     const { id, status, problems } = observed;
@@ -240,55 +209,53 @@ export class StatusReporter implements StatusFacets {
       instance: this.instance,
       now: this.now().getTime(),
     });
-    if (recheckAt !== undefined) this.recheckAt(key, recheckAt);
-    if (statusUpToDate(status, want)) return;
+    // Composed again a second after another replica's word on it lapses (so the time has passed by then).
+    const again: ReconcileResult | undefined =
+      recheckAt === undefined
+        ? undefined
+        : { requeueAfter: Math.max(recheckAt - this.now().getTime(), 0) + 1_000 };
+    if (statusUpToDate(status, want)) return again;
     // If the CRD prunes status, our write changes nothing and the rule never shows it: do not rewrite it forever.
     const signature = `${id.uid}|${id.resourceVersion}|${JSON.stringify(want)}`;
-    if (this.written.get(key) === signature) return;
+    if (this.written.get(key) === signature) return again;
     const path = modRuleStatusPath(id.namespace, id.name);
-    const backoff = new Backoff({ initialMs: this.options.backoffMs ?? 500 });
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const stored = await this.options.client.request('PATCH', path, {
-          body: statusPatch(status, want, this.now()),
-          contentType: MERGE_PATCH,
-        });
-        this.writes++;
-        this.options.onWrite?.('ok');
-        this.written.set(key, signature);
-        // Until the watch brings it, the status written is what the next composition compares with.
-        if (this.observed.get(key) === observed && isJsonObject(stored.status))
-          this.observed.set(key, { ...observed, status: stored.status });
-        break;
-      } catch (err) {
-        if (err instanceof KubeApiError && err.status === 404) {
-          // The rule is gone, or the CRD has no status subresource (KubeMod's original CRD).
-          if (!this.disabledLogged) {
-            this.disabledLogged = true;
-            this.options.logger.warn(
-              'cannot write ModRule status (rule deleted, or CRD without status subresource)',
-              { namespace: id.namespace, name: id.name },
-            );
-          }
-          return;
+    try {
+      const stored = await this.options.client.request('PATCH', path, {
+        body: statusPatch(status, want, this.now()),
+        contentType: MERGE_PATCH,
+      });
+      this.writes++;
+      this.options.onWrite?.('ok');
+      this.written.set(key, signature);
+      // Until the watch brings it, the status written is what the next composition compares with.
+      if (this.observed.get(key) === observed && isJsonObject(stored.status))
+        this.observed.set(key, { ...observed, status: stored.status });
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) {
+        // The rule is gone, or the CRD has no status subresource (KubeMod's original CRD).
+        if (!this.disabledLogged) {
+          this.disabledLogged = true;
+          this.options.logger.warn(
+            'cannot write ModRule status (rule deleted, or CRD without status subresource)',
+            { namespace: id.namespace, name: id.name },
+          );
         }
-        if (!isTransient(err) || attempt >= (this.options.attempts ?? 5) || this.controller.signal.aborted) {
-          this.options.onWrite?.('failed');
-          this.options.logger.warn('failed to write ModRule status', {
-            namespace: id.namespace,
-            name: id.name,
-            error: messageOf(err),
-          });
-          return;
-        }
-        await sleep(backoff.next(), this.controller.signal);
-        // A newer version of the rule (or facet) arrived meanwhile: its own turn supersedes this one.
-        if (this.pending.has(key)) return;
+        return;
       }
+      const failures = this.work.queue.failures(key) + 1;
+      if (isTransient(err) && failures < (this.options.attempts ?? 5)) throw err;
+      this.options.onWrite?.('failed');
+      this.options.logger.warn('failed to write ModRule status', {
+        namespace: id.namespace,
+        name: id.name,
+        error: messageOf(err),
+      });
+      return again;
     }
     const ready = want.conditions[0];
     if (ready.reason === READY_REASON_INVALID)
       await this.postEvent(invalidRuleEvent(id, String(ready.message), this.now(), this.instance));
+    return again;
   }
 }
 

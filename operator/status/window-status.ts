@@ -121,14 +121,13 @@ export class WindowStatus<R extends WindowRecord> {
     if (!status || !id) return false;
     const period = Math.floor(now / (this.options.eventMs ?? 600_000));
     void status.postEvent(
-      warningEvent(
-        id,
-        spec.event.reason(record),
-        facet.condition!.message,
-        `${id.uid}\n${spec.source}\n${spec.event.digest(record)}\n${period}`,
-        new Date(now),
-        status.instance,
-      ),
+      warningEvent(id, {
+        reason: spec.event.reason(record),
+        message: facet.condition!.message,
+        digestOf: `${id.uid}\n${spec.source}\n${spec.event.digest(record)}\n${period}`,
+        now: new Date(now),
+        instance: status.instance,
+      }),
     );
     return true;
   }

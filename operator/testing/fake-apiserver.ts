@@ -99,7 +99,7 @@ export class FakeApiServer {
     const namespace = FAKE_RESOURCES[resource].namespaced ? String(m.namespace ?? 'default') : null;
     const existing = this.get(resource, namespace, String(m.name));
     return existing
-      ? this.store.update(resource, namespace, cloneJson(obj), existing, false)
+      ? this.store.update(resource, namespace, cloneJson(obj), existing, 'object')
       : this.store.create(resource, namespace, cloneJson(obj));
   }
 
@@ -227,25 +227,33 @@ export class FakeApiServer {
     if (route.subresource && !(route.subresource === 'status' && def.status)) {
       throw new HttpError(404, 'NotFound', `subresource ${route.subresource} not found`);
     }
-    if (req.method === 'GET' && route.name === null) {
+    if (route.name === null) this.onCollection(req, route, res);
+    else this.onObject(req, { ...route, name: route.name }, res);
+  }
+
+  /** A request to a collection: list, watch or create. */
+  private onCollection(req: RecordedRequest, route: Route, res: ServerResponse): void {
+    const def = FAKE_RESOURCES[route.resource];
+    if (req.method === 'GET') {
       if (req.query.watch === 'true' || req.query.watch === '1')
         this.watches.start(this.store, route, req.query, res, this.expiredAs);
       else sendJson(res, 200, this.store.listObjects(route, req.query));
       return;
     }
-    if (req.method === 'POST' && route.name === null) {
-      if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
-      const ns = def.namespaced ? (route.namespace ?? String(meta(req.body).namespace ?? '')) : null;
-      if (def.namespaced && !ns) throw new HttpError(400, 'BadRequest', 'namespace required');
-      const policed = this.admission.admit(route.resource, cloneJson(req.body));
-      const admitted = this.webhooks ? this.webhooks(route.resource, policed) : policed;
-      sendJson(res, 201, this.store.create(route.resource, ns, admitted, req.query.dryRun === 'All'));
-      return;
-    }
-    if (route.name === null) throw new HttpError(405, 'MethodNotAllowed', `${req.method} on a collection`);
+    if (req.method !== 'POST') throw new HttpError(405, 'MethodNotAllowed', `${req.method} on a collection`);
+    if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
+    const ns = def.namespaced ? (route.namespace ?? String(meta(req.body).namespace ?? '')) : null;
+    if (def.namespaced && !ns) throw new HttpError(400, 'BadRequest', 'namespace required');
+    const policed = this.admission.admit(route.resource, cloneJson(req.body));
+    const admitted = this.webhooks ? this.webhooks(route.resource, policed) : policed;
+    sendJson(res, 201, this.store.create(route.resource, ns, admitted, req.query.dryRun === 'All'));
+  }
+
+  /** A request to one object (or its status): read, delete, replace or patch. */
+  private onObject(req: RecordedRequest, route: Route & { name: string }, res: ServerResponse): void {
     const existing = this.get(route.resource, route.namespace, route.name);
     if (!existing) throw new HttpError(404, 'NotFound', `${route.resource} "${route.name}" not found`);
-    const status = route.subresource === 'status';
+    const scope = route.subresource === 'status' ? 'status' : 'main';
     switch (req.method) {
       case 'GET':
         sendJson(res, 200, existing);
@@ -256,46 +264,38 @@ export class FakeApiServer {
         return;
       case 'PUT': {
         if (!isJsonObject(req.body)) throw new HttpError(400, 'BadRequest', 'body must be an object');
-        sendJson(
-          res,
-          200,
-          this.store.update(
-            route.resource,
-            route.namespace,
-            cloneJson(req.body),
-            existing,
-            status,
-            def.status,
-          ),
-        );
+        const body = cloneJson(req.body);
+        sendJson(res, 200, this.store.update(route.resource, route.namespace, body, existing, scope));
         return;
       }
       case 'PATCH': {
-        let patched: JsonValue;
-        if (req.contentType.startsWith('application/json-patch+json')) {
-          try {
-            patched = applyPatch(existing, (req.body ?? []) as unknown as JsonPatchOperation[]);
-          } catch (err) {
-            throw new HttpError(422, 'Invalid', messageOf(err));
-          }
-        } else if (
-          req.contentType.startsWith('application/merge-patch+json') ||
-          req.contentType.startsWith('application/strategic-merge-patch+json')
-        ) {
-          patched = mergePatch(existing, req.body ?? {});
-        } else {
-          throw new HttpError(415, 'UnsupportedMediaType', `unsupported patch type ${req.contentType}`);
-        }
-        if (!isJsonObject(patched)) throw new HttpError(422, 'Invalid', 'patch result is not an object');
-        sendJson(
-          res,
-          200,
-          this.store.update(route.resource, route.namespace, patched, existing, status, def.status),
-        );
+        const patched = patchedObject(existing, req);
+        sendJson(res, 200, this.store.update(route.resource, route.namespace, patched, existing, scope));
         return;
       }
       default:
         throw new HttpError(405, 'MethodNotAllowed', String(req.method));
     }
   }
+}
+
+/** `existing` with the patch of a PATCH request applied, by its content type (JSON patch, merge or strategic merge). */
+function patchedObject(existing: JsonObject, req: RecordedRequest): JsonObject {
+  let patched: JsonValue;
+  if (req.contentType.startsWith('application/json-patch+json')) {
+    try {
+      patched = applyPatch(existing, (req.body ?? []) as unknown as JsonPatchOperation[]);
+    } catch (err) {
+      throw new HttpError(422, 'Invalid', messageOf(err));
+    }
+  } else if (
+    req.contentType.startsWith('application/merge-patch+json') ||
+    req.contentType.startsWith('application/strategic-merge-patch+json')
+  ) {
+    patched = mergePatch(existing, req.body ?? {});
+  } else {
+    throw new HttpError(415, 'UnsupportedMediaType', `unsupported patch type ${req.contentType}`);
+  }
+  if (!isJsonObject(patched)) throw new HttpError(422, 'Invalid', 'patch result is not an object');
+  return patched;
 }

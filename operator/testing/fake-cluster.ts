@@ -7,6 +7,9 @@ import { ListableResource } from '../../audit/types';
 import { JSON_PATCH, KubeApiError, KubeClient, RequestOptions, WatchHandle } from '../../kube/kube';
 import { messageOf } from '../../util/errors';
 import { metadataOf } from '../../util/meta';
+import { CORE_RESOURCES } from './fake-cluster-resources';
+
+export { CORE_RESOURCES } from './fake-cluster-resources';
 
 /** A request the fake received. */
 export interface FakeRequest {
@@ -19,91 +22,6 @@ export interface FakeRequest {
 
 /** Runs before a request is answered: throw a KubeApiError to fail it, or change the cluster. */
 export type FakeHook = (req: FakeRequest, cluster: FakeCluster) => void | Promise<void>;
-
-export const CORE_RESOURCES: ListableResource[] = [
-  {
-    group: '',
-    version: 'v1',
-    resource: 'namespaces',
-    kind: 'Namespace',
-    namespaced: false,
-    verbs: ['get', 'list', 'patch'],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'nodes',
-    kind: 'Node',
-    namespaced: false,
-    verbs: ['get', 'list', 'patch'],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'configmaps',
-    kind: 'ConfigMap',
-    namespaced: true,
-    verbs: ['get', 'list', 'patch'],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'pods',
-    kind: 'Pod',
-    namespaced: true,
-    verbs: ['get', 'list', 'patch'],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'pods/status',
-    kind: 'Pod',
-    namespaced: true,
-    verbs: ['get', 'patch'],
-  },
-  { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true, verbs: ['get', 'list'] },
-  {
-    group: 'apps',
-    version: 'v1',
-    resource: 'deployments',
-    kind: 'Deployment',
-    namespaced: true,
-    verbs: ['get', 'list', 'patch'],
-    shortNames: ['deploy'],
-  },
-  {
-    group: 'events.k8s.io',
-    version: 'v1',
-    resource: 'events',
-    kind: 'Event',
-    namespaced: true,
-    verbs: ['get', 'list'],
-  },
-  {
-    group: 'api.kubemod.io',
-    version: 'v1beta1',
-    resource: 'modrules',
-    kind: 'ModRule',
-    namespaced: true,
-    verbs: ['get', 'list'],
-  },
-  {
-    group: 'openreports.io',
-    version: 'v1alpha1',
-    resource: 'reports',
-    kind: 'Report',
-    namespaced: true,
-    verbs: ['get', 'list', 'create', 'update', 'delete'],
-  },
-  {
-    group: 'openreports.io',
-    version: 'v1alpha1',
-    resource: 'clusterreports',
-    kind: 'ClusterReport',
-    namespaced: false,
-    verbs: ['get', 'list', 'create', 'update', 'delete'],
-  },
-];
 
 const apiVersionOf = (r: ListableResource) => (r.group ? `${r.group}/${r.version}` : r.version);
 
@@ -205,54 +123,52 @@ export class FakeCluster implements KubeClient {
     if (path === '/apis') return this.groups();
     const route = this.route(path);
     if (route === 'discovery') return this.discovery(path);
+    if (method === 'GET' && route.name === null) return this.list(route, query);
+    if (method === 'POST') return this.create(route, options.body as JsonObject);
+    return this.onObject(method, route, options, query);
+  }
+
+  /** Creates the object of a POST; 409 when it exists. */
+  private create(route: Route, body: JsonObject): JsonObject {
+    const meta: JsonObject = { ...metadataOf(body) };
+    if (route.namespace !== null) meta.namespace = route.namespace;
+    if (this.objects.get(route.resource)!.has(`${route.namespace ?? ''}/${String(meta.name)}`))
+      throw status(409, 'AlreadyExists', `"${String(meta.name)}" already exists`);
+    return this.put({ ...body, metadata: meta });
+  }
+
+  /** A request to one stored object: GET, DELETE, PUT (409 on a stale resourceVersion) or a JSON PATCH. */
+  private onObject(
+    method: string,
+    route: Route,
+    options: RequestOptions,
+    query: Record<string, string>,
+  ): JsonObject {
     const store = this.objects.get(route.resource)!;
     const key = `${route.namespace ?? ''}/${route.name ?? ''}`;
-    if (method === 'GET' && route.name === null) return this.list(route, query);
-    if (method === 'GET') {
-      const found = store.get(key);
-      if (!found) throw status(404, 'NotFound', `${route.resource.resource} "${route.name}" not found`);
-      return cloneJson(found);
-    }
-    if (method === 'POST') {
-      const body = options.body as JsonObject;
-      const meta: JsonObject = { ...metadataOf(body) };
-      if (route.namespace !== null) meta.namespace = route.namespace;
-      if (store.has(`${route.namespace ?? ''}/${String(meta.name)}`))
-        throw status(409, 'AlreadyExists', `"${String(meta.name)}" already exists`);
-      return this.put({ ...body, metadata: meta });
-    }
     const found = store.get(key);
     if (!found) throw status(404, 'NotFound', `${route.resource.resource} "${route.name}" not found`);
-    if (method === 'DELETE') {
-      store.delete(key);
-      return { kind: 'Status', status: 'Success' };
-    }
-    if (method === 'PUT') {
-      const body = options.body as JsonObject;
-      const rv = metadataOf(body).resourceVersion;
-      if (rv !== metadataOf(found).resourceVersion)
-        throw status(
-          409,
-          'Conflict',
-          'the object has been modified; please apply your changes to the latest version',
-        );
-      return this.put(body);
-    }
-    if (method === 'PATCH') {
-      if (options.contentType !== JSON_PATCH)
-        throw status(415, 'UnsupportedMediaType', 'only JSON patches here');
-      let patched: JsonValue;
-      try {
-        patched = applyPatch(cloneJson(found), options.body as JsonPatchOperation[]);
-      } catch (err) {
-        // As the API server answers a failed patch: 422, the reason in a cause.
-        throw status(422, 'Invalid', 'the server rejected our request due to an error in our request', [
-          { type: 'UnexpectedServerResponse', message: messageOf(err) },
-        ]);
+    switch (method) {
+      case 'GET':
+        return cloneJson(found);
+      case 'DELETE':
+        store.delete(key);
+        return { kind: 'Status', status: 'Success' };
+      case 'PUT': {
+        const body = options.body as JsonObject;
+        const rv = metadataOf(body).resourceVersion;
+        if (rv !== metadataOf(found).resourceVersion)
+          throw status(
+            409,
+            'Conflict',
+            'the object has been modified; please apply your changes to the latest version',
+          );
+        return this.put(body);
       }
-      if (!isJsonObject(patched)) throw status(422, 'Invalid', 'not an object');
-      if (query.dryRun === 'All') return patched;
-      return this.put(patched);
+      case 'PATCH': {
+        const patched = jsonPatched(found, options);
+        return query.dryRun === 'All' ? patched : this.put(patched);
+      }
     }
     throw status(405, 'MethodNotAllowed', method);
   }
@@ -312,4 +228,20 @@ export class FakeCluster implements KubeClient {
         })),
     };
   }
+}
+
+/** `found` with the JSON patch of a PATCH applied (415 for another patch type, 422 when it does not apply). */
+function jsonPatched(found: JsonObject, options: RequestOptions): JsonObject {
+  if (options.contentType !== JSON_PATCH) throw status(415, 'UnsupportedMediaType', 'only JSON patches here');
+  let patched: JsonValue;
+  try {
+    patched = applyPatch(cloneJson(found), options.body as JsonPatchOperation[]);
+  } catch (err) {
+    // As the API server answers a failed patch: 422, the reason in a cause.
+    throw status(422, 'Invalid', 'the server rejected our request due to an error in our request', [
+      { type: 'UnexpectedServerResponse', message: messageOf(err) },
+    ]);
+  }
+  if (!isJsonObject(patched)) throw status(422, 'Invalid', 'not an object');
+  return patched;
 }

@@ -31,6 +31,13 @@ export const FAKE_RESOURCES = {
     apiVersion: 'apps/v1',
     status: true,
   },
+  endpointslices: {
+    prefix: '/apis/discovery.k8s.io/v1',
+    namespaced: true,
+    kind: 'EndpointSlice',
+    apiVersion: 'discovery.k8s.io/v1',
+    status: false,
+  },
   jobs: { prefix: '/apis/batch/v1', namespaced: true, kind: 'Job', apiVersion: 'batch/v1', status: true },
   cronjobs: {
     prefix: '/apis/batch/v1',

@@ -22,6 +22,12 @@ export function meta(obj: JsonObject): JsonObject {
 }
 
 /**
+ * What a replace may change: `object`, all of it (a test's own write); `main`, the main resource, whose status stays
+ * as it is when the resource has a status subresource; `status`, only the status (the status subresource).
+ */
+export type WriteScope = 'object' | 'main' | 'status';
+
+/**
  * The fake API server's objects: one collection per resource, a global resourceVersion counter, the event history
  * watches replay from, and the API server's write rules (conflicts, generation, status subresource, no-op writes).
  */
@@ -88,15 +94,16 @@ export class FakeStore {
     return cloneJson(obj);
   }
 
-  /** Replaces an object (or only its status); 409 on a stale resourceVersion. */
+  /** Replaces an object (or only its status, as `scope` says); 409 on a stale resourceVersion. */
   update(
     resource: FakeResource,
     namespace: string | null,
     obj: JsonObject,
     existing: JsonObject,
-    statusOnly: boolean,
-    hasStatus = false,
+    scope: WriteScope,
   ): JsonObject {
+    const statusOnly = scope === 'status';
+    const hasStatus = scope === 'main' && FAKE_RESOURCES[resource].status;
     const m = meta(obj);
     const old = meta(existing);
     if (m.resourceVersion !== undefined && m.resourceVersion !== old.resourceVersion) {

@@ -4,7 +4,7 @@ import { BudgetExhaustedError } from '../../util/budget';
 import { FunctionError, TemplateRuntimeError } from '../errors';
 import { def, FuncContext, FuncDef } from '../registry';
 import { Budget, GoValue, isMap, newMap, sortedKeys } from '../values';
-import { messageOf } from '../../util/errors';
+import { errorOf, messageOf } from '../../util/errors';
 
 const s = (v: GoValue): string => v as string;
 
@@ -94,7 +94,7 @@ function rebuilt(plain: unknown, ctx: FuncContext, failed: (e: Error) => GoValue
     return fromPlain(plain, (n) => ctx.charge(n));
   } catch (e) {
     if (e instanceof TemplateRuntimeError || e instanceof BudgetExhaustedError) throw e;
-    return failed(e as Error);
+    return failed(errorOf(e));
   }
 }
 

@@ -17,6 +17,7 @@ import { runProcess } from '../cli';
 import { auditRules, blockerRule, configMap, COUNT, deployment } from './audit-fixtures';
 import { bundleObjects, ClusterLedger, e2eSettings, remove, waitFor, webhookManifests } from './cluster';
 import { freePort } from './controlplane';
+import { tokenKubeConfig } from './credentials';
 import { describeCluster, E2eCluster, startCluster } from './target';
 
 /*
@@ -351,19 +352,8 @@ describeCluster(`modrule audit and background reports against a real API server 
     });
     const kubeconfig = join(dir, 'auditor.kubeconfig');
     // The cluster and its CA as the admin's kubeconfig has them, the auditor's token as the user.
-    const ca = Buffer.from(cp.caCert() ?? '').toString('base64');
-    writeFileSync(
-      kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        `clusters: [{name: e2e, cluster: {server: '${cp.server}', certificate-authority-data: '${ca}'}}]`,
-        `users: [{name: auditor, user: {token: '${String((token.status as JsonObject).token)}'}}]`,
-        'contexts: [{name: e2e, context: {cluster: e2e, user: auditor}}]',
-        'current-context: e2e',
-        '',
-      ].join('\n'),
-    );
+    const auditorToken = String((token.status as JsonObject).token);
+    writeFileSync(kubeconfig, tokenKubeConfig(cp.server, cp.caCert() ?? '', 'auditor', auditorToken));
     const out = await runProcess('modrule', ['audit', '--rules', rulesFile, '-n', NS, '-o', 'json'], {
       env: { KUBECONFIG: kubeconfig },
     });

@@ -11,7 +11,7 @@ import { messageOf } from '../../util/errors';
  * bundle.yaml and the cert-manager overlay as a user installs them: the real kubectl 1.37 against a real 1.37 API
  * server with kube-controller-manager (namespace deletion, garbage collection). Install, re-apply and uninstall must
  * exit 0 and print nothing on stderr: no error, no deprecation or other warning. Needs KUBEBUILDER_ASSETS with kubectl
- * (../shared/envtest-1.37); skipped otherwise.
+ * (setup-envtest's assets, or this project's CI's); skipped otherwise.
  */
 
 const ROOT = join(__dirname, '..', '..');

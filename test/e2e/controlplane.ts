@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { issueServingCert, newCa } from '../../webhook/certs';
 import { messageOf } from '../../util/errors';
+import { tokenKubeConfig } from './credentials';
 
 /*
  * A throw-away control plane for the e2e suite, the way controller-runtime's envtest does it: etcd and
@@ -63,15 +64,24 @@ export interface ControlPlaneOptions {
   scheduler?: boolean;
   /** false: an API server that serves no admission policies (as before Kubernetes 1.30/1.36). */
   admissionPolicies?: boolean;
+  /** How many kube-apiservers on the one etcd (each on its own port, same certificates and tokens); default 1. */
+  apiServers?: number;
+  /**
+   * --enable-aggregator-routing: the API servers call webhooks at the endpoints of their Service (its EndpointSlices)
+   * instead of its cluster IP, as a control plane without kube-proxy on its nodes does.
+   */
+  aggregatorRouting?: boolean;
 }
 
 /** A running etcd + kube-apiserver; stop() ends both and removes their state. */
 export class LocalControlPlane {
   private etcd: ChildProcess | null = null;
-  private apiserver: ChildProcess | null = null;
+  /** The kube-apiservers, by index (0 is `server`). */
+  private readonly apiservers: (ChildProcess | null)[] = [];
   private controllerManager: ChildProcess | null = null;
   private scheduler: ChildProcess | null = null;
   private etcdPaused = false;
+  private readonly pausedApiServers = new Set<number>();
 
   private constructor(
     private readonly assets: string,
@@ -81,15 +91,19 @@ export class LocalControlPlane {
     private readonly ports: {
       etcd: number;
       peer: number;
-      apiserver: number;
+      apiservers: number[];
       controllerManager: number;
       scheduler: number;
     },
     private readonly caCert: string,
     private readonly token: string,
-    /** false: an API server that serves no admission policies (as before Kubernetes 1.30/1.36). */
-    private readonly admissionPolicies = true,
+    private readonly options: ControlPlaneOptions = {},
   ) {}
+
+  /** Every API server's URL (the first is `server`). */
+  get servers(): string[] {
+    return this.ports.apiservers.map((port) => `https://127.0.0.1:${port}`);
+  }
 
   /**
    * Starts etcd and kube-apiserver from the binaries in `assets` (envtest's KUBEBUILDER_ASSETS), and
@@ -114,8 +128,9 @@ export class LocalControlPlane {
     const dir = mkdtempSync(join(tmpdir(), 'modrule-e2e-'));
     // etcd fsyncs every write: on tmpfs the 1,000-rule test does not wait on the disk.
     const shm = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/modrule-e2e-etcd-') : join(dir, 'etcd');
-    const [etcd, peer, apiserver, controllerManager, scheduler] = await freePorts(5);
-    const ports = { etcd, peer, apiserver, controllerManager, scheduler };
+    const count = Math.max(1, options.apiServers ?? 1);
+    const [etcd, peer, controllerManager, scheduler, ...apiservers] = await freePorts(4 + count);
+    const ports = { etcd, peer, apiservers, controllerManager, scheduler };
     const now = new Date();
     const ca = newCa(now, 2, 'modrule-e2e-ca');
     const serving = issueServingCert(ca, ['127.0.0.1', 'localhost'], now, 1);
@@ -137,16 +152,16 @@ export class LocalControlPlane {
       assets,
       dir,
       shm,
-      `https://127.0.0.1:${ports.apiserver}`,
+      `https://127.0.0.1:${apiservers[0]}`,
       ports,
       ca.cert,
       token,
-      options.admissionPolicies ?? true,
+      options,
     );
     writeFileSync(join(dir, 'kubeconfig'), cp.kubeConfigYaml(), { mode: 0o600 });
     try {
       await cp.startEtcd();
-      await cp.startApiServer();
+      for (let i = 0; i < count; i++) await cp.startApiServer(i);
       if (options.controllerManager && existsSync(join(assets, 'kube-controller-manager'))) {
         cp.startControllerManager();
       }
@@ -165,6 +180,13 @@ export class LocalControlPlane {
     return kc;
   }
 
+  /** Admin credentials for API server `index`. */
+  kubeConfigOf(index: number): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromString(this.kubeConfigYaml(this.servers[index]));
+    return kc;
+  }
+
   /** A kubeconfig file for kubectl. */
   get kubeConfigPath(): string {
     return join(this.dir, 'kubeconfig');
@@ -176,17 +198,13 @@ export class LocalControlPlane {
     return existsSync(path) ? path : null;
   }
 
-  private kubeConfigYaml(): string {
-    const ca = Buffer.from(this.caCert).toString('base64');
-    return [
-      'apiVersion: v1',
-      'kind: Config',
-      `clusters: [{name: e2e, cluster: {server: '${this.server}', certificate-authority-data: '${ca}'}}]`,
-      `users: [{name: e2e-admin, user: {token: '${this.token}'}}]`,
-      'contexts: [{name: e2e, context: {cluster: e2e, user: e2e-admin}}]',
-      'current-context: e2e',
-      '',
-    ].join('\n');
+  private kubeConfigYaml(server = this.server): string {
+    return tokenKubeConfig(server, this.caCert, 'e2e-admin', this.token);
+  }
+
+  /** The API servers' CA (PEM). */
+  get caCertPem(): string {
+    return this.caCert;
   }
 
   private spawnLogged(name: string, bin: string, args: string[]): ChildProcess {
@@ -196,8 +214,8 @@ export class LocalControlPlane {
     return child;
   }
 
-  /** The last lines a component logged (for failure messages). */
-  logTail(name: 'etcd' | 'apiserver' | 'controller-manager' | 'scheduler', lines = 30): string {
+  /** The last lines a component logged (for failure messages); the second API server is `apiserver-1`. */
+  logTail(name: string, lines = 30): string {
     try {
       return readFileSync(join(this.dir, `${name}.log`), 'utf8')
         .split('\n')
@@ -225,13 +243,14 @@ export class LocalControlPlane {
     });
   }
 
-  private apiServerArgs(): string[] {
+  private apiServerArgs(index: number): string[] {
     const d = this.dir;
     return [
       `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
-      `--secure-port=${this.ports.apiserver}`,
+      `--secure-port=${this.ports.apiservers[index]}`,
+      ...(this.options.aggregatorRouting ? ['--enable-aggregator-routing=true'] : []),
       // 1.37 refuses a loopback advertise address for the "kubernetes" Endpoints: no reconciler (no Service here
       // has endpoints anyway; webhooks are called by URL).
       '--endpoint-reconciler-type=none',
@@ -246,7 +265,7 @@ export class LocalControlPlane {
       '--authorization-mode=RBAC',
       '--allow-privileged=true',
       '--profiling=false',
-      ...(this.admissionPolicies
+      ...(this.options.admissionPolicies !== false
         ? [
             '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,ResourceQuota,' +
               'MutatingAdmissionPolicy,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook',
@@ -305,20 +324,26 @@ export class LocalControlPlane {
     ]);
   }
 
-  private async startApiServer(): Promise<void> {
-    this.apiserver = this.spawnLogged('apiserver', 'kube-apiserver', this.apiServerArgs());
-    await this.waitReady();
+  private static logName(index: number): string {
+    return index === 0 ? 'apiserver' : `apiserver-${index}`;
   }
 
-  /** Resolves when /readyz answers ok (fails after 60 s, or at once when the process exited). */
-  async waitReady(timeoutMs = 60_000): Promise<void> {
-    await this.until('kube-apiserver', timeoutMs, async () => (await this.get('/readyz')).body === 'ok');
+  private async startApiServer(index: number): Promise<void> {
+    const name = LocalControlPlane.logName(index);
+    this.apiservers[index] = this.spawnLogged(name, 'kube-apiserver', this.apiServerArgs(index));
+    await this.waitReady(60_000, index);
   }
 
-  /** GET with the admin token, trusting only our CA. */
-  get(path: string): Promise<{ status: number; body: string }> {
+  /** Resolves when API server `index`'s /readyz answers ok (fails after 60 s, or at once when the process exited). */
+  async waitReady(timeoutMs = 60_000, index = 0): Promise<void> {
+    const name = LocalControlPlane.logName(index);
+    await this.until(name, timeoutMs, async () => (await this.get('/readyz', index)).body === 'ok');
+  }
+
+  /** GET with the admin token from API server `index`, trusting only our CA. */
+  get(path: string, index = 0): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = request(`${this.server}${path}`, {
+      const req = request(`${this.servers[index]}${path}`, {
         ca: this.caCert,
         headers: { Authorization: `Bearer ${this.token}` },
         agent: false,
@@ -335,12 +360,14 @@ export class LocalControlPlane {
     });
   }
 
+  /** Polls `check` until true; `what` is the component's log name (etcd, apiserver, apiserver-1, ...). */
   private async until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
     const start = Date.now();
-    const child = what === 'etcd' ? this.etcd : this.apiserver;
+    const index = what === 'apiserver' ? 0 : Number(what.split('-')[1]);
+    const child = what === 'etcd' ? this.etcd : this.apiservers[index];
     for (;;) {
       if (child && exited(child)) {
-        throw new Error(`${what} exited:\n${this.logTail(what === 'etcd' ? 'etcd' : 'apiserver')}`);
+        throw new Error(`${what} exited:\n${this.logTail(what)}`);
       }
       try {
         if (await check()) return;
@@ -348,25 +375,35 @@ export class LocalControlPlane {
         // not listening yet
       }
       if (Date.now() - start > timeoutMs) {
-        throw new Error(
-          `${what} not ready in ${timeoutMs} ms:\n${this.logTail(what === 'etcd' ? 'etcd' : 'apiserver')}`,
-        );
+        throw new Error(`${what} not ready in ${timeoutMs} ms:\n${this.logTail(what)}`);
       }
       await sleep(100);
     }
   }
 
-  /** Stops kube-apiserver, keeps it down for downMs, starts it again on the same port; resolves when ready. */
-  async restartApiServer(downMs = 0): Promise<void> {
-    if (this.apiserver) await terminate(this.apiserver, 3000);
+  /** Stops API server `index`, keeps it down for downMs, starts it again on the same port; resolves when ready. */
+  async restartApiServer(downMs = 0, index = 0): Promise<void> {
+    const child = this.apiservers[index];
+    if (child) await terminate(child, 3000);
     await sleep(downMs);
-    await this.startApiServer();
+    await this.startApiServer(index);
   }
 
   /** Freezes etcd (SIGSTOP): the API server stays up but every storage call hangs. */
   pauseEtcd(): void {
     this.etcd?.kill('SIGSTOP');
     this.etcdPaused = true;
+  }
+
+  /** Freezes API server `index` (SIGSTOP): it accepts nothing, and its watches fall behind, until resumed. */
+  pauseApiServer(index: number): void {
+    this.apiservers[index]?.kill('SIGSTOP');
+    this.pausedApiServers.add(index);
+  }
+
+  resumeApiServer(index: number): void {
+    this.apiservers[index]?.kill('SIGCONT');
+    this.pausedApiServers.delete(index);
   }
 
   resumeEtcd(): void {
@@ -376,9 +413,10 @@ export class LocalControlPlane {
 
   async stop(): Promise<void> {
     if (this.etcdPaused) this.resumeEtcd();
+    for (const index of [...this.pausedApiServers]) this.resumeApiServer(index);
     if (this.scheduler) await terminate(this.scheduler, 3000);
     if (this.controllerManager) await terminate(this.controllerManager, 3000);
-    if (this.apiserver) await terminate(this.apiserver, 3000);
+    for (const child of this.apiservers) if (child) await terminate(child, 3000);
     if (this.etcd) await terminate(this.etcd, 3000);
     rmSync(this.dir, { recursive: true, force: true });
     rmSync(this.etcdDataDir, { recursive: true, force: true });

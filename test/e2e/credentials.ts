@@ -57,3 +57,17 @@ export async function serviceAccountClient(
   access = kubeConfigAccess(kc);
   return { client: createKubeClient(access), dir: '', how: 'kubeconfig (the cluster has no CA)' };
 }
+
+/** A kubeconfig (YAML) for one server and CA (PEM), authenticating with a bearer token. */
+export function tokenKubeConfig(server: string, caPem: string, user: string, token: string): string {
+  const ca = Buffer.from(caPem).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    `clusters: [{name: e2e, cluster: {server: '${server}', certificate-authority-data: '${ca}'}}]`,
+    `users: [{name: ${user}, user: {token: '${token}'}}]`,
+    `contexts: [{name: e2e, context: {cluster: e2e, user: ${user}}}]`,
+    'current-context: e2e',
+    '',
+  ].join('\n');
+}

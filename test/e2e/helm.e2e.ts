@@ -21,7 +21,8 @@ import { waitFor } from './cluster';
 const available = helmAvailable();
 if (E2E_MODE === 'none')
   process.stderr.write(
-    'e2e helm: neither KUBEBUILDER_ASSETS nor KUBECONFIG is set; skipping the Helm install tests.\n',
+    'e2e helm: neither KUBEBUILDER_ASSETS nor KUBECONFIG is set; skipping the Helm install tests ' +
+      '(KUBEBUILDER_ASSETS="$(setup-envtest use -p path 1.37.x)", see the README).\n',
   );
 else if (!available) skipNotice();
 const describeHelm = E2E_MODE !== 'none' && available ? describe : describe.skip;

@@ -506,16 +506,18 @@ function startServer(
   host: string,
 ): Promise<RunningWebhook> {
   return freePort().then((port) =>
-    startWebhookServer({
-      store,
-      tls: new MemoryTlsSource(serving),
-      port,
-      host,
-      healthPort: 0,
-      healthHost: '127.0.0.1',
-      logger: silentLogger(),
-      isReady: () => true,
-    }),
+    startWebhookServer(
+      {
+        tls: new MemoryTlsSource(serving),
+        port,
+        host,
+        healthPort: 0,
+        healthHost: '127.0.0.1',
+        logger: silentLogger(),
+        isReady: () => true,
+      },
+      { store },
+    ),
   );
 }
 

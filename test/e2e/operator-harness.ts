@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { JsonObject } from '../../util/json';
 import { createLogger, silentLogger } from '../../util/logger';
-import { KubeClient, MERGE_PATCH } from '../../kube/kube';
+import { KubeApiError, KubeClient, MERGE_PATCH } from '../../kube/kube';
 import { OperatorConfig, RunningOperator, startOperator } from '../../operator/start';
 import { ClusterLedger, waitFor, webhookManifests } from './cluster';
 import { ControlPlaneOptions } from './controlplane';
@@ -161,5 +161,36 @@ export async function schedulableNode(
       body: { spec: { taints: taints.filter((t) => !String(t.key).startsWith('node.kubernetes.io/')) } },
     });
     return undefined;
+  });
+}
+
+/**
+ * The namespace's default ServiceAccount, which a pod needs before it can be created: the controller-manager's when
+ * one runs (waited for a while), else made here.
+ */
+export async function defaultServiceAccount(admin: KubeClient, namespace: string): Promise<void> {
+  const path = `/api/v1/namespaces/${namespace}/serviceaccounts`;
+  await waitFor('the default ServiceAccount', () => admin.request('GET', `${path}/default`), 10_000).catch(
+    async () => {
+      try {
+        await admin.request('POST', path, {
+          body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default' } },
+        });
+      } catch (err) {
+        if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+      }
+    },
+  );
+}
+
+/** Binds a pod to a Node as a scheduler does (POST pods/NAME/binding). */
+export async function bindPod(
+  admin: KubeClient,
+  namespace: string,
+  name: string,
+  node: string,
+): Promise<void> {
+  await admin.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/binding`, {
+    body: { apiVersion: 'v1', kind: 'Binding', metadata: { name }, target: { kind: 'Node', name: node } },
   });
 }

@@ -96,6 +96,18 @@ describeHelm.each([3, 4] as const)('charts/modrule with Helm %i', (major) => {
     expect(byId(defaults)).toEqual(byId(bundleAsChart(bundle)));
   });
 
+  it('renders quietly: nothing on stderr (no note about symbolic links, whatever the values read)', async () => {
+    const values = [
+      'certificates.mode=cert-manager',
+      'metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true',
+      'references.owners=true,references.configMaps=true',
+    ];
+    for (const set of ['', ...values]) {
+      const r = await helm(h, ['template', 'modrule', CHART, ...(set ? ['--set', set] : [])]);
+      expect({ set, code: r.code, stderr: r.stderr }).toEqual({ set, code: 0, stderr: '' });
+    }
+  });
+
   it('renders exactly bundle.yaml with crds.keep=false', async () => {
     expect(byId(await render({ crds: { keep: false } }))).toEqual(byId(bundleAsChart(bundle, false)));
   });

@@ -1,5 +1,5 @@
-// The real Helm binaries for tests: Helm 3.22 and Helm 4.3 from ../shared/helm (setup.sh unpacks them to
-// /tmp/modrule-helm/bin; CI sets MODRULE_HELM_BIN). Each Helm gets its own config, cache and data folders, so
+// The real Helm binaries for tests: Helm 3 and Helm 4 (CI: 3.22 and 4.3) as helm3 and helm4 in MODRULE_HELM_BIN,
+// default /tmp/modrule-helm/bin (a release's helm binary from https://helm.sh/docs/intro/install/, renamed). Each Helm gets its own config, cache and data folders, so
 // plugins and repositories never leak between tests or into the user's ~/.config/helm.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,8 @@ export const PLUGIN_DIR = join(ROOT, 'helm-plugin', 'modrule');
 export const FIXTURE_CHARTS = join(ROOT, 'fixtures', 'charts');
 
 const configured = process.env.MODRULE_HELM_BIN;
+const HOW_TO_GET =
+  'install Helm 3 and Helm 4 from https://helm.sh/docs/intro/install/ and name them helm3 and helm4';
 const BIN_DIR = configured || '/tmp/modrule-helm/bin';
 
 /** One Helm binary and the environment it runs in. */
@@ -26,7 +28,7 @@ export interface Helm {
 export function helmAvailable(): boolean {
   const found = ['helm3', 'helm4'].every((b) => existsSync(join(BIN_DIR, b)));
   if (!found && configured)
-    throw new Error(`MODRULE_HELM_BIN=${configured} has no helm3 and helm4 (see ../shared/helm/README.md)`);
+    throw new Error(`MODRULE_HELM_BIN=${configured} has no helm3 and helm4 (${HOW_TO_GET})`);
   return found;
 }
 
@@ -34,7 +36,7 @@ export function helmAvailable(): boolean {
 export function skipNotice(): void {
   process.stderr.write(
     `helm: no helm3/helm4 in ${BIN_DIR}; skipping the tests with the real Helm binaries ` +
-      '(unpack them with ../shared/helm/setup.sh, or point MODRULE_HELM_BIN at a folder holding them)\n',
+      `(${HOW_TO_GET}, or point MODRULE_HELM_BIN at a folder holding them)\n`,
   );
 }
 

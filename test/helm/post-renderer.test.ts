@@ -217,8 +217,12 @@ describeHelm.each([3, 4] as const)('Helm %i with modrule as the post-renderer', 
     });
     const r = await template(...postRenderer(h, `--rules=${broken}`));
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('warning: ModRule default/broken failed on Service default/shop-storefront: ');
-    expect(r.stderr).toContain('stopping rather than letting them through unpatched');
+    // Both Services of the chart, in one line.
+    expect(r.stderr).toContain(
+      'modrule post-render: ModRule default/broken failed at run time on 2 objects, first on Service default/shop-cache: replace /spec/loadBalancerIP',
+    );
+    expect(r.stderr.match(/failed at run time/g)).toHaveLength(1);
+    expect(r.stderr).toContain('nothing is installed');
   });
 
   it('fails when the rule folder does not exist', async () => {

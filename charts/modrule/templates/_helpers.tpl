@@ -1,14 +1,14 @@
 {{/*
-The chart does not restate the manifests: it reads bundle.yaml (built from config/, linked in as files/bundle.yaml)
-and the cert-manager overlay (config/cert-manager, linked in as files/cert-manager), and changes only what a value
-asks for. The helpers below take a dict: "o" the object to change in place, "root" the chart's top-level context.
+The chart does not restate the manifests: it reads bundle.yaml (built from config/) and the cert-manager overlay
+(config/cert-manager), copied in as files/bundle.yaml and files/cert-manager by make bundle, and changes only what a
+value asks for. The helpers below take a dict: "o" the object to change in place, "root" the chart's top-level context.
 */}}
 
 {{/* The YAML documents of a file in the chart as a list of objects; fails when the file is missing or empty. */}}
 {{- define "modrule.documents" -}}
 {{- $text := .root.Files.Get .file -}}
 {{- if not (trim $text) -}}
-{{- fail (printf "%s is missing or empty: it links to the repository's %s" .file .source) -}}
+{{- fail (printf "%s is missing or empty: it is a copy of the repository's %s (make bundle writes it)" .file .source) -}}
 {{- end -}}
 {{- $docs := list -}}
 {{- range $part := regexSplit "(?m)^---[ \\t]*$" $text -1 -}}
