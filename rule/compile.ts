@@ -1,6 +1,6 @@
 import { compileTemplate, CompiledTemplate } from '../template';
 import type { SafeRegex } from '../util/regex';
-import { isJsonObject } from '../util/json';
+import { isJsonObject, JsonObject } from '../util/json';
 import { Interner } from '../util/interner';
 import {
   AdmissionOperation,
@@ -119,52 +119,9 @@ export function analyzeModRule(
   if (type !== 'Patch' && type !== 'Reject')
     problem('spec.type', `must be Patch or Reject, got ${describe(type)}`);
 
-  let operations = DEFAULT_OPERATIONS;
-  const ops = spec.admissionOperations;
-  if (ops !== undefined && ops !== null) {
-    if (!Array.isArray(ops)) {
-      problem('spec.admissionOperations', 'must be a list of CREATE, UPDATE, DELETE');
-    } else if (ops.length > 0) {
-      const set = new Set<AdmissionOperation>();
-      ops.forEach((o, i) => {
-        if (typeof o === 'string' && (OPERATIONS as readonly string[]).includes(o))
-          set.add(o as AdmissionOperation);
-        else
-          problem(
-            `spec.admissionOperations[${i}]`,
-            `must be one of CREATE, UPDATE, DELETE, got ${describe(o)}`,
-          );
-      });
-      operations = set;
-    }
-  }
-
-  let tier = 0;
-  const rawTier = spec.executionTier;
-  if (rawTier !== undefined && rawTier !== null) {
-    if (typeof rawTier !== 'number' || !Number.isInteger(rawTier)) {
-      problem('spec.executionTier', `must be an integer, got ${describe(rawTier)}`);
-    } else if (rawTier < MIN_EXECUTION_TIER || rawTier > MAX_EXECUTION_TIER) {
-      problem(
-        'spec.executionTier',
-        `must be between ${MIN_EXECUTION_TIER} and ${MAX_EXECUTION_TIER}, got ${rawTier}`,
-      );
-    } else {
-      tier = rawTier;
-    }
-  }
-
-  let enforcement: EnforcementAction = 'Enforce';
-  const rawAction = spec.enforcementAction;
-  if (rawAction !== undefined && rawAction !== null) {
-    if (typeof rawAction === 'string' && (ENFORCEMENT_ACTIONS as readonly string[]).includes(rawAction))
-      enforcement = rawAction as EnforcementAction;
-    else
-      problem(
-        'spec.enforcementAction',
-        `must be one of ${ENFORCEMENT_ACTIONS.join(', ')}, got ${describe(rawAction)}`,
-      );
-  }
+  const operations = operationsOf(spec, problem);
+  const tier = tierOf(spec, problem);
+  const enforcement = enforcementOf(spec, problem);
 
   const match: CompiledMatchItem[] = [];
   const itemKeys: string[] = [];
@@ -278,4 +235,54 @@ function referencesOf(
     owner,
     secrets: named.some((d) => isSecretKind(d.group, d.kind)),
   }));
+}
+
+/** spec.admissionOperations as a set (KubeMod's default when absent or empty); problems reported. */
+function operationsOf(spec: JsonObject, problem: Report): ReadonlySet<AdmissionOperation> {
+  const ops = spec.admissionOperations;
+  if (ops === undefined || ops === null) return DEFAULT_OPERATIONS;
+  if (!Array.isArray(ops)) {
+    problem('spec.admissionOperations', 'must be a list of CREATE, UPDATE, DELETE');
+    return DEFAULT_OPERATIONS;
+  }
+  if (ops.length === 0) return DEFAULT_OPERATIONS;
+  const set = new Set<AdmissionOperation>();
+  ops.forEach((o, i) => {
+    if (typeof o === 'string' && (OPERATIONS as readonly string[]).includes(o))
+      set.add(o as AdmissionOperation);
+    else
+      problem(`spec.admissionOperations[${i}]`, `must be one of CREATE, UPDATE, DELETE, got ${describe(o)}`);
+  });
+  return set;
+}
+
+/** spec.executionTier (0 when absent); problems reported. */
+function tierOf(spec: JsonObject, problem: Report): number {
+  const rawTier = spec.executionTier;
+  if (rawTier === undefined || rawTier === null) return 0;
+  if (typeof rawTier !== 'number' || !Number.isInteger(rawTier)) {
+    problem('spec.executionTier', `must be an integer, got ${describe(rawTier)}`);
+    return 0;
+  }
+  if (rawTier < MIN_EXECUTION_TIER || rawTier > MAX_EXECUTION_TIER) {
+    problem(
+      'spec.executionTier',
+      `must be between ${MIN_EXECUTION_TIER} and ${MAX_EXECUTION_TIER}, got ${rawTier}`,
+    );
+    return 0;
+  }
+  return rawTier;
+}
+
+/** spec.enforcementAction (Enforce when absent); an unknown value reported with the allowed ones. */
+function enforcementOf(spec: JsonObject, problem: Report): EnforcementAction {
+  const rawAction = spec.enforcementAction;
+  if (rawAction === undefined || rawAction === null) return 'Enforce';
+  if (typeof rawAction === 'string' && (ENFORCEMENT_ACTIONS as readonly string[]).includes(rawAction))
+    return rawAction as EnforcementAction;
+  problem(
+    'spec.enforcementAction',
+    `must be one of ${ENFORCEMENT_ACTIONS.join(', ')}, got ${describe(rawAction)}`,
+  );
+  return 'Enforce';
 }
