@@ -180,7 +180,8 @@ type ResolvedOperation = ReturnType<typeof resolveOperations>[number];
 /** Each enforced rule's write that a later rule of the request undid (not list inserts, not rewritten by itself). */
 function findOverridden(run: ReferenceRun): void {
   const { applied } = run;
-  const onPath = (a: readonly string[], b: readonly string[]) => a.every((x, n) => n >= b.length || x === b[n]);
+  const onPath = (a: readonly string[], b: readonly string[]) =>
+    a.every((x, n) => n >= b.length || x === b[n]);
   for (let i = 0; i < applied.length - 1; i++)
     for (const [k, o] of applied[i].ops.entries()) {
       const last = o.tokens[o.tokens.length - 1];
