@@ -8,8 +8,9 @@
 
 # --- build: compile TypeScript and the re2 addon, then assemble the root filesystem in /rootfs: Node's official
 # binary (npm package node-linux-<arch>, pinned by integrity), only the shared libraries it and re2 load (Debian
-# packages), dist/ as far as `modrule` reaches, production node_modules with only re2's addon kept.
-FROM node:20-bookworm AS build
+# packages), dist/ as far as `modrule` reaches, production node_modules with only re2's addon kept. The stage's Node
+# has the image's major version (image/sources.ts NODE), so npm ci builds re2 for the image's ABI.
+FROM node:24-bookworm AS build
 WORKDIR /src
 RUN apt-get update
 COPY package.json package-lock.json ./

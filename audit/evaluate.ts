@@ -153,10 +153,20 @@ function mib(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-const byKeys = new WeakMap<readonly CompiledRule[], Map<string, CompiledRule>>();
-function rulesByKey(rules: readonly CompiledRule[]): Map<string, CompiledRule> {
-  let map = byKeys.get(rules);
-  if (!map) byKeys.set(rules, (map = new Map(rules.map((r) => [r.key, r]))));
+const byKeys = new WeakMap<readonly CompiledRule[], Map<string, Map<string, CompiledRule>>>();
+/**
+ * The rules of a list by key, as they apply to objects of `kind`: a Pod rule and its controller variants share their
+ * ModRule's key, and only one of them (its kind pin) reaches the object.
+ */
+function rulesByKey(rules: readonly CompiledRule[], kind: string): Map<string, CompiledRule> {
+  let byKind = byKeys.get(rules);
+  if (!byKind) byKeys.set(rules, (byKind = new Map()));
+  let map = byKind.get(kind);
+  if (!map) {
+    map = new Map();
+    for (const r of rules) if (!map.has(r.key) || r.podController?.kind === kind) map.set(r.key, r);
+    byKind.set(kind, map);
+  }
   return map;
 }
 
@@ -192,7 +202,7 @@ function changingRules(
   if (!changed) return new Set();
   const all = outcome.patched.map(key);
   if (all.length === 1) return new Set(all);
-  const byKey = rulesByKey(snapshot.rulesFor(request.namespace));
+  const byKey = rulesByKey(snapshot.rulesFor(request.namespace), String(request.object?.kind ?? ''));
   const namespace = request.namespace ?? '';
   const budget = { remaining: MAX_OPERATIONS_PER_REQUEST };
   let current = prepare(request.object as JsonObject, request.namespace, snapshot).object;

@@ -58,7 +58,7 @@ describe('which resources the rules reach', () => {
     expect(reaches('two', 'Pod')).toBe(false);
     expect(reaches('regex', 'Pod')).toBe(true);
     expect(reaches('regex', 'PodTemplate')).toBe(false);
-    // A negated criterion narrows nothing (scope/pins.ts): over-including is safe, the engine decides per object.
+    // A negated criterion narrows nothing (rule/pins.ts): over-including is safe, the engine decides per object.
     expect(reaches('not-cm', 'ConfigMap')).toBe(true);
     expect(reaches('bool', 'Deployment', 'apps/v1')).toBe(true);
     expect(reaches('bool', 'ConfigMap')).toBe(false);

@@ -1,9 +1,9 @@
 import { CompiledRule } from '../rule/compile';
-import { itemPin, PinnedField, pinnedValues } from '../scope/pins';
+import { itemPin, PinnedField, pinnedValues } from '../rule/pins';
 import { apiVersionOf, ListableResource } from './types';
 
 /*
- * Which resources a set of rules can reach, so an audit lists only those. The dragnet scope's pins (scope/pins.ts)
+ * Which resources a set of rules can reach, so an audit lists only those. The dragnet scope's pins (rule/pins.ts)
  * say what a rule's criteria require of `$.kind` and `$.apiVersion` (values, or a regex; a negated criterion requires
  * nothing): a resource whose kind or apiVersion breaks a pin cannot hold an object the rule matches. Over-including
  * is safe (the engine decides per object); leaving out a resource a rule could match is not, and cannot happen here.

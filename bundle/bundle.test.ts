@@ -32,6 +32,7 @@ const DEFAULT_TARGETS = [
   'horizontalpodautoscalers',
   'ingresses',
   'pods',
+  'replicationcontrollers',
   'cronjobs',
   'jobs',
   'serviceaccounts',

@@ -127,6 +127,7 @@ describe('ModRule CRD: schema', () => {
     targetNamespaceSelector: true,
     references: true,
     enforcementAction: true,
+    podControllers: true,
   };
   const matchFields: Record<keyof MatchItem, true> = {
     select: true,

@@ -29,6 +29,19 @@ spec:
 `;
 
 describe('modrule scope', () => {
+  test('a Pod rule reaching controllers: a row per variant, and their resources sent', async () => {
+    const r = await scope([join(ROOT, 'examples', 'pod-controllers', 'rules.yaml')]);
+    expect(r.code).toBe(0);
+    const rows = r.stdout.split('\nThe API server sends')[0];
+    expect(rows).toMatch(/shop\/log-agent\s+CREATE,UPDATE\s+core\/pods\s+shop/);
+    expect(rows).toMatch(/shop\/log-agent \(Deployment\)\s+CREATE,UPDATE\s+apps\/deployments\s+shop/);
+    expect(rows).toMatch(/shop\/log-agent \(Job\)\s+CREATE\s+batch\/jobs\s+shop/);
+    expect(rows).toMatch(
+      /shop\/require-limits \(ReplicationController\)\s+CREATE,UPDATE\s+core\/replicationcontrollers/,
+    );
+    expect(r.stdout).toContain('- cronjobs');
+  });
+
   test('the local examples: each rule with its share, then the registration the API server gets', async () => {
     const r = await scope([join(ROOT, 'examples', 'local', 'rules')]);
     expect(r.code).toBe(0);

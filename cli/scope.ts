@@ -67,7 +67,7 @@ export function formatScope(result: ScopeResult): string {
   const rows = [['RULE', 'OPERATIONS', 'RESOURCES', 'NAMESPACES', 'CLUSTER', 'NOTES']];
   for (const r of result.rules)
     rows.push([
-      r.rule,
+      r.controller ? `${r.rule} (${r.controller})` : r.rule,
       r.operations.join(',') || '-',
       r.resources.join(',') || '-',
       r.namespaces,

@@ -10,6 +10,7 @@ import { DEFAULT_REFERENCE_POLICY, ReferencePolicy } from '../rule/references';
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { allowSecretsHelp } from './cluster';
+import { idempotenceWarning } from '../engine/idempotence';
 import { expandPath } from './load';
 import { duplicateKeyProblem } from '../util/yaml-duplicates';
 import { parsePathCommand } from './args';
@@ -25,7 +26,9 @@ standard input); documents of other kinds are skipped. Suitable for pre-commit h
 
 Also warns (without failing) about rules that are valid but probably wrong: #N placeholders never used, a
 select that can never match its matchValue, matchFor: All with negate over a select that drops missing values,
-a Patch rule repeating the patch of an earlier tier, the same ModRule name in two places, a kind that is neither
+a Patch rule repeating the patch of an earlier tier, a Patch rule that changes its own result again (run on the
+other objects found under PATH, its test objects, else on built-in samples), the same ModRule name in two
+places, a kind that is neither
 built into Kubernetes 1.37 nor declared by a CustomResourceDefinition found under PATH (as \`modrule scope\` maps
 kinds; give the folder of your CRDs as another PATH), with the kind it is likely a misspelling of.
 
@@ -118,7 +121,7 @@ export async function validatePaths(
   paths: readonly string[],
   io: CommandIO,
   policy: ReferencePolicy = DEFAULT_REFERENCE_POLICY,
-  clusterNamespace = DEFAULT_CLUSTER_NAMESPACE,
+  clusterNamespace?: string,
 ): Promise<{ findings: Finding[]; files: number; rules: number; unreadable: number }> {
   const findings: Finding[] = [];
   let fileCount = 0;
@@ -126,6 +129,8 @@ export async function validatePaths(
   let unreadable = 0;
   const valid: Array<{ rule: CompiledRule; file: string; doc: LocatedDocument }> = [];
   const crds: JsonObject[] = [];
+  // Other objects under the paths (a rule's test objects): what the idempotence check runs the rules on.
+  const objects: JsonObject[] = [];
   const names = new Names();
   for (const path of paths) {
     let files: string[];
@@ -158,6 +163,7 @@ export async function validatePaths(
         }
         const value = doc.value;
         if (isJsonObject(value) && value.kind === 'CustomResourceDefinition') crds.push(value);
+        else if (isJsonObject(value) && isObject(value) && !isModRuleLike(value)) objects.push(value);
         if (!isJsonObject(value) || !isModRuleLike(value)) continue;
         count++;
         ruleCount++;
@@ -200,22 +206,37 @@ export async function validatePaths(
         findings.push(finding('warning', file, 0, 0, null, '', 'no ModRule in this file'));
     }
   }
-  findings.push(...shadowFindings(valid));
-  findings.push(...kindFindings(valid, ResourceCatalog.builtin(crds)));
-  findings.push(...conflictFindings(valid, clusterNamespace));
+  findings.push(...togetherFindings(valid, crds, objects, clusterNamespace));
   return { findings, files: fileCount, rules: ruleCount, unreadable };
 }
 
-/** Warnings for Patch rules that repeat an earlier tier's patch. */
-function shadowFindings(
+/** The findings across rules, then the conflicts; a rule not idempotent among the conflicts is not warned of again. */
+function togetherFindings(
   valid: ReadonlyArray<{ rule: CompiledRule; file: string; doc: LocatedDocument }>,
+  crds: JsonObject[],
+  objects: JsonObject[],
+  clusterNamespace = DEFAULT_CLUSTER_NAMESPACE,
 ): Finding[] {
-  const out: Finding[] = [];
+  const conflicts = conflictFindings(valid, clusterNamespace);
+  const notIdempotent = new Set(conflicts.filter((c) => c.message.startsWith('idempotence:')).map(keyOf));
+  const warnings = acrossRules(valid, crds, objects).filter(
+    (f) => !(isIdempotenceWarning(f) && notIdempotent.has(keyOf(f))),
+  );
+  return [...warnings, ...conflicts];
+}
+
+/** Findings about the valid rules together: shadowed patches, kinds not served, changes a rule makes again. */
+function acrossRules(
+  valid: ReadonlyArray<{ rule: CompiledRule; file: string; doc: LocatedDocument }>,
+  crds: JsonObject[],
+  objects: JsonObject[],
+): Finding[] {
+  const findings: Finding[] = [];
   // Rules without a namespace are applied with `kubectl apply -n NS`: compare them among themselves.
   for (const { rule, warning } of findShadowedRules(valid.map((v) => v.rule))) {
     const at = valid.find((v) => v.rule === rule);
     if (!at) continue;
-    out.push(
+    findings.push(
       finding(
         'warning',
         at.file,
@@ -227,7 +248,23 @@ function shadowFindings(
       ),
     );
   }
-  return out;
+  findings.push(...kindFindings(valid, ResourceCatalog.builtin(crds)));
+  for (const { rule, file, doc } of valid) {
+    const warning = idempotenceWarning(rule, objects.length > 0 ? objects : undefined);
+    if (warning)
+      findings.push(
+        finding(
+          'warning',
+          file,
+          doc.index,
+          doc.lineOf(['spec', 'patch']),
+          ruleName(doc.value as JsonObject),
+          'spec.patch',
+          warning,
+        ),
+      );
+  }
+  return findings;
 }
 
 /** Warnings for kinds neither built in nor declared by a CRD under the paths (what `modrule scope` maps). */
@@ -274,6 +311,15 @@ function conflictFindings(
   });
 }
 
+/** One rule in one document of one file. */
+function keyOf(f: Finding): string {
+  return `${f.file}\n${f.document}\n${f.rule ?? ''}`;
+}
+
+function isIdempotenceWarning(f: Finding): boolean {
+  return f.severity === 'warning' && f.field === 'spec.patch' && f.message.startsWith('not idempotent');
+}
+
 function finding(
   severity: Finding['severity'],
   file: string,
@@ -299,6 +345,11 @@ function yamlFinding(file: string, text: string, doc: LocatedDocument, error: st
 }
 
 // kind ModRule, or anything in KubeMod's API group (so `kind: Modrule` is reported, not skipped).
+/** A Kubernetes object (apiVersion, kind and metadata), as a rule's test objects are. */
+function isObject(doc: JsonObject): boolean {
+  return typeof doc.apiVersion === 'string' && typeof doc.kind === 'string' && isJsonObject(doc.metadata);
+}
+
 function isModRuleLike(doc: JsonObject): boolean {
   return (
     doc.kind === MODRULE_KIND || (typeof doc.apiVersion === 'string' && doc.apiVersion.startsWith(API_GROUP))

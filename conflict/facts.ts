@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isJsonObject, JsonValue } from '../util/json';
 import type { CompiledMatchItem, CompiledRule } from '../rule/compile';
-import { pinnedValues } from '../scope/pins';
+import { pinnedValues } from '../rule/pins';
 import { effectsOf } from '../native';
 import { formatPointer } from '../patch/pointer';
 
@@ -116,12 +116,15 @@ function computeFacts(rule: CompiledRule): RuleFacts {
       insert: op.op === 'add' && (typeof last !== 'string' || LIST_POSITION.test(last)),
       filtered: op.hasPlaceholders && (op.select?.source.includes('?') ?? false),
     });
-    for (let i = 0; i < tokens.length - 1; i++)
+    for (let i = 0; i < tokens.length - 1; i++) {
+      // A #N placeholder stands for a member name or an index, as its select finds: no shape said for its parent.
+      if (typeof op.tokens[i + 1] !== 'string') continue;
       shapes.push({
         path: pointer(tokens.slice(0, i + 1)),
         shape: tokens[i + 1] === '*' ? 'list' : 'object',
         index,
       });
+    }
     if (constant !== undefined && op.op !== 'remove') valueShapes(tokens, constant, index, shapes, 0);
   });
   const effects = effectsOf(rule);

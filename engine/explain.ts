@@ -6,6 +6,7 @@ import { cloneJson, isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { formatGoValue } from '../jsonpath';
 import { CompiledMatchItem, CompiledRule } from '../rule/compile';
 import { AdmissionOperation, IGNORE_LABEL } from '../rule/types';
+import { ruleLabel } from '../rule/pod-controllers';
 import { formatPointer } from '../patch/pointer';
 import { itemMatches, ruleMatches, valueMatches } from './match';
 import { applyOperations, Budget, MAX_OPERATIONS_PER_REQUEST, resolveOperations } from './patch';
@@ -14,6 +15,7 @@ import { isIgnored, prepare, scopeOf } from './subject';
 import { compareRules, RuleSnapshot } from '../store/rules';
 import { NO_REFERENCES, ReferenceReader, ReferenceViews } from './references';
 import { messageOf } from '../util/errors';
+import { templateData } from './pod-view';
 
 /** How many select results an explanation lists per match item. */
 export const MAX_LISTED_RESULTS = 5;
@@ -110,13 +112,13 @@ export function explainAdmission(
   const explanation: AdmissionExplanation = { operation, namespace, rules: [] };
   const scoped = snapshot.rulesFor(namespace);
   const inScope = new Set(scoped);
-  // Rules are known by key: `allRules` may be other compiled instances of the snapshot's rules (last one wins).
+  // Rules are known by label (a Pod rule's variants by their controller kind too): `allRules` may be other compiled instances of the snapshot's rules (last one wins).
   const known = new Map<string, CompiledRule>();
-  for (const r of allRules) known.set(r.key, r);
-  for (const r of scoped) known.set(r.key, r);
+  for (const r of allRules) known.set(ruleLabel(r), r);
+  for (const r of scoped) known.set(ruleLabel(r), r);
   const ordered = [...known.values()].sort(compareRules);
   const blank = (rule: CompiledRule, reason: string): RuleExplanation => ({
-    rule: rule.key,
+    rule: ruleLabel(rule),
     type: rule.type,
     tier: rule.tier,
     status: 'out-of-scope',
@@ -183,7 +185,7 @@ export function explainAdmission(
     byRule.set(rule, e);
     if (e.status !== 'matched' || !rule.rejectMessage) continue;
     try {
-      e.rejectMessage = rule.rejectMessage.render({ Target: view, Namespace: namespaceText });
+      e.rejectMessage = rule.rejectMessage.render(templateData(rule, view, namespaceText));
     } catch (err) {
       e.error = `rejectMessage: ${messageOf(err)}`;
     }
@@ -195,7 +197,7 @@ export function explainAdmission(
 function explainMatch(rule: CompiledRule, root: JsonValue): RuleExplanation {
   const items = rule.match.map((item, i) => explainItem(item, i, root));
   return {
-    rule: rule.key,
+    rule: ruleLabel(rule),
     type: rule.type,
     tier: rule.tier,
     status: ruleMatches(rule, root) ? 'matched' : 'not-matched',

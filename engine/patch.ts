@@ -6,6 +6,8 @@ import { formatPointer } from '../patch/pointer';
 import { parseModRuleValue } from '../rule/value';
 import { hasOwn, setOwn } from '../patch/object';
 import { messageOf } from '../util/errors';
+import { TemplateTarget, templateTarget } from './pod-view';
+import { patchField } from '../rule/pod-controllers';
 
 /** A patch operation with its path resolved and its value rendered, ready to apply. */
 export interface ResolvedOperation {
@@ -44,11 +46,14 @@ export function resolveOperations(
   budget: Budget,
 ): ResolvedOperation[] {
   const out: ResolvedOperation[] = [];
+  // Built once per rule and object, and only when a value is templated.
+  let seen: TemplateTarget | undefined;
+  const dataOf = () => (seen ??= templateTarget(rule, target));
   rule.patch.forEach((op, i) => {
-    const at = `spec.patch[${i}]`;
+    const at = patchField(rule, i);
     if (!op.select) {
       out.push(
-        resolveOne(op, op.tokens as readonly string[], target, namespace, null, [], at, budget.request),
+        resolveOne(op, op.tokens as readonly string[], dataOf, namespace, null, [], at, budget.request),
       );
     } else {
       let results;
@@ -65,7 +70,7 @@ export function resolveOperations(
         resolveOne(
           op,
           fillPlaceholders(op, r.indices, at),
-          target,
+          dataOf,
           namespace,
           r.value,
           r.indices,
@@ -91,7 +96,7 @@ export function resolveOperations(
 function resolveOne(
   op: CompiledPatchOperation,
   tokens: readonly string[],
-  target: JsonValue,
+  dataOf: () => TemplateTarget,
   namespace: string,
   selectedItem: JsonValue,
   keyParts: ReadonlyArray<number | string>,
@@ -104,15 +109,15 @@ function resolveOne(
   if (v.kind === 'constant') return { op: op.op, tokens, value: v.value };
   let text: string;
   try {
-    text = v.template.render(
-      {
-        Target: target,
-        Namespace: namespace,
-        SelectedItem: selectedItem,
-        SelectKeyParts: keyParts.map(goKeyPart),
-      },
-      budget,
-    );
+    const seen = dataOf();
+    const data: Record<string, unknown> = {
+      Target: seen.target,
+      Namespace: namespace,
+      SelectedItem: selectedItem,
+      SelectKeyParts: keyParts.map(goKeyPart),
+    };
+    if (seen.controller !== undefined) data.Controller = seen.controller;
+    text = v.template.render(data, budget);
   } catch (err) {
     rethrowBudget(err);
     throw new RuleRuntimeError(`${at}.value: ${messageOf(err)}`);

@@ -10,6 +10,7 @@ import { AdmissionOutcome, QuarantineCheck, refOf } from './outcome';
 import type { ReferenceViews } from './references';
 import { recordWouldReject } from './unenforced';
 import { messageOf } from '../util/errors';
+import { templateData } from './pod-view';
 
 /**
  * Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
@@ -95,7 +96,7 @@ function rejectMessage(
 ): string {
   if (!rule.rejectMessage) return '';
   try {
-    return rule.rejectMessage.render({ Target: object, Namespace: namespace }, budget);
+    return rule.rejectMessage.render(templateData(rule, object, namespace), budget);
   } catch (err) {
     if (err instanceof BudgetExhaustedError) throw err;
     // A broken message must not turn a rejection into an admission.

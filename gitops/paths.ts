@@ -1,7 +1,7 @@
 import { isJsonObject } from '../util/json';
 import { formatPointer } from '../patch/pointer';
 import type { CompiledPatchOperation, CompiledRule } from '../rule/compile';
-import { pinnedValues } from '../scope/pins';
+import { pinnedValues } from '../rule/pins';
 import { ResourceCatalog } from '../scope/catalog';
 import { PATCHED_BY_ANNOTATION } from '../engine/record';
 

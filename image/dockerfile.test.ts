@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NODE } from './sources';
 import { APP_DIR, ENTRYPOINT, ENV, ociLabels, PORTS, RUN_AS } from './spec';
 
 // The Dockerfile is the build for Docker users; buildah builds from image/spec.ts. Both must make the same image.
@@ -10,9 +11,12 @@ const runtime = stages[stages.length - 1];
 const instruction = (name: string): string[] =>
   [...runtime.matchAll(new RegExp(`^${name} (.+)$`, 'gm'))].map((m) => m[1]);
 
+const major = NODE.version.split('.')[0];
+
 describe('Dockerfile', () => {
-  it('assembles the root filesystem with image/rootfs.ts in a Node 20 Debian build stage', () => {
-    expect(stages[0]).toMatch(/^node:20-bookworm(@\S+)? AS build\n/);
+  it("assembles the root filesystem with image/rootfs.ts in a Debian build stage of the image's Node", () => {
+    // Its npm ci builds re2 for the ABI of the Node the image runs.
+    expect(stages[0]).toMatch(new RegExp(`^node:${major}-bookworm(@\\S+)? AS build\n`));
     expect(lines).toContain('RUN npm ci --no-audit --no-fund');
     expect(lines).toContain('RUN npm run build && node dist/image/main.js rootfs --out /rootfs');
   });
@@ -35,5 +39,12 @@ describe('Dockerfile', () => {
     ]);
     const expected = ociLabels({ version: '${VERSION}', revision: '${REVISION}', source: '${SOURCE}' });
     expect(Object.fromEntries(labels)).toEqual(expected);
+  });
+});
+
+describe('the release workflow', () => {
+  it('tests on the Node the image runs', () => {
+    const workflow = readFileSync(join(__dirname, '..', '.github', 'workflows', 'release.yml'), 'utf8');
+    expect([...workflow.matchAll(/node-version: (\S+)/g)].map((m) => m[1])).toEqual([major]);
   });
 });

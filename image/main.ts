@@ -1,12 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parsePinnedImage } from '../bundle/image';
+import { re2AddonFor } from './addon';
 import { archOf } from './arch';
 import { buildWithBuildah } from './buildah';
 import { assembleRootfs, RootfsInventory } from './rootfs';
+import { nodeTarball, unpackNode } from './sources';
 import { DEFAULT_SOURCE } from './spec';
 import { messageOf } from '../util/errors';
 
@@ -16,7 +18,10 @@ const USAGE = `usage:
       builds the image: with Docker (the Dockerfile) where a Docker engine answers, else with buildah (here)
   node dist/image/main.js rootfs --out DIR [--arch ARCH]
       only assembles the root filesystem (the Dockerfile's build stage runs this)
-ARCH: amd64 or arm64 (default: this machine's). REF must name a tag or a digest.`;
+  node dist/image/main.js runtime --out DIR
+      the image's Node in DIR (bin/node) and re2 built for it (DIR/re2.node): to run the tests on that Node
+ARCH: amd64 or arm64 (default: this machine's). REF must name a tag or a digest. Downloads and builds are kept in
+$MODRULE_IMAGE_CACHE (default $XDG_CACHE_HOME/modrule/image).`;
 
 /** A usage mistake: printed with the usage. */
 class UsageError extends Error {}
@@ -27,8 +32,11 @@ const ROOT = existsSync(join(__dirname, '..', 'package.json'))
   : resolve(__dirname, '..', '..');
 
 function cacheDir(): string {
+  if (process.env.MODRULE_IMAGE_CACHE) return resolve(process.env.MODRULE_IMAGE_CACHE);
   return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'modrule', 'image');
 }
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function git(args: string[]): string | undefined {
   try {
@@ -90,6 +98,7 @@ function rootfs(args: string[]): number {
       arch,
       cacheDir: cacheDir(),
       workDir: work,
+      log,
     });
     process.stderr.write(`${summary(inventory)}\n`);
     return 0;
@@ -141,6 +150,7 @@ function build(args: string[]): number {
       arch,
       cacheDir: cacheDir(),
       workDir: join(work, 'sources'),
+      log,
     });
     process.stderr.write(`${summary(inventory)}\n`);
     const storage = values['storage-root'];
@@ -168,12 +178,27 @@ function build(args: string[]): number {
   }
 }
 
-/** `node dist/image/main.js build|rootfs ...`; returns the exit code (1: the build failed, 2: usage). */
+// The image's Node and re2 for it, outside the image: .ci/unit-on-image-node runs the unit suite with them.
+function runtime(args: string[]): number {
+  const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
+  if (!values.out) throw new UsageError('runtime needs --out DIR');
+  const out = resolve(values.out);
+  mkdirSync(out, { recursive: true });
+  const arch = archOf(process.arch);
+  const node = unpackNode(nodeTarball(arch, cacheDir()), out);
+  const re2 = re2AddonFor({ root: ROOT, node, arch, cacheDir: cacheDir(), workDir: out, log });
+  copyFileSync(re2, join(out, 're2.node'));
+  process.stdout.write(`${node.node}\n`);
+  return 0;
+}
+
+/** `node dist/image/main.js build|rootfs|runtime ...`; returns the exit code (1: the build failed, 2: usage). */
 export function main(argv: readonly string[]): number {
   const [command, ...args] = argv;
   try {
     if (command === 'build') return build(args);
     if (command === 'rootfs') return rootfs(args);
+    if (command === 'runtime') return runtime(args);
     throw new UsageError(command ? `unknown command "${command}"` : 'no command');
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');

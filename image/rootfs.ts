@@ -15,6 +15,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join, posix, relative } from 'node:path';
 import { Arch, elfMachineName } from './arch';
+import { RE2_ADDON, re2AddonFor, RE2_RUNTIME } from './addon';
 import { InputError, LockedPackage, moduleClosure, productionPackages } from './closure';
 import { readElf } from './elf';
 import { DEBIAN_PACKAGES, DebianPackage, debianPackages, NODE, nodeTarball, unpackNode } from './sources';
@@ -26,7 +27,8 @@ import { APP_DIR, ENTRY, NODE_BINARY, RUN_AS } from './spec';
 //   /lib*/, /usr/lib/<triplet>/             only the shared libraries Node and re2.node load (from Debian packages)
 //   /var/lib/dpkg/status.d/, /usr/share/doc  what those packages are, for scanners; their copyright files
 //   /app/dist/                              the compiled modules `modrule` can load
-//   /app/node_modules/                      production packages; of re2 only its JavaScript and the stripped addon
+//   /app/node_modules/                      production packages; of re2 only its JavaScript and the stripped addon,
+//                                           built for the image's Node (image/addon.ts)
 //   /etc/passwd, /etc/group                 root and nonroot (65532); /tmp (1777) for the certificate folder
 
 /** Where the inputs come from and where the root filesystem goes. */
@@ -36,10 +38,12 @@ export interface RootfsOptions {
   /** The folder to fill; must be empty or absent. */
   out: string;
   arch: Arch;
-  /** Downloads kept between builds (Node's tarball). */
+  /** Downloads and builds kept between builds (Node's tarball, re2 built for it). */
   cacheDir: string;
   /** Scratch space for this build. */
   workDir: string;
+  /** Progress of long steps. */
+  log?: (line: string) => void;
 }
 
 /** What went into the image (for the build log and the release's bill of materials). */
@@ -54,15 +58,7 @@ export interface RootfsInventory {
 // TypeScript sources and declarations, source maps and documentation: nothing Node loads.
 const DROP = /\.(?:d\.[cm]?ts|[cm]?ts|map|md|markdown)$/i;
 const LEGAL = /^(?:licen[cs]e|copying|notice)/i;
-const RE2_KEEP = new Set([
-  'package.json',
-  're2.js',
-  'LICENSE',
-  'build',
-  'build/Release',
-  'build/Release/re2.node',
-]);
-const RE2_ADDON = 'node_modules/re2/build/Release/re2.node';
+const RE2_KEEP = new Set([...RE2_RUNTIME, 'build', 'build/Release']);
 
 /** Checks what the image is built from before anything is downloaded; throws InputError saying what to do. */
 export function checkInputs(root: string, arch: Arch): { dist: string[]; packages: LockedPackage[] } {
@@ -87,7 +83,8 @@ export function checkInputs(root: string, arch: Arch): { dist: string[]; package
           'under docker buildx --platform)',
       );
   }
-  if (addons.length > 0 && process.versions.modules !== NODE.abi)
+  // re2 is built again for the image's Node when it differs (image/addon.ts); no other addon can be.
+  if (addons.some((a) => a !== join(root, RE2_ADDON)) && process.versions.modules !== NODE.abi)
     throw new InputError(
       `node_modules was installed by Node ${process.versions.node} (ABI ${process.versions.modules}); the image ` +
         `runs Node ${NODE.version} (ABI ${NODE.abi}), which cannot load its native addons: install them with Node ` +
@@ -109,7 +106,8 @@ function nativeAddons(dir: string): string[] {
   return out;
 }
 
-function copyPackage(root: string, pkg: LockedPackage, out: string): void {
+// re2 with `re2Addon` (built for the image's Node) as its addon.
+function copyPackage(root: string, pkg: LockedPackage, out: string, re2Addon: string): void {
   const from = join(root, pkg.path);
   const to = join(out, APP_DIR, pkg.path);
   const isRe2 = pkg.path === 'node_modules/re2';
@@ -124,8 +122,10 @@ function copyPackage(root: string, pkg: LockedPackage, out: string): void {
       return !DROP.test(src) || LEGAL.test(basename(src)) || lstatSync(src).isDirectory();
     },
   });
+  if (!isRe2) return;
+  copyFileSync(re2Addon, join(out, APP_DIR, RE2_ADDON));
   // Debug information is 19 of its 20 MB.
-  if (isRe2) execFileSync('strip', ['--strip-unneeded', join(out, APP_DIR, RE2_ADDON)]);
+  execFileSync('strip', ['--strip-unneeded', join(out, APP_DIR, RE2_ADDON)]);
 }
 
 function findLibrary(
@@ -257,6 +257,7 @@ export function assembleRootfs(options: RootfsOptions): RootfsInventory {
   const nodeElf = readElf(node.node);
   if (nodeElf.machine !== arch.elfMachine)
     throw new InputError(`${node.node} is built for ${elfMachineName(nodeElf.machine)}, not ${arch.elfName}`);
+  const re2 = re2AddonFor({ ...options, node });
   const debs = debianPackages(DEBIAN_PACKAGES, arch, join(options.workDir, 'debian'));
   const owners = docOwners(debs).filter((n) => !debs.some((d) => d.name === n));
   const docs = owners.length > 0 ? debianPackages(owners, arch, join(options.workDir, 'debian-docs')) : [];
@@ -272,13 +273,13 @@ export function assembleRootfs(options: RootfsOptions): RootfsInventory {
     join(out, APP_DIR, 'package.json'),
     `${JSON.stringify({ name, version, description, license, private: true }, null, 2)}\n`,
   );
-  for (const p of packages) copyPackage(root, p, out);
+  for (const p of packages) copyPackage(root, p, out, re2);
   mkdirSync(join(out, dirname(NODE_BINARY.slice(1))), { recursive: true });
   copyFileSync(node.node, join(out, NODE_BINARY.slice(1)));
   chmodSync(join(out, NODE_BINARY.slice(1)), 0o755);
   mkdirSync(join(out, 'usr/local/share/doc/node'), { recursive: true });
   copyFileSync(node.license, join(out, 'usr/local/share/doc/node/LICENSE'));
-  copyLibraries([node.node, join(root, RE2_ADDON)], debs, arch, out);
+  copyLibraries([node.node, re2], debs, arch, out);
   recordPackages(debs, docs, out);
   usersAndTmp(out);
   const size = measure(out);

@@ -9,13 +9,16 @@ import { messageOf } from '../util/errors';
 // it (package node-linux-<arch>, pinned by version and integrity), and the C/C++ runtime libraries Node and the re2
 // addon load, from the build machine's Debian (or Ubuntu) archive.
 
-/** The Node release the image runs. Its ABI (process.versions.modules) must be the one node_modules was built for. */
+/**
+ * The Node release the image runs: the current LTS line (24, 'Krypton'), which has a per-thread CPU clock
+ * (util/cpu-clock.ts). Its ABI (process.versions.modules) is the one re2's addon is built for (image/addon.ts).
+ */
 export const NODE = {
-  version: '20.20.2',
-  abi: '115',
+  version: '24.22.3',
+  abi: '137',
   integrity: {
-    x64: 'sha512-PeHQM8wAdmHtZA1mBocygZxs5LiUWtsJezQTkBd0iY987KpGrD1O2tVEydvMZiuXceRanxt7rjTnDEBwOPujoQ==',
-    arm64: 'sha512-LCXJnNTFiyGuYBw2gZSI5OBFMbkjAPt8sqD/NKrWoE2QmDgSubTqFng6GaNJ9EJ8HpxBMGcWWpbbcs4Vo+CnGg==',
+    x64: 'sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==',
+    arm64: 'sha512-IZx0J52/1NDwAsY2iyWR9nlPIYuYviTWetjj8+ElvYQh2+XRhLfCfkbFEF/2O5vGI2hcUbyPNHV+nz342FbJXw==',
   } as Record<Arch['node'], string>,
 } as const;
 
@@ -62,10 +65,19 @@ export function nodeTarball(arch: Arch, cacheDir: string): string {
   }
 }
 
-/** Unpacks bin/node and LICENSE of a node-linux-* tarball into `dir` (as dir/package/...). */
-export function unpackNode(tarball: string, dir: string): { node: string; license: string } {
-  run('tar', ['-xzf', tarball, '-C', dir, 'package/bin/node', 'package/LICENSE'], dir);
-  return { node: join(dir, 'package/bin/node'), license: join(dir, 'package/LICENSE') };
+/** Node unpacked from its npm package: the binary, its licence, and the folder holding include/node (headers). */
+export interface UnpackedNode {
+  node: string;
+  license: string;
+  /** What node-gyp takes as --nodedir: bin/node and include/node inside. */
+  dir: string;
+}
+
+/** Unpacks bin/node, LICENSE and the headers of a node-linux-* tarball into `dir` (as dir/package/...). */
+export function unpackNode(tarball: string, dir: string): UnpackedNode {
+  run('tar', ['-xzf', tarball, '-C', dir, 'package/bin/node', 'package/LICENSE', 'package/include'], dir);
+  const root = join(dir, 'package');
+  return { node: join(root, 'bin/node'), license: join(root, 'LICENSE'), dir: root };
 }
 
 /** One downloaded Debian package: its control fields and where its files were unpacked. */

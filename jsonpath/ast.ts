@@ -43,7 +43,19 @@ export interface BinaryNode {
   readonly column: number;
 }
 
-export type FunctionName = 'isDefined' | 'isUndefined' | 'isEmpty' | 'isNotEmpty' | 'length';
+export type FunctionName =
+  'isDefined' | 'isUndefined' | 'isEmpty' | 'isNotEmpty' | 'length' | ImageFunctionName;
+
+/** Beyond KubeMod: the parts of a container image reference (util/image-reference.ts). */
+export type ImageFunctionName = 'imageRegistry' | 'imageRepository' | 'imageTag' | 'imageDigest';
+
+/** The image functions, by name. */
+export const IMAGE_FUNCTIONS: ReadonlySet<string> = new Set<ImageFunctionName>([
+  'imageRegistry',
+  'imageRepository',
+  'imageTag',
+  'imageDigest',
+]);
 export interface CallNode {
   readonly kind: 'call';
   readonly name: FunctionName;

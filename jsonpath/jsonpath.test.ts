@@ -632,7 +632,7 @@ describe('syntax errors name the column and what was expected', () => {
     [
       'foo($.a)',
       1,
-      'a path ($ or @), a value or one of the functions isDefined, isUndefined, isEmpty, isNotEmpty, length',
+      'a path ($ or @), a value or one of the functions isDefined, isUndefined, isEmpty, isNotEmpty, length, imageRegistry, imageRepository, imageTag, imageDigest',
     ],
     ['length($.a, $.b)', 16, 'exactly 1 argument to length()'],
     ['length()', 8, 'exactly 1 argument to length()'],

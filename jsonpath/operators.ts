@@ -1,15 +1,32 @@
 import { jsonEqual } from '../util/json';
+import { effectiveTag, ImageReference, imageReferenceOf } from '../util/image-reference';
 import { compileRegex, RegexSyntaxError, SafeRegex } from '../util/regex';
-import { BinaryNode, CallNode, JsonPathNode } from './ast';
+import { BinaryNode, CallNode, ImageFunctionName, JsonPathNode } from './ast';
 import { JsonPathSyntaxError } from './errors';
 import { compareOrder, ERR, lengthOf, looseEquals, toFloat, toText, UNDEF } from './values';
 import { Expr, spend, textIn } from './eval-context';
 import type { ExprCompiler } from './steps';
 
-/** Compiles a function call (isDefined, isUndefined, isEmpty, isNotEmpty, length). */
+/**
+ * Compiles a function call (isDefined, isUndefined, isEmpty, isNotEmpty, length; imageRegistry, imageRepository,
+ * imageTag, imageDigest: a part of a string that is an image reference, undefined for anything else).
+ */
 export function compileCall(node: CallNode, compileExpr: ExprCompiler): Expr {
   const arg = compileExpr(node.args[0]);
   switch (node.name) {
+    case 'imageRegistry':
+    case 'imageRepository':
+    case 'imageTag':
+    case 'imageDigest': {
+      const part = IMAGE_PARTS[node.name];
+      return (ctx, cur) => {
+        const v = arg(ctx, cur);
+        if (v === ERR || typeof v !== 'string') return v === ERR ? ERR : UNDEF;
+        spend(ctx, 1 + (v.length >> 6));
+        const ref = imageReferenceOf(v);
+        return ref === undefined ? UNDEF : part(ref);
+      };
+    }
     case 'isDefined':
       return (ctx, cur) => {
         const v = arg(ctx, cur);
@@ -41,6 +58,13 @@ export function compileCall(node: CallNode, compileExpr: ExprCompiler): Expr {
       };
   }
 }
+
+const IMAGE_PARTS: Record<ImageFunctionName, (ref: ImageReference) => string> = {
+  imageRegistry: (r) => r.registry,
+  imageRepository: (r) => r.repository,
+  imageTag: effectiveTag,
+  imageDigest: (r) => r.digest,
+};
 
 // Patterns without metacharacters (`=~ "nginx"`, the common case) match as substrings: same result, no native call.
 const PLAIN_PATTERN = /^[^\\.+*?()|[\]{}^$]*$/;

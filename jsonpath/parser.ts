@@ -13,6 +13,10 @@ const FUNCTIONS: Record<FunctionName, number> = {
   isEmpty: 1,
   isNotEmpty: 1,
   length: 1,
+  imageRegistry: 1,
+  imageRepository: 1,
+  imageTag: 1,
+  imageDigest: 1,
 };
 const KEYWORDS: Record<string, boolean | null> = { true: true, false: false, null: null, nil: null };
 

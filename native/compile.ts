@@ -1,13 +1,9 @@
 import { JsonObject } from '../util/json';
 import type { CompiledRule } from '../rule/compile';
-import { compileSharedTemplate } from '../template';
-import { DEFAULT_CLUSTER_NAMESPACE, LAST_APPLIED_ANNOTATION } from '../rule/types';
-import { celString, UnsupportedValueError } from './cel';
+import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { defaultDragnetMatch, DragnetMatch } from './dragnet';
-import { idempotenceProblem } from './effects';
-import { Guards, noLastAppliedGuard } from './guard';
-import { compileMatchItem } from './match';
-import { compilePatch, OperationEffect } from './patch';
+import { Guards } from './guard';
+import { OperationEffect } from './patch';
 import {
   mutatingPolicy,
   policyBinding,
@@ -17,10 +13,7 @@ import {
   validatingPolicy,
 } from './policy';
 import { withProbe } from './probe';
-import { scopeCondition } from './scope';
-import { Read, SelectContext } from './select-context';
-import { compileTemplateBody } from './template';
-import { NoCelForm } from './values';
+import { Read } from './select-context';
 
 /** How to compile: the namespace of cluster-wide rules and what the dragnet webhook sees. */
 export interface NativeOptions {
@@ -37,11 +30,10 @@ export interface NativeOptions {
 /** The binding's validationActions for a Reject rule's enforcementAction. */
 export const VALIDATION_ACTIONS = { Enforce: ['Deny'], Warn: ['Warn'], DryRun: ['Audit'] } as const;
 
-/** Why a rule does not fit, at a field of the ModRule. */
-export interface NativeReason {
-  readonly field: string;
-  readonly message: string;
-}
+import { compileParts, NativeReason } from './compile-parts';
+import { mergeMembers } from './pod-rule';
+
+export type { NativeReason } from './compile-parts';
 
 /** A rule that compiles: its policy and binding, and what the webhook must keep doing for it. */
 export interface NativeFit {
@@ -67,74 +59,28 @@ export interface NativeMisfit {
 
 export type NativeCompilation = NativeFit | NativeMisfit;
 
-/** Most match conditions a policy may have (the API server's limit is 64; two are the guards and the scope). */
-const MAX_MATCH_ITEMS = 62;
-
 /**
  * Compiles a ModRule to a MutatingAdmissionPolicy (Patch) or ValidatingAdmissionPolicy (Reject) with its binding,
- * when its CEL gives the same result as the engine; otherwise every reason it does not fit. Pure: no cluster.
+ * when its CEL gives the same result as the engine; otherwise every reason it does not fit. A Pod rule with
+ * controller variants is one policy for all of them (native/pod-rule.ts). Pure: no cluster.
  */
 export function compileNative(rule: CompiledRule, options: NativeOptions = {}): NativeCompilation {
   const clusterNamespace = options.clusterNamespace ?? DEFAULT_CLUSTER_NAMESPACE;
   const dragnet = options.dragnet ?? defaultDragnetMatch(clusterNamespace);
   const reasons: NativeReason[] = [];
-  const fail = (field: string, message: string) => reasons.push({ field, message });
-
-  ruleReasons(rule, options, fail);
-
-  const guards = new Guards();
-  const ctx: SelectContext = { guards, reads: [] };
-  if (rule.type === 'Patch') {
-    guards.add(noLastAppliedGuard(LAST_APPLIED_ANNOTATION));
-    ctx.reads.push({ root: 'object', tokens: ['metadata', 'annotations', LAST_APPLIED_ANNOTATION] });
-  }
-
-  let scope = 'true';
-  try {
-    scope = scopeCondition(rule, clusterNamespace);
-  } catch (err) {
-    if (!(err instanceof NoCelForm)) throw err;
-    fail(
-      rule.targetNamespaceSelector ? 'spec.targetNamespaceSelector' : 'spec.targetNamespaceRegex',
-      err.message,
-    );
-  }
-
-  const match: string[] = [];
-  rule.match.forEach((item, i) => {
-    try {
-      match.push(compileMatchItem(item, ctx));
-    } catch (err) {
-      if (!(err instanceof NoCelForm || err instanceof UnsupportedValueError)) throw err;
-      fail(`spec.match[${i}]`, `${item.select.source}: ${err.message}`);
-    }
-  });
-
-  let patch: string | undefined;
-  let effects: readonly OperationEffect[] = [];
-  let message: string | undefined;
-  if (rule.type === 'Patch') {
-    try {
-      const compiled = compilePatch(rule, ctx);
-      patch = compiled.cel;
-      effects = compiled.effects;
-      const why = idempotenceProblem(rule, effects);
-      if (why) fail(fieldOf(why, 'spec.patch'), why.replace(/^spec\.patch\[\d+\]:?\s*/, ''));
-    } catch (err) {
-      if (!(err instanceof NoCelForm)) throw err;
-      fail(fieldOf(err.message, 'spec.patch'), err.message.replace(/^spec\.patch\[\d+\]:\s*/, ''));
-    }
-  } else {
-    try {
-      message = rejectMessage(rule, ctx);
-    } catch (err) {
-      if (!(err instanceof NoCelForm)) throw err;
-      fail('spec.rejectMessage', err.message);
-    }
-  }
-  if (reasons.length > 0) return { fits: false, rule, reasons };
-
-  const parts: PolicyParts = { scope, guard: guards.cel(), match, patch, message };
+  const name = policyName(rule);
+  const nameProblem = policyNameProblem(name);
+  if (nameProblem) reasons.push({ field: 'metadata.name', message: nameProblem });
+  reasons.push(...enforcementReasons(rule, options));
+  const compiled = rule.variants?.length
+    ? mergeMembers(
+        rule,
+        [rule, ...rule.variants].map((m) => compileParts(m, clusterNamespace)),
+      )
+    : compileParts(rule, clusterNamespace);
+  if (!compiled.fits) reasons.push(...compiled.reasons);
+  if (reasons.length > 0 || !compiled.fits) return { fits: false, rule, reasons };
+  const { parts, guards, reads, effects } = compiled;
   let policy: JsonObject;
   if (rule.type === 'Patch') {
     policy = mutatingPolicy(rule, parts, dragnet);
@@ -164,46 +110,32 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
       ],
     };
   const binding = policyBinding(policy, VALIDATION_ACTIONS[rule.enforcement]);
-  return { fits: true, rule, policy, binding, guards, reads: ctx.reads, effects };
+  return { fits: true, rule, policy, binding, guards, reads, effects };
 }
 
-/** What keeps the rule as a whole from fitting, whatever its criteria and patch: name, operations, fields. */
-function ruleReasons(
-  rule: CompiledRule,
-  options: NativeOptions,
-  fail: (field: string, message: string) => void,
-): void {
-  const name = policyName(rule);
-  const nameProblem = policyNameProblem(name);
-  if (nameProblem) fail('metadata.name', nameProblem);
-  if (rule.type === 'Patch' && rule.operations.has('DELETE'))
-    fail(
-      'spec.admissionOperations',
-      'DELETE: a MutatingAdmissionPolicy cannot act on DELETE, where a Patch rule still changes what Reject rules see',
-    );
-  if (rule.references && rule.references.named.length > 0)
-    fail(
-      'spec.references',
-      'an admission policy reads no other objects than the one admitted and its Namespace: the webhook serves rules ' +
-        'with references',
-    );
-  if (rule.enforcement !== 'Enforce') {
-    if (rule.type === 'Patch')
-      fail(
-        'spec.enforcementAction',
-        `${rule.enforcement}: a MutatingAdmissionPolicy cannot warn or dry-run a patch; the webhook serves the rule ` +
+/** Why a Warn/DryRun rule does not fit: a patch cannot be warned or dry-run natively; a rejection can, on export. */
+function enforcementReasons(rule: CompiledRule, options: NativeOptions): NativeReason[] {
+  if (rule.enforcement === 'Enforce') return [];
+  const field = 'spec.enforcementAction';
+  if (rule.type === 'Patch')
+    return [
+      {
+        field,
+        message:
+          `${rule.enforcement}: a MutatingAdmissionPolicy cannot warn or dry-run a patch; the webhook serves the rule ` +
           'and records what it would patch',
-      );
-    else if (!options.unenforcedActions)
-      fail(
-        'spec.enforcementAction',
+      },
+    ];
+  if (options.unenforcedActions) return [];
+  return [
+    {
+      field,
+      message:
         `${rule.enforcement}: served by the webhook, which records what the rule would reject (status, metrics, ` +
-          `Events); a ValidatingAdmissionPolicy binding with validationActions ${VALIDATION_ACTIONS[rule.enforcement][0]} ` +
-          'refuses nothing, so the operator could not confirm it in force (modrule export --native writes one)',
-      );
-  }
-  if (rule.match.length > MAX_MATCH_ITEMS)
-    fail('spec.match', `more than ${MAX_MATCH_ITEMS} items (a policy has at most 64 match conditions)`);
+        `Events); a ValidatingAdmissionPolicy binding with validationActions ${VALIDATION_ACTIONS[rule.enforcement][0]} ` +
+        'refuses nothing, so the operator could not confirm it in force (modrule export --native writes one)',
+    },
+  ];
 }
 
 /** The API server's limit on one CEL expression (code points). */
@@ -222,22 +154,6 @@ function expressions(policy: JsonObject): string[] {
   return out;
 }
 
-function fieldOf(message: string, fallback: string): string {
-  return /^(spec\.patch\[\d+\])/.exec(message)?.[1] ?? fallback;
-}
-
-/** KubeMod's denial text, with the rendered rejectMessage when there is one and it is not empty. */
-function rejectMessage(rule: CompiledRule, ctx: SelectContext): string {
-  const prefix = `operation rejected by the following ModRule(s): ${rule.namespace}/${rule.name}`;
-  if (!rule.rejectMessage) return celString(prefix);
-  const tree = compileSharedTemplate(rule.rejectMessage.source).tree;
-  if (tree.defines.size > 0) throw new NoCelForm('templates that define templates');
-  const rendered = compileTemplateBody(tree.root, { ctx });
-  if (rendered.constant !== undefined)
-    return celString(rendered.constant === '' ? prefix : `${prefix}: "${rendered.constant}"`);
-  return `[${rendered.cel}].map(m, m == "" ? ${celString(prefix)} : ${celString(`${prefix}: "`)} + m + "\\"")[0]`;
-}
-
 const OBJECT_ROOT = /(?<![\w.])object\[\?/g;
 
 /** The same CEL reading variables.subject (the old object on DELETE) instead of object. */
@@ -246,6 +162,7 @@ function retarget(parts: PolicyParts): PolicyParts {
   return {
     ...parts,
     guard: r(parts.guard),
+    guards: parts.guards?.map(r),
     match: parts.match.map(r),
     message: parts.message && r(parts.message),
   };

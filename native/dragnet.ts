@@ -30,6 +30,7 @@ export const DRAGNET_RESOURCES: readonly string[] = [
   'horizontalpodautoscalers',
   'ingresses',
   'pods',
+  'replicationcontrollers',
   'cronjobs',
   'jobs',
   'serviceaccounts',

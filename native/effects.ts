@@ -104,6 +104,11 @@ function guardsAppend(item: CompiledMatchItem, list: Pattern, value: { [k: strin
  */
 function filterFalsified(e: OperationEffect, read: Read): boolean {
   const sel = e.selection;
+  if (sel?.kind === 'iterated' && e.writtenRegistry !== undefined && e.tail) {
+    const at = [...sel.list.tokens, '*', ...e.tail];
+    const same = read.tokens.length === at.length && read.tokens.every((t, i) => t === at[i]);
+    return same && registryFalsified(e, e.tail);
+  }
   if (sel?.kind !== 'iterated' || e.constant === undefined || !e.tail || e.tail.length === 0) return false;
   const list = sel.list.tokens;
   const rel = read.tokens.slice(list.length + 1);
@@ -119,6 +124,28 @@ function filterFalsified(e: OperationEffect, read: Read): boolean {
   const element = elementHolding(e.tail, e.constant);
   if (element === undefined) return false;
   return select.select(objectHolding(list, element)).length === 0;
+}
+
+/**
+ * A filter `imageRegistry(@.<tail>) == "r"` (or `in [...]`) over the references an operation rewrites with
+ * `imageWithRegistry R`: every rewritten reference has R's registry, so when that is not one the filter takes, the
+ * rewritten element is no longer selected (Docker Hub to a mirror, applied twice, is once).
+ */
+function registryFalsified(e: OperationEffect, tail: readonly Token[]): boolean {
+  const ast = e.select?.ast;
+  const filter = ast?.kind === 'path' ? ast.segments.find((s) => s.type === 'filter') : undefined;
+  if (filter?.type !== 'filter') return false;
+  const p = filter.predicate;
+  if (p.kind !== 'binary' || (p.op !== '==' && p.op !== 'in')) return false;
+  const call = p.left;
+  if (call.kind !== 'call' || call.name !== 'imageRegistry') return false;
+  const arg = call.args[0];
+  if (arg.kind !== 'path' || arg.root !== '@' || arg.segments.length !== tail.length) return false;
+  if (!arg.segments.every((s, i) => s.type === 'name' && s.name === tail[i])) return false;
+  const taken = p.op === '==' ? [p.right] : p.right.kind === 'array' ? p.right.items : [];
+  const values = taken.map((n) => (n.kind === 'literal' && typeof n.value === 'string' ? n.value : null));
+  if (values.length === 0 || values.some((v) => v === null)) return false;
+  return !values.includes(e.writtenRegistry ?? null);
 }
 
 /** An object with `element` as the only element of the list at `list`. */

@@ -23,11 +23,20 @@ export interface RuleEffects {
 
 const cache = new WeakMap<CompiledRule, RuleEffects>();
 
-/** The effects of a rule: from its compilation when it fits, else read off its selects, paths and templates. */
+/**
+ * The effects of a rule: from its compilation when it fits, else read off its selects, paths and templates (a Pod
+ * rule's together with its controller variants': one policy serves them all).
+ */
 export function effectsOf(rule: CompiledRule, fit?: NativeFit): RuleEffects {
   if (fit) return { reads: fit.reads, writes: fit.effects.map((e) => e.writes) };
   let effects = cache.get(rule);
-  if (!effects) cache.set(rule, (effects = approximate(rule)));
+  if (!effects) {
+    const members = [rule, ...(rule.variants ?? [])].map(approximate);
+    const reads = members.some((m) => m.reads === 'all')
+      ? ('all' as const)
+      : members.flatMap((m) => m.reads as readonly Read[]);
+    cache.set(rule, (effects = { reads, writes: members.flatMap((m) => m.writes) }));
+  }
   return effects;
 }
 
@@ -56,6 +65,9 @@ function approximate(rule: CompiledRule): RuleEffects {
   }
   if (rule.rejectMessage && !templateReads(compileSharedTemplate(rule.rejectMessage.source).tree.root, reads))
     all = true;
+  // A controller variant's templates read the pod its template describes: not the paths they name. Wholesale.
+  const templated = rule.rejectMessage || rule.patch.some((op) => op.value.kind === 'template');
+  if (rule.podController && templated) all = true;
   return { reads: all ? 'all' : reads, writes };
 }
 

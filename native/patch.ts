@@ -36,6 +36,8 @@ export interface OperationEffect {
   readonly unconditional: boolean;
   /** The constant value written, when it is one. */
   readonly constant?: JsonValue;
+  /** A value written by `imageWithRegistry R ...` alone: the registry of every reference it writes. */
+  readonly writtenRegistry?: string;
   /** A templated YAML value's structure (printed values as placeholders), when it is one. */
   readonly shape?: JsonValue;
   /** The operation's select, compiled (as the engine runs it) and as CEL sees it. */
@@ -64,7 +66,7 @@ export function compilePatch(rule: CompiledRule, ctx: SelectContext): CompiledPa
   const lists: string[] = [];
   const oks: string[] = [];
   rule.patch.forEach((op, i) => {
-    const own: SelectContext = { guards: ctx.guards, reads: [] };
+    const own: SelectContext = { guards: ctx.guards, reads: [], podController: ctx.podController };
     let compiled: Operation;
     try {
       compiled = compileOperation(op, i, own, effects);
@@ -114,6 +116,8 @@ interface Value {
   readonly constant?: JsonValue;
   /** A templated YAML value's structure, printed values as placeholders. */
   readonly shape?: JsonValue;
+  /** The registry of the references an imageWithRegistry value writes. */
+  readonly registry?: string;
 }
 
 function valueOf(
@@ -133,7 +137,8 @@ function valueOf(
     return { cel: celValue(constant), constant };
   }
   if (!scope.list && !isScalarTemplate(tree.root)) return yamlTemplate(tree.root, ctx);
-  return { cel: yamlScalar(rendered, tree.root, ctx, scope.list) };
+  const cel = yamlScalar(rendered, tree.root, ctx, scope.list);
+  return rendered.registry === undefined ? { cel } : { cel, registry: rendered.registry };
 }
 
 function pointer(tokens: readonly Token[]): string {
@@ -321,6 +326,7 @@ function iteratedOperation(
     append: false,
     unconditional: false,
     constant: value?.constant,
+    ...(value?.registry === undefined ? {} : { writtenRegistry: value.registry }),
     selection,
     select: op.select,
     tail,

@@ -1,6 +1,8 @@
 import { JsonValue } from '../util/json';
 import type { JsonPathNode, PathNode } from '../jsonpath';
-import { and, celNumber, celRegex, not, or } from './cel';
+import { and, celNumber, celRegex, celString, not, or } from './cel';
+import { IMAGE_FUNCTIONS, ImageFunctionName } from '../jsonpath/ast';
+import { celImagePart, referenceGuard } from './image';
 import { celPrint, celPrintable, isPrintable, pathGuard, shapeGuard } from './guard';
 import { celOptional, celValueOrNull, FieldPath, Token } from './path';
 import { definite, ELEMENT, elementShapeGuard, SelectContext, tokenOf } from './select-context';
@@ -36,7 +38,8 @@ export interface Pred {
 type Operand =
   | { kind: 'path'; path: FieldPath; element: boolean }
   | { kind: 'literal'; value: JsonValue }
-  | { kind: 'length'; path: FieldPath; element: boolean };
+  | { kind: 'length'; path: FieldPath; element: boolean }
+  | { kind: 'image'; fn: ImageFunctionName; path: FieldPath; element: boolean };
 
 function operand(node: JsonPathNode, ctx: SelectContext, scope: ElementScope | null): Operand {
   if (node.kind === 'literal') return { kind: 'literal', value: node.value };
@@ -45,6 +48,13 @@ function operand(node: JsonPathNode, ctx: SelectContext, scope: ElementScope | n
     const inner = operand(node.args[0], ctx, scope);
     if (inner.kind !== 'path') throw new NoCelForm('length() of something other than a path');
     return { kind: 'length', path: inner.path, element: inner.element };
+  }
+  if (node.kind === 'call' && IMAGE_FUNCTIONS.has(node.name)) {
+    const inner = operand(node.args[0], ctx, scope);
+    if (inner.kind !== 'path') throw new NoCelForm(`${node.name}() of something other than a path`);
+    // The engine's value is undefined for anything but a reference: only well-formed ones stay with the policy.
+    ctx.guards.add(referenceGuard(inner.path, scope?.list, true));
+    return { kind: 'image', fn: node.name as ImageFunctionName, path: inner.path, element: inner.element };
   }
   throw new NoCelForm(`${node.kind === 'call' ? `${node.name}()` : node.kind} as an operand`);
 }
@@ -104,7 +114,9 @@ function callPredicate(
   scope: ElementScope | null,
 ): Pred {
   const o = operand(arg, ctx, scope);
-  if (o.kind !== 'path') throw new NoCelForm(`${name}() of something other than a path`);
+  const defined = name === 'isDefined' || name === 'isUndefined';
+  if (o.kind !== 'path' && !(o.kind === 'image' && defined))
+    throw new NoCelForm(`${name}() of something other than a path`);
   const opt = celOptional(o.path);
   switch (name) {
     case 'isDefined':
@@ -138,17 +150,9 @@ function binaryPredicate(
       : { t: or([a.t, and([a.f, b.t])]), f: and([a.f, b.f]) };
   }
   const left = operand(leftNode, ctx, scope);
-  if (op === '=~' || op === '!~') {
-    if (rightNode.kind !== 'literal' || typeof rightNode.value !== 'string')
-      throw new NoCelForm('=~ with a pattern that is not a literal string');
-    if (left.kind !== 'path') throw new NoCelForm('=~ on something other than a path');
-    const opt = celOptional(left.path);
-    printableGuard(left, ctx, scope);
-    // An undefined left side is false for both =~ and !~.
-    const test = `${celPrint(`dyn(${opt}.value())`)}.matches(${celRegex(rightNode.value)})`;
-    const t = and([`${opt}.hasValue()`, op === '=~' ? test : not(test)]);
-    return { t, f: not(t) };
-  }
+  const image = imagePredicate(op, left, rightNode, ctx, scope);
+  if (image) return image;
+  if (op === '=~' || op === '!~') return regexPredicate(op, left, rightNode, ctx, scope);
   const right = operand(rightNode, ctx, scope);
   if (op === '==' || op === '!=') {
     const [path, lit] = pathAndLiteral(left, right, op);
@@ -186,6 +190,60 @@ function binaryPredicate(
     return { t, f: not(t) };
   }
   throw new NoCelForm(`operator ${op}`);
+}
+
+/** `=~` and `!~` of a path with a literal pattern. */
+function regexPredicate(
+  op: '=~' | '!~',
+  left: Operand,
+  rightNode: JsonPathNode,
+  ctx: SelectContext,
+  scope: ElementScope | null,
+): Pred {
+  if (rightNode.kind !== 'literal' || typeof rightNode.value !== 'string')
+    throw new NoCelForm('=~ with a pattern that is not a literal string');
+  if (left.kind !== 'path') throw new NoCelForm('=~ on something other than a path');
+  const opt = celOptional(left.path);
+  printableGuard(left, ctx, scope);
+  // An undefined left side is false for both =~ and !~.
+  const test = `${celPrint(`dyn(${opt}.value())`)}.matches(${celRegex(rightNode.value)})`;
+  const t = and([`${opt}.hasValue()`, op === '=~' ? test : not(test)]);
+  return { t, f: not(t) };
+}
+
+/** A comparison of an image function's value with string literals (==, !=, in, =~, !~); undefined for others. */
+function imagePredicate(
+  op: string,
+  left: Operand,
+  rightNode: JsonPathNode,
+  ctx: SelectContext,
+  scope: ElementScope | null,
+): Pred | undefined {
+  const right = left.kind === 'image' ? operand(rightNode, ctx, scope) : undefined;
+  if (left.kind !== 'image' || !right) {
+    if (rightNode.kind === 'call' && IMAGE_FUNCTIONS.has(rightNode.name))
+      throw new NoCelForm(`${rightNode.name}() on the right: write it on the left of the comparison`);
+    return undefined;
+  }
+  const opt = celOptional(left.path);
+  const part = celImagePart(left.fn, `string(${opt}.value())`);
+  const strings =
+    right.kind === 'literal' && Array.isArray(right.value)
+      ? right.value
+      : [right.kind === 'literal' ? right.value : null];
+  if (strings.some((x) => typeof x !== 'string'))
+    throw new NoCelForm(`${left.fn}() compared with something other than string literals`);
+  const lits = strings as string[];
+  // Undefined (no value) is false for every comparison, negative ones too.
+  let test: string;
+  if (op === '==' || op === '!=') test = `${part} ${op} ${celString(lits[0])}`;
+  else if (op === 'in' && Array.isArray((right as { value: JsonValue }).value))
+    test = or(lits.map((x) => `${part} == ${celString(x)}`));
+  else if (op === '=~' || op === '!~')
+    test = `${op === '!~' ? '!' : ''}${part}.matches(${celRegex(lits[0])})`;
+  else throw new NoCelForm(`${left.fn}() with ${op}`);
+  const t = and([`${opt}.hasValue()`, test]);
+  return { t, f: not(t) };
 }
 
 function literalCel(x: JsonValue): string {

@@ -32,7 +32,9 @@ export function residualRule(rule: CompiledRule, guards: Guards): CompiledRule |
     matchFor: 'Any',
     negate: false,
   };
-  return new ResidualRule(rule, [...rule.match, item], guards);
+  // A Pod rule's variants are served by the same policy: each keeps the objects its guards decline.
+  const variants = rule.variants?.map((v) => new ResidualRule(v, [...v.match, item], guards));
+  return new ResidualRule(rule, [...rule.match, item], guards, variants);
 }
 
 class ResidualRule implements CompiledRule {
@@ -40,7 +42,12 @@ class ResidualRule implements CompiledRule {
     private readonly full: CompiledRule,
     readonly match: readonly CompiledMatchItem[],
     readonly guards: Guards,
+    readonly variants?: readonly CompiledRule[],
   ) {}
+
+  get podController() {
+    return this.full.podController;
+  }
 
   get namespace() {
     return this.full.namespace;

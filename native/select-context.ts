@@ -1,5 +1,6 @@
 import type { PathNode, Segment } from '../jsonpath';
 import { LAST_APPLIED_ANNOTATION } from '../rule/types';
+import type { PodTemplateAt } from '../rule/compile';
 import { everyElementGuard, Guard, Guards } from './guard';
 import { celShape, FieldPath, shapeHolds, Token } from './path';
 import { NoCelForm } from './values';
@@ -21,6 +22,8 @@ export interface Read {
 export interface SelectContext {
   readonly guards: Guards;
   readonly reads: Read[];
+  /** For a Pod rule's controller variant: where its templates' .Target (the pod view) is in the object. */
+  readonly podController?: PodTemplateAt;
 }
 
 /** A definite path from `$` (or from `$.syntheticRefs.namespace`), with its read recorded. */

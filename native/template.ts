@@ -15,10 +15,20 @@ import {
 import { ABSENT, celOptional, celValueOrNull, FieldPath, Found, rootValue, walk } from './path';
 import { NoCelForm } from './values';
 import { SelectContext, syntheticRefsMisfit } from './select-context';
+import { movePodPath } from '../rule/pod-templates';
+import {
+  celImagePart,
+  celWithRegistry,
+  IMAGE_TEMPLATE_FUNCTIONS,
+  ImageFunction,
+  imageOf,
+  imagePart,
+} from './image';
 
 /*
  * The Go templates of patch values and reject messages that have a CEL twin: text, field chains on .Target and
- * .SelectedItem, .Namespace, `index X "key"...`, and `| replace "old" "new"`. A printed value must be a string, a
+ * .SelectedItem, .Namespace, `index X "key"...`, `| replace "old" "new"` and the image functions (native/image.ts).
+ * A printed value must be a string, a
  * boolean, a small integer, absent or null (<no value>), or a list of those: Go's %v and the CEL here print those
  * alike; guards send every other object to the webhook.
  */
@@ -31,6 +41,8 @@ type Part =
       readonly kind: 'value';
       readonly path: FieldPath;
       readonly replaces: ReadonlyArray<readonly [string, string]>;
+      /** An image function applied to the value (native/image.ts). */
+      readonly image?: { readonly fn: ImageFunction; readonly registry: string };
     };
 
 /** A template compiled to CEL, with the same rendering in TypeScript (for guards on its output). */
@@ -43,6 +55,8 @@ export interface RenderedTemplate {
   readonly constant: string | undefined;
   /** The paths whose values it prints. */
   readonly inputs: readonly FieldPath[];
+  /** When the output is only `imageWithRegistry R ...`: the registry of every reference it writes. */
+  readonly registry?: string;
 }
 
 /** What a template may read besides .Target and .Namespace. */
@@ -75,7 +89,13 @@ function rendered(parts: readonly Part[]): RenderedTemplate {
   const constant = parts.every((p) => p.kind === 'text')
     ? parts.map((p) => (p.kind === 'text' ? p.text : '')).join('')
     : undefined;
+  const [only] = parts;
+  const registry =
+    parts.length === 1 && only.kind === 'value' && only.image?.fn === 'imageWithRegistry'
+      ? imagePart('imageRegistry', imagePart('imageWithRegistry', 'nginx', only.image.registry))
+      : undefined;
   return {
+    ...(registry === undefined ? {} : { registry }),
     cel: merged.length === 0 ? '""' : merged.join(' + '),
     constant,
     inputs: parts.flatMap((p) => (p.kind === 'value' ? [p.path] : [])),
@@ -112,7 +132,12 @@ function pipeline(cmds: readonly CommandNode[], scope: TemplateScope): Part {
   for (const cmd of rest) {
     const [fn, ...args] = cmd.args;
     if (fn.type !== 'identifier') throw new NoCelForm(`a pipeline into ${cmd.text}`);
+    if (IMAGE_TEMPLATE_FUNCTIONS.has(fn.name)) {
+      part = imageCall(fn.name as ImageFunction, args, part, scope);
+      continue;
+    }
     if (fn.name !== 'replace') throw new NoCelForm(`Sprig ${fn.name} has no CEL twin here`);
+    if (part.kind === 'value' && part.image) throw new NoCelForm("replace on an image function's value");
     if (part.kind !== 'value') throw new NoCelForm('replace on .Namespace');
     const [oldArg, newArg] = args;
     if (args.length !== 2 || oldArg.type !== 'string' || newArg.type !== 'string')
@@ -121,8 +146,30 @@ function pipeline(cmds: readonly CommandNode[], scope: TemplateScope): Part {
     if (part.replaces.length === 0) requireString(part.path, scope);
     part = { ...part, replaces: [...part.replaces, [oldArg.value, newArg.value]] };
   }
-  if (part.kind === 'value' && part.replaces.length === 0) printableGuard(part.path, scope);
+  if (part.kind === 'value' && part.replaces.length === 0 && !part.image) printableGuard(part.path, scope);
   return part;
+}
+
+/**
+ * An image function's call: on a field (`imageTag .SelectedItem`) or piped into (`.SelectedItem | imageTag`).
+ */
+function imageCall(
+  fn: ImageFunction,
+  args: readonly ArgNode[],
+  piped: Part | undefined,
+  scope: TemplateScope,
+): Part {
+  const [registryArg, ...rest] = fn === 'imageWithRegistry' ? args : [undefined, ...args];
+  let value = piped;
+  if (!value) {
+    const [field] = rest;
+    if (rest.length !== 1 || field?.type !== 'field')
+      throw new NoCelForm(`${fn} of something other than a field`);
+    value = fieldChain(field.ident, scope);
+  } else if (rest.length > 0) throw new NoCelForm(`${fn} with more arguments than it takes`);
+  if (value.kind !== 'value' || value.replaces.length > 0 || value.image)
+    throw new NoCelForm(`${fn} of something other than a field's value`);
+  return { ...value, image: imageOf(fn, registryArg, value.path, scope.ctx.guards, scope.list) };
 }
 
 function source(args: readonly ArgNode[], scope: TemplateScope): Part {
@@ -147,16 +194,40 @@ function source(args: readonly ArgNode[], scope: TemplateScope): Part {
     recordRead(path, scope);
     return { kind: 'value', path, replaces: [] };
   }
+  if (head.type === 'identifier' && IMAGE_TEMPLATE_FUNCTIONS.has(head.name))
+    return imageCall(head.name as ImageFunction, rest, undefined, scope);
   if (head.type === 'identifier')
     throw new NoCelForm(`the template function ${head.name} has no CEL twin here`);
   throw new NoCelForm(`{{ ${head.type} }} in a template`);
+}
+
+/**
+ * For a controller variant (spec.podControllers): where .Target (the pod its template describes, engine/pod-view.ts)
+ * and .Controller read in the object; undefined for any other rule or field.
+ */
+function podViewPath(head: string, rest: readonly string[], scope: TemplateScope): FieldPath | undefined {
+  const pod = scope.ctx.podController;
+  if (!pod) return undefined;
+  if (head === 'Controller') {
+    if (rest.length === 0) throw new NoCelForm('printing the whole object');
+    return { root: { kind: 'object' }, tokens: [...rest] };
+  }
+  if (head !== 'Target' || rest[0] === 'syntheticRefs') return undefined;
+  if (rest.length === 0 || rest[0] === 'kind' || rest[0] === 'apiVersion')
+    throw new NoCelForm(`.Target${rest.length ? `.${rest[0]}` : ''} of the pod a template describes`);
+  const moved = movePodPath(rest, pod.template);
+  if (typeof moved === 'string') throw new NoCelForm(moved);
+  return { root: { kind: 'object' }, tokens: moved };
 }
 
 function fieldChain(ident: readonly string[], scope: TemplateScope): Part {
   const [head, ...rest] = ident;
   if (head === 'Namespace' && rest.length === 0) return { kind: 'namespace' };
   let path: FieldPath;
-  if (head === 'Target') {
+  const pod = podViewPath(head, rest, scope);
+  if (pod) {
+    path = pod;
+  } else if (head === 'Target') {
     if (rest[0] === 'syntheticRefs') {
       if (
         rest[1] !== 'namespace' ||
@@ -265,6 +336,12 @@ function printableGuard(path: FieldPath, scope: TemplateScope): void {
 
 function printCel(p: Extract<Part, { kind: 'value' }>): string {
   const opt = celOptional(p.path);
+  if (p.image) {
+    const value = `string(${opt}.value())`;
+    return p.image.fn === 'imageWithRegistry'
+      ? celWithRegistry(p.image.registry, value)
+      : celImagePart(p.image.fn, value);
+  }
   if (p.replaces.length > 0) {
     let out = `dyn(${opt}.value())`;
     for (const [a, b] of p.replaces) out = `${out}.replace(${celString(a)}, ${celString(b)})`;
@@ -279,6 +356,7 @@ function printCel(p: Extract<Part, { kind: 'value' }>): string {
 function printTs(p: Extract<Part, { kind: 'value' }>, object: JsonObject, element?: JsonValue): string {
   const base = rootValue(p.path.root, object, element);
   const v: Found = base === ABSENT ? ABSENT : walk(base, p.path.tokens);
+  if (p.image) return typeof v === 'string' ? imagePart(p.image.fn, v, p.image.registry) : '';
   if (p.replaces.length > 0) {
     let s = typeof v === 'string' ? v : '';
     for (const [a, b] of p.replaces) s = s.split(a).join(b);

@@ -19,6 +19,7 @@ import { OperatorState } from './state';
 import { ConflictStatus } from './status/conflicts';
 import { FailingStatus } from './status/failing';
 import { QuarantineStatus } from './status/quarantine';
+import { PodControllersFacet } from './status/pod-controllers';
 import { StatusReporter } from './status/reporter';
 import { UnenforcedStatus } from './status/unenforced';
 
@@ -53,6 +54,7 @@ export function buildControllers(
     scopeStatus,
     gate,
     findings,
+    podControllers,
     parts: statusParts,
   } = buildStatus(config, deps, state, metrics);
   const mode = config.nativePolicies ?? 'opt-in';
@@ -94,6 +96,7 @@ export function buildControllers(
     nativeScopes: state.nativeScopes,
     onScope: (reports, narrowed) => {
       for (const finding of findings) finding.update(reports, narrowed);
+      podControllers.update(reports);
       scopeStatus.setRules(reports.map((r) => r.rule));
     },
   });
@@ -151,6 +154,8 @@ function buildStatus(
     logger,
   });
   const findings = [UNKNOWN_KIND, OUTSIDE_NET].map((f) => new ScopeFinding(f, status, registry));
+  // status.podControllers: the controllers whose writes the registration sends for a Pod rule's variants.
+  const podControllers = new PodControllersFacet(status);
   const parts: Array<readonly [string, Runnable]> = [
     [
       'status',
@@ -178,7 +183,7 @@ function buildStatus(
     ['not-enforced status', notEnforced],
     ['conflict status', conflicts],
   ];
-  return { status, scopeStatus, gate, findings, parts };
+  return { status, scopeStatus, gate, findings, podControllers, parts };
 }
 
 /** A part that only needs stopping (it works from the moment it is built). */

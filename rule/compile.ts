@@ -1,18 +1,8 @@
-import { compileTemplate, CompiledTemplate } from '../template';
-import type { SafeRegex } from '../util/regex';
-import { isJsonObject, JsonObject } from '../util/json';
+import { CompiledTemplate } from '../template';
+import { isJsonObject, JsonObject, JsonValue } from '../util/json';
 import { Interner } from '../util/interner';
-import {
-  AdmissionOperation,
-  ENFORCEMENT_ACTIONS,
-  EnforcementAction,
-  MAX_EXECUTION_TIER,
-  MIN_EXECUTION_TIER,
-  ModRule,
-  MODRULE_API_VERSION,
-  MODRULE_KIND,
-} from './types';
-import type { ValidationProblem } from './problems';
+import { ModRule, MODRULE_API_VERSION, MODRULE_KIND } from './types';
+import { formatProblems, ValidationProblem } from './problems';
 import { CompiledLabelSelector, compileLabelSelector } from './labelselector';
 import {
   CompiledMatchItem,
@@ -20,14 +10,26 @@ import {
   CompiledRule,
   CompileOptions,
   InvalidModRuleError,
+  PodTemplateAt,
   RuleReferences,
 } from './compiled';
 import { compileReferences, DEFAULT_REFERENCE_POLICY, isSecretKind, ReferenceDecl } from './references';
 import { ruleOwnerReads } from './reads';
-import { describe, Report, tryRegex, tryTemplate, unknownField } from './field-checks';
+import { describe, Report, unknownField } from './field-checks';
+import {
+  enforcementOf,
+  matchOf,
+  namespaceRegexOf,
+  operationsOf,
+  patchOf,
+  rejectMessageOf,
+  tierOf,
+} from './compile-fields';
+import { internedRule } from './interned-rule';
 import { compileMatchItem } from './compile-match';
-import { compilePatchOperation } from './compile-patch';
-import { DEFAULT_OPERATIONS, internedRule } from './interned-rule';
+import { markerMatchItem, podControllerKinds } from './pod-controllers';
+import { podVariantSpecs, PodRuleParts } from './pod-variants';
+import { asVariant, withVariants } from './pod-rule';
 
 /*
  * Compiling a ModRule checks every field and builds what the engine runs in one pass (analyzeModRule). The parts:
@@ -41,6 +43,7 @@ export type {
   CompiledValue,
   CompileOptions,
   PathToken,
+  PodTemplateAt,
   RuleReferences,
 } from './compiled';
 export { InvalidModRuleError } from './compiled';
@@ -56,11 +59,9 @@ const SPEC_FIELDS = new Set([
   'targetNamespaceRegex',
   'targetNamespaceSelector',
   'references',
+  'podControllers',
   'enforcementAction',
 ]);
-const OPERATIONS: readonly AdmissionOperation[] = ['CREATE', 'UPDATE', 'DELETE'];
-// Reject messages are shared by text across rules and rule versions (they are immutable).
-const rejectMessages = new Interner<CompiledTemplate>();
 const sharedReferences = new Interner<RuleReferences>();
 
 /** Compiles a ModRule (namespace taken from metadata, '' when absent); throws InvalidModRuleError. */
@@ -92,19 +93,7 @@ export function analyzeModRule(
   }
   if (obj.kind !== MODRULE_KIND) problem('kind', `must be ${MODRULE_KIND}, got ${describe(obj.kind)}`);
 
-  let namespace = '';
-  let name = '';
-  const metadata = obj.metadata;
-  if (!isJsonObject(metadata)) {
-    problem('metadata', 'required');
-  } else {
-    if (typeof metadata.name !== 'string' || metadata.name === '') problem('metadata.name', 'required');
-    else name = metadata.name;
-    if (metadata.namespace !== undefined && metadata.namespace !== null) {
-      if (typeof metadata.namespace !== 'string') problem('metadata.namespace', 'must be a string');
-      else namespace = metadata.namespace;
-    }
-  }
+  const { namespace, name } = identityOf(obj.metadata, problem);
 
   const spec = obj.spec;
   if (!isJsonObject(spec)) {
@@ -119,66 +108,14 @@ export function analyzeModRule(
   if (type !== 'Patch' && type !== 'Reject')
     problem('spec.type', `must be Patch or Reject, got ${describe(type)}`);
 
-  const operations = operationsOf(spec, problem);
-  const tier = tierOf(spec, problem);
-  const enforcement = enforcementOf(spec, problem);
+  const operations = operationsOf(spec.admissionOperations, problem);
+  const tier = tierOf(spec.executionTier, problem);
+  const enforcement = enforcementOf(spec.enforcementAction, problem);
 
-  const match: CompiledMatchItem[] = [];
-  const itemKeys: string[] = [];
-  const rawMatch = spec.match;
-  if (rawMatch === undefined || rawMatch === null) {
-    problem('spec.match', 'required: at least one match item');
-  } else if (!Array.isArray(rawMatch)) {
-    problem('spec.match', 'must be a list of match items');
-  } else if (rawMatch.length === 0) {
-    problem('spec.match', 'must have at least one item');
-  } else {
-    rawMatch.forEach((item, i) => {
-      const compiled = compileMatchItem(item, `spec.match[${i}]`, problem);
-      if (compiled) {
-        match.push(compiled.item);
-        itemKeys.push(compiled.key);
-      }
-    });
-  }
-
-  const patch: CompiledPatchOperation[] = [];
-  const rawPatch = spec.patch;
-  const patchCount = Array.isArray(rawPatch) ? rawPatch.length : 0;
-  if (rawPatch !== undefined && rawPatch !== null && !Array.isArray(rawPatch)) {
-    problem('spec.patch', 'must be a list of patch operations');
-  } else if (type === 'Patch' && patchCount === 0) {
-    problem('spec.patch', 'required for ModRules of type Patch: at least one operation');
-  } else if (type === 'Reject' && patchCount > 0) {
-    problem('spec.patch', 'only allowed in ModRules of type Patch');
-  } else if (Array.isArray(rawPatch)) {
-    rawPatch.forEach((item, i) => {
-      const compiled = compilePatchOperation(item, `spec.patch[${i}]`, problem);
-      if (compiled) patch.push(compiled);
-    });
-  }
-
-  let rejectMessage: CompiledTemplate | undefined;
-  const rawMessage = spec.rejectMessage;
-  if (rawMessage !== undefined && rawMessage !== null) {
-    if (typeof rawMessage !== 'string') problem('spec.rejectMessage', 'must be a string');
-    else if (type === 'Patch') problem('spec.rejectMessage', 'only allowed in ModRules of type Reject');
-    else
-      rejectMessage = tryTemplate(
-        () => rejectMessages.get(rawMessage, () => compileTemplate(rawMessage, 'rejectMessage')),
-        'spec.rejectMessage',
-        problem,
-      );
-  }
-
-  let targetNamespaceRegex: SafeRegex | undefined;
-  const rawTarget = spec.targetNamespaceRegex;
-  if (rawTarget !== undefined && rawTarget !== null) {
-    if (typeof rawTarget !== 'string') problem('spec.targetNamespaceRegex', 'must be a string');
-    else if (rawTarget !== '')
-      targetNamespaceRegex = tryRegex(rawTarget, 'spec.targetNamespaceRegex', problem);
-  }
-
+  const { match, itemKeys } = matchOf(spec.match, problem);
+  const patch = patchOf(spec.patch, type, problem);
+  const rejectMessage = rejectMessageOf(spec.rejectMessage, type, problem);
+  const targetNamespaceRegex = namespaceRegexOf(spec.targetNamespaceRegex, problem);
   let targetNamespaceSelector: CompiledLabelSelector | undefined;
   if (spec.targetNamespaceSelector !== undefined && spec.targetNamespaceSelector !== null) {
     targetNamespaceSelector = compileLabelSelector(
@@ -194,29 +131,77 @@ export function analyzeModRule(
     named = compileReferences(spec.references, namespace, policy, problem) ?? [];
   }
 
+  const controllers = podControllerKinds(spec.podControllers, problem);
   if (problems.length > 0) return { problems };
-  return {
-    problems,
-    rule: internedRule(
-      namespace,
-      name,
-      {
-        type: type as 'Patch' | 'Reject',
-        tier,
-        operations,
-        enforcement,
-        match,
-        rejectMessage,
-        targetNamespaceRegex,
-        targetNamespaceSelector,
-      },
-      itemKeys,
-      spec.targetNamespaceSelector,
-      patch,
-      options.keepSource === false ? undefined : (obj as unknown as ModRule),
-      referencesOf(named, match, patch, rejectMessage),
-    ),
-  };
+  // A Pod rule reaching controllers: its variants, and the Pod rule skips pods of a template it patched.
+  let variants: CompiledRule[] | undefined;
+  if (controllers.length > 0) {
+    const parts = { namespace, name, spec, match, patch, rejectMessage: rejectMessage?.source };
+    variants = compileVariants(obj, parts, controllers, options, problem);
+    if (problems.length > 0) return { problems };
+    if (type === 'Patch') {
+      const marker = compileMatchItem(markerMatchItem(namespace, name), 'spec.match', problem);
+      if (marker) {
+        match.push(marker.item);
+        itemKeys.push(marker.key);
+      }
+    }
+  }
+  const rule = internedRule(
+    namespace,
+    name,
+    {
+      type: type as 'Patch' | 'Reject',
+      tier,
+      operations,
+      enforcement,
+      match,
+      rejectMessage,
+      targetNamespaceRegex,
+      targetNamespaceSelector,
+    },
+    itemKeys,
+    spec.targetNamespaceSelector,
+    patch,
+    options.keepSource === false ? undefined : (obj as unknown as ModRule),
+    referencesOf(named, match, patch, rejectMessage),
+  );
+  return { problems, rule: variants ? withVariants(rule, variants) : rule };
+}
+
+/** metadata.name (required) and metadata.namespace ('' when absent). */
+function identityOf(metadata: JsonValue | undefined, problem: Report): { namespace: string; name: string } {
+  let namespace = '';
+  let name = '';
+  if (!isJsonObject(metadata)) {
+    problem('metadata', 'required');
+    return { namespace, name };
+  }
+  if (typeof metadata.name !== 'string' || metadata.name === '') problem('metadata.name', 'required');
+  else name = metadata.name;
+  if (metadata.namespace !== undefined && metadata.namespace !== null) {
+    if (typeof metadata.namespace !== 'string') problem('metadata.namespace', 'must be a string');
+    else namespace = metadata.namespace;
+  }
+  return { namespace, name };
+}
+
+/** A Pod rule's variant per controller kind, each compiled as a rule of its own; problems reported. */
+function compileVariants(
+  obj: JsonObject,
+  parts: PodRuleParts,
+  controllers: readonly PodTemplateAt[],
+  options: CompileOptions,
+  problem: Report,
+): CompiledRule[] {
+  const specs = podVariantSpecs(parts, controllers, problem);
+  return specs.flatMap((spec, i) => {
+    if (!spec) return [];
+    const { rule, problems } = analyzeModRule({ ...obj, spec }, options);
+    if (rule) return [asVariant(rule, controllers[i])];
+    problem('spec.podControllers', `the ${controllers[i].kind} variant: ${formatProblems(problems)}`);
+    return [];
+  });
 }
 
 /** What the rule reads besides its object; undefined for the many rules that read nothing else. */
@@ -235,54 +220,4 @@ function referencesOf(
     owner,
     secrets: named.some((d) => isSecretKind(d.group, d.kind)),
   }));
-}
-
-/** spec.admissionOperations as a set (KubeMod's default when absent or empty); problems reported. */
-function operationsOf(spec: JsonObject, problem: Report): ReadonlySet<AdmissionOperation> {
-  const ops = spec.admissionOperations;
-  if (ops === undefined || ops === null) return DEFAULT_OPERATIONS;
-  if (!Array.isArray(ops)) {
-    problem('spec.admissionOperations', 'must be a list of CREATE, UPDATE, DELETE');
-    return DEFAULT_OPERATIONS;
-  }
-  if (ops.length === 0) return DEFAULT_OPERATIONS;
-  const set = new Set<AdmissionOperation>();
-  ops.forEach((o, i) => {
-    if (typeof o === 'string' && (OPERATIONS as readonly string[]).includes(o))
-      set.add(o as AdmissionOperation);
-    else
-      problem(`spec.admissionOperations[${i}]`, `must be one of CREATE, UPDATE, DELETE, got ${describe(o)}`);
-  });
-  return set;
-}
-
-/** spec.executionTier (0 when absent); problems reported. */
-function tierOf(spec: JsonObject, problem: Report): number {
-  const rawTier = spec.executionTier;
-  if (rawTier === undefined || rawTier === null) return 0;
-  if (typeof rawTier !== 'number' || !Number.isInteger(rawTier)) {
-    problem('spec.executionTier', `must be an integer, got ${describe(rawTier)}`);
-    return 0;
-  }
-  if (rawTier < MIN_EXECUTION_TIER || rawTier > MAX_EXECUTION_TIER) {
-    problem(
-      'spec.executionTier',
-      `must be between ${MIN_EXECUTION_TIER} and ${MAX_EXECUTION_TIER}, got ${rawTier}`,
-    );
-    return 0;
-  }
-  return rawTier;
-}
-
-/** spec.enforcementAction (Enforce when absent); an unknown value reported with the allowed ones. */
-function enforcementOf(spec: JsonObject, problem: Report): EnforcementAction {
-  const rawAction = spec.enforcementAction;
-  if (rawAction === undefined || rawAction === null) return 'Enforce';
-  if (typeof rawAction === 'string' && (ENFORCEMENT_ACTIONS as readonly string[]).includes(rawAction))
-    return rawAction as EnforcementAction;
-  problem(
-    'spec.enforcementAction',
-    `must be one of ${ENFORCEMENT_ACTIONS.join(', ')}, got ${describe(rawAction)}`,
-  );
-  return 'Enforce';
 }

@@ -69,6 +69,20 @@ export interface CompiledRule {
   readonly targetNamespaceSelector?: CompiledLabelSelector;
   /** What it reads besides the object (spec.references, syntheticRefs.owner); undefined for most rules. */
   readonly references?: RuleReferences;
+  /**
+   * A Pod rule's variant for one controller kind (spec.podControllers): where the controller's pod template is.
+   * Its selects and paths are moved under the template; its templates see the pod as the template describes it.
+   */
+  readonly podController?: PodTemplateAt;
+  /** The Pod rule's variants, one per controller kind of spec.podControllers (on the Pod rule itself). */
+  readonly variants?: readonly CompiledRule[];
+}
+
+/** A controller kind and where its pod template is (`spec.template`, a CronJob's `spec.jobTemplate.spec.template`). */
+export interface PodTemplateAt {
+  readonly kind: string;
+  readonly apiVersion: string;
+  readonly template: readonly string[];
 }
 
 /** What a rule reads of its object's owner chain (rule/reads.ts). */

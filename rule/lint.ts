@@ -2,7 +2,7 @@
 // Offline only (`modrule validate`); nothing here runs at admission.
 import { isJsonObject, jsonEqual, JsonValue } from '../util/json';
 import { compileJsonPath, JsonPathNode, parseJsonPath } from '../jsonpath';
-import { isAmbiguous } from '../jsonpath/ast';
+import { IMAGE_FUNCTIONS, isAmbiguous } from '../jsonpath/ast';
 import { CompiledMatchItem, CompiledRule, placeholderCapacity } from './compile';
 import { lintTemplates } from './lint-templates';
 
@@ -28,7 +28,7 @@ export function staticType(node: JsonPathNode): StaticType {
     case 'unary':
       return node.op === '!' ? 'boolean' : 'number';
     case 'call':
-      return node.name === 'length' ? 'number' : 'boolean';
+      return node.name === 'length' ? 'number' : IMAGE_FUNCTIONS.has(node.name) ? 'unknown' : 'boolean';
     case 'literal':
       return typeof node.value === 'boolean'
         ? 'boolean'

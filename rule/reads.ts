@@ -1,7 +1,7 @@
 import type { CompiledJsonPath, JsonPathNode } from '../jsonpath';
 import type { Segment } from '../jsonpath/ast';
-import type { ArgNode, Node, PipeNode } from '../template/ast';
 import { compileSharedTemplate, CompiledTemplate } from '../template';
+import { Chain, forEachTargetChain, WHOLE } from './template-chains';
 import type { CompiledMatchItem, CompiledPatchOperation, OwnerReads } from './compiled';
 
 /*
@@ -20,7 +20,6 @@ export type { OwnerReads } from './compiled';
 export const NO_OWNER_READS: OwnerReads = Object.freeze({ levels: 0, fields: 'metadata' });
 
 const METADATA_FIELDS = new Set(['metadata', 'kind', 'apiVersion']);
-const WHOLE = -1;
 
 /** Accumulates reads: the deepest level, and whether anything beyond metadata was read. */
 class Acc {
@@ -31,7 +30,7 @@ class Acc {
     this.all = true;
   }
   /** A chain of names from the object's root, undefined entries standing for "anything below". */
-  chain(tokens: ReadonlyArray<string | typeof WHOLE>): void {
+  chain(tokens: Chain): void {
     if (tokens[0] !== 'syntheticRefs') return;
     let level = 0;
     let i = 1;
@@ -68,9 +67,7 @@ export function ownerReads(selects: readonly JsonPathNode[], templates: readonly
   for (const ast of selects) selectReads(ast, acc);
   for (const source of templates) {
     if (!source.includes('syntheticRefs')) continue;
-    const tree = compileSharedTemplate(source).tree;
-    nodesRead(tree.root, acc);
-    for (const body of tree.defines.values()) nodesRead(body, acc);
+    forEachTargetChain(compileSharedTemplate(source).tree, (chain) => acc.chain(chain));
   }
   return acc.result();
 }
@@ -113,55 +110,6 @@ function pathTokens(segments: readonly Segment[]): Array<string | typeof WHOLE> 
     }
   }
   return out;
-}
-
-function nodesRead(nodes: readonly Node[], acc: Acc): void {
-  for (const n of nodes) {
-    if (n.type === 'text' || n.type === 'break' || n.type === 'continue') continue;
-    if (n.type === 'template') {
-      if (n.pipe) pipeReads(n.pipe, acc, false);
-      continue;
-    }
-    // with/range over a chain make it the dot: everything below counts.
-    pipeReads(n.pipe, acc, n.type === 'with' || n.type === 'range');
-    if (n.type !== 'action') {
-      nodesRead(n.list, acc);
-      nodesRead(n.elseList ?? [], acc);
-    }
-  }
-}
-
-function pipeReads(pipe: PipeNode, acc: Acc, whole: boolean): void {
-  for (const cmd of pipe.cmds) {
-    const [head, ...rest] = cmd.args;
-    // index X "a" "b" reads X.a.b
-    const isIndex = head?.type === 'identifier' && head.name === 'index';
-    if (isIndex && rest.length > 0) {
-      const base = chainOf(rest[0]);
-      const keys = rest.slice(1);
-      if (base && keys.every((k) => k.type === 'string')) {
-        acc.chain([...base, ...keys.map((k) => (k.type === 'string' ? k.value : ''))]);
-        continue;
-      }
-    }
-    // A chain as the last word of the last command is what the pipeline yields (a whole owner in `with`).
-    cmd.args.forEach((a, i) => argReads(a, acc, whole && cmd === pipe.cmds[pipe.cmds.length - 1] && i === 0));
-  }
-}
-
-function argReads(a: ArgNode, acc: Acc, whole: boolean): void {
-  if (a.type === 'pipe') return pipeReads(a, acc, false);
-  if (a.type === 'chain') argReads(a.node, acc, false);
-  const chain = chainOf(a);
-  if (chain) acc.chain(whole ? [...chain, WHOLE] : chain);
-}
-
-/** The fields a field or variable node names from .Target ($.Target...), or undefined. */
-function chainOf(a: ArgNode): string[] | undefined {
-  if (a.type === 'field') return a.ident[0] === 'Target' ? a.ident.slice(1) : undefined;
-  if (a.type === 'variable')
-    return a.ident[0] === '$' && a.ident[1] === 'Target' ? a.ident.slice(2) : undefined;
-  return undefined;
 }
 
 /** What a compiled rule's selects and templates read of syntheticRefs.owner (quick: most name no syntheticRefs). */

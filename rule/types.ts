@@ -49,6 +49,8 @@ export interface ModRuleSpec {
   references?: ModRuleReference[];
   /** Beyond KubeMod: Enforce (default), Warn or DryRun. */
   enforcementAction?: EnforcementAction;
+  /** Beyond KubeMod: for a Pod rule, the controller kinds whose pod templates it also applies to ("*": all). */
+  podControllers?: string[];
 }
 
 /** One entry of spec.references: an object by objectName, or a list of objects by labelSelector. */
@@ -74,6 +76,8 @@ export interface ModRuleCondition {
 export interface ModRuleStatus {
   observedGeneration?: number;
   conditions?: ModRuleCondition[];
+  /** The controller kinds whose pod templates the rule reaches (spec.podControllers). */
+  podControllers?: string[];
 }
 
 /** api.kubemod.io/v1beta1 ModRule. */

@@ -71,6 +71,8 @@ export interface ScopeInput {
 /** One rule's part in the scope, for `modrule scope` and logs. */
 export interface RuleScopeReport {
   rule: string;
+  /** For a Pod rule's variant (spec.podControllers): the controller kind it is for. */
+  controller?: string;
   operations: string[];
   /** `group/resource` (`*` for any) per scope, e.g. `apps/deployments`. */
   resources: string[];
@@ -126,6 +128,7 @@ function report(reach: RuleReach, group: ShapeGroup): RuleScopeReport {
   const { resources, notes, unserved, outside } = group;
   return {
     rule: reach.rule,
+    ...(reach.controller ? { controller: reach.controller } : {}),
     operations: [...reach.operations],
     resources,
     namespaces: describeNamespaces(reach),
@@ -168,7 +171,7 @@ function groupByShape(
     Pick<ShapeGroup, 'products' | 'notes' | 'unserved' | 'outside' | 'resources'>
   >();
   const reports: RuleScopeReport[] = [];
-  for (const rule of input.rules) {
+  for (const rule of withVariants(input.rules)) {
     const reach = reachOf(rule, input.clusterNamespace);
     const decline = natives.declineOf(rule);
     let byDecline = byShape.get(reach.shape);
@@ -196,6 +199,23 @@ function groupByShape(
     reports,
     index: indexOf(byShape),
   };
+}
+
+/**
+ * The rules with the controller variants of Pod rules that are not among them yet: a rule admitted a moment ago is
+ * given alone (the store lists variants beside their rule), and its controllers' writes must reach the webhook too.
+ */
+function withVariants(rules: readonly CompiledRule[]): readonly CompiledRule[] {
+  if (!rules.some((r) => r.variants)) return rules;
+  const seen = new Set(rules);
+  const out = [...rules];
+  for (const r of rules)
+    for (const v of r.variants ?? []) {
+      if (seen.has(v)) continue;
+      seen.add(v);
+      out.push(v);
+    }
+  return out;
 }
 
 /** Coarsening's first step: declines dropped (their rules' objects all reach the webhook); false when none is left. */

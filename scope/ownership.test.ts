@@ -10,11 +10,14 @@ import {
   CONFIGURED_ANNOTATION,
   decide,
   liveCovers,
+  narrowingBlocked,
   readLive,
   Replica,
   SCOPE_ANNOTATION,
+  PendingRule,
   ScopeStamp,
   stampAnnotations,
+  stampCarries,
 } from './ownership';
 import { dragnetOf, scopeHash, readScope, withScope } from './entry';
 import { Scope } from './types';
@@ -254,6 +257,23 @@ describe('a registration widened for rules not stored yet, or held at the config
     });
   });
 
+  test('a replica started a moment ago widens but does not narrow (a peer may have answered an admission it never heard of)', () => {
+    const l = stamped({});
+    const none = () => false;
+    expect(decide(l, narrow('configmaps'), me, { now: 1000, landed: none, narrowFrom: 5000 })).toEqual({
+      write: false,
+      reason: 'starting',
+    });
+    expect(decide(l, narrow('configmaps'), me, { now: 5000, landed: none, narrowFrom: 5000 }).write).toBe(
+      true,
+    );
+    const wider: Scope = {
+      ...wide,
+      rules: [{ ...wide.rules[0], resources: ['configmaps', 'pods', 'secrets'] }],
+    };
+    expect(decide(l, wider, me, { now: 1000, landed: none, narrowFrom: 5000 }).write).toBe(true);
+  });
+
   test('no replica narrows away a rule pending elsewhere until its store has it or its time is up', () => {
     const l = stamped({ pending: [{ uid: 'u1', generation: 2, until: 5000 }] });
     const narrower = narrow('configmaps');
@@ -278,5 +298,70 @@ describe('a registration widened for rules not stored yet, or held at the config
       reason: 'held',
     });
     expect(decide(l, narrow('pods'), me, { now: 5001, landed: () => true }).write).toBe(true);
+  });
+});
+
+describe('stampCarries', () => {
+  const stamp = (pending: PendingRule[]): ScopeStamp => ({
+    hash: 'h',
+    rulesVersion: '5',
+    writer: 'w',
+    mode: 'rules',
+    pending,
+  });
+  it('counts a version its stamp carries with the same spec, or a later generation', () => {
+    const s = stamp([{ uid: 'u1', generation: 2, until: 1, spec: 'a' }]);
+    expect(stampCarries(s, { uid: 'u1', generation: 2, spec: 'a' })).toBe(true);
+    expect(stampCarries(s, { uid: 'u1', generation: 1, spec: 'x' })).toBe(true);
+    expect(stampCarries(s, { uid: 'u2', generation: 1, spec: 'a' })).toBe(false);
+  });
+  it("does not count another spec of the same version (two writes admitted at once: the simulation's seed 543)", () => {
+    const s = stamp([{ uid: 'u1', generation: 2, until: 1, spec: 'a' }]);
+    expect(stampCarries(s, { uid: 'u1', generation: 2, spec: 'b' })).toBe(false);
+    // A stamp of an earlier release, without specs, proves nothing at the same generation.
+    expect(
+      stampCarries(stamp([{ uid: 'u1', generation: 2, until: 1 }]), { uid: 'u1', generation: 2, spec: 'a' }),
+    ).toBe(false);
+    expect(stampCarries(null, { uid: 'u1', generation: 2 })).toBe(false);
+  });
+  it('reads the spec back from the annotation', () => {
+    const reg = narrow('configmaps');
+    const written = {
+      ...stampOf(reg, '5', 'w'),
+      pending: [{ uid: 'u1', generation: 2, until: 9, spec: 'a' }],
+    };
+    const c = config(reg, written);
+    const back = readLive(c, dragnetOf(c)!.webhook).stamp;
+    expect(back?.pending).toEqual([{ uid: 'u1', generation: 2, until: 9, spec: 'a' }]);
+  });
+});
+
+describe('stamp times on the reader clock', () => {
+  const reg = narrow('configmaps');
+  const written: ScopeStamp = {
+    ...stampOf(reg, '5', 'w'),
+    at: 1_000_000,
+    hold: 1_060_000,
+    pending: [{ uid: 'u1', generation: 1, until: 1_030_000 }],
+  };
+  it("moves hold and pending times by what separates the writer's clock from the reader's", () => {
+    const c = config(reg, written);
+    // A reader whose clock runs 40 s ahead first sees the stamp as written.
+    const ahead = readLive(c, dragnetOf(c)!.webhook, 1_040_000).stamp!;
+    expect(ahead.hold).toBe(1_100_000);
+    expect(ahead.pending?.[0].until).toBe(1_070_000);
+    // Read so, the pending rule still blocks narrowing 29 s later on that clock (read raw, it had expired).
+    const ctx = { now: 1_069_000, landed: () => false };
+    expect(narrowingBlocked(ahead, ctx)).toEqual({ reason: 'held', until: 1_100_000 });
+    expect(narrowingBlocked({ ...ahead, hold: undefined }, ctx)).toEqual({
+      reason: 'pending',
+      until: 1_070_000,
+    });
+    expect(narrowingBlocked({ ...written, hold: undefined }, ctx)).toBeNull();
+  });
+  it('leaves a stamp without the writer time (an earlier release) as it is', () => {
+    const { at: _at, ...old } = written;
+    const c = config(reg, old);
+    expect(readLive(c, dragnetOf(c)!.webhook, 5).stamp?.hold).toBe(1_060_000);
   });
 });

@@ -21,6 +21,11 @@ export interface PendingRule {
   uid: string;
   generation: number;
   until: number;
+  /**
+   * A digest of the spec admitted: two writes of one version admitted at once (either may land) carry different
+   * specs, and covering one does not cover the other. Absent in stamps of earlier releases.
+   */
+  spec?: string;
 }
 
 /** Who wrote the live registration, from which rules, and what: the replicas' common ground. */
@@ -42,6 +47,11 @@ export interface ScopeStamp {
   pending?: PendingRule[];
   /** The configured net was put back because a narrower one could not be written: nobody narrows before this time. */
   hold?: number;
+  /**
+   * The writer's clock when it wrote (ms since the epoch): `hold` and the pending rules' `until` are times on that
+   * clock, which a reader turns into its own (readLive's `seenAt`): replicas' clocks need not agree.
+   */
+  at?: number;
   /** Why the registration is held at the configured net. */
   reason?: string;
   /**
@@ -74,7 +84,7 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
   try {
     const v: unknown = JSON.parse(text);
     if (!isJsonObject(v)) return null;
-    const { hash, rulesVersion, writer, mode, nativeVersion, pending, hold, reason, probe } = v;
+    const { hash, rulesVersion, writer, mode, nativeVersion, pending, hold, reason, probe, at } = v;
     if (typeof hash !== 'string' || typeof rulesVersion !== 'string' || typeof writer !== 'string')
       return null;
     const stamp: ScopeStamp = { hash, rulesVersion, writer, mode: mode === 'wide' ? 'wide' : 'rules' };
@@ -84,24 +94,52 @@ function parseStamp(text: string | undefined): ScopeStamp | null {
         typeof p.uid === 'string' &&
         typeof p.generation === 'number' &&
         typeof p.until === 'number'
-          ? [{ uid: p.uid, generation: p.generation, until: p.until }]
+          ? [
+              {
+                uid: p.uid,
+                generation: p.generation,
+                until: p.until,
+                ...(typeof p.spec === 'string' ? { spec: p.spec } : {}),
+              },
+            ]
           : [],
       );
     if (typeof nativeVersion === 'string') stamp.nativeVersion = nativeVersion;
     if (typeof hold === 'number') stamp.hold = hold;
     if (typeof reason === 'string') stamp.reason = reason;
     if (typeof probe === 'string') stamp.probe = probe;
+    if (typeof at === 'number') stamp.at = at;
     return stamp;
   } catch {
     return null;
   }
 }
 
-/** Reads the live registration of the dragnet webhook (`webhook`) of `config` (its annotations). */
-export function readLive(config: JsonObject, webhook: JsonObject): LiveScope {
+/**
+ * The stamp's times on the reader's clock: a stamp first seen at `seenAt` (the reader's clock) was written about then,
+ * so its times move by what separates that from the writer's `at`. Seen later (a replica started since), its times
+ * come later too: holds and pending rules last longer, never shorter, than the writer meant.
+ */
+function onReaderClock(stamp: ScopeStamp, seenAt: number | undefined): ScopeStamp {
+  if (stamp.at === undefined || seenAt === undefined) return stamp;
+  const shift = seenAt - stamp.at;
+  return {
+    ...stamp,
+    at: seenAt,
+    ...(stamp.hold !== undefined ? { hold: stamp.hold + shift } : {}),
+    ...(stamp.pending ? { pending: stamp.pending.map((p) => ({ ...p, until: p.until + shift })) } : {}),
+  };
+}
+
+/**
+ * Reads the live registration of the dragnet webhook (`webhook`) of `config` (its annotations); `seenAt`, when this
+ * version of the configuration was first seen on the reader's clock, puts the stamp's times on that clock.
+ */
+export function readLive(config: JsonObject, webhook: JsonObject, seenAt?: number): LiveScope {
   const annotations = annotationsOf(config);
   const current = readScope(webhook);
-  const stamp = parseStamp(annotations[SCOPE_ANNOTATION]);
+  const parsed = parseStamp(annotations[SCOPE_ANNOTATION]);
+  const stamp = parsed && onReaderClock(parsed, seenAt);
   const ours = stamp !== null && stamp.hash === scopeHash(current);
   const stored = ours ? parseScope(annotations[CONFIGURED_ANNOTATION] ?? '') : null;
   // Someone else's registration (a fresh install, a re-applied bundle, an edit) is the configured net from now on,
@@ -163,13 +201,20 @@ export interface Decision {
     | 'newer-writer'
     | 'older-writer'
     | 'held'
-    | 'pending';
+    | 'pending'
+    | 'starting';
 }
 
 /** What this replica knows besides its rules: the time, and whether its store has a rule at a generation. */
 export interface DecisionContext {
   now: number;
-  landed: (uid: string, generation: number) => boolean;
+  landed: (uid: string, generation: number, spec?: string) => boolean;
+  /**
+   * This replica narrows only from then on: an admission another replica answered before this one started listening
+   * to peer notices may rely on the live registration (covered already, so nothing in the stamp says so), and its rule
+   * reaches this store only once written. Undefined: no such wait.
+   */
+  narrowFrom?: number;
 }
 
 /**
@@ -183,9 +228,28 @@ export function narrowingBlocked(
 ): { reason: 'held' | 'pending'; until: number } | null {
   if (!stamp) return null;
   if (stamp.hold !== undefined && stamp.hold > ctx.now) return { reason: 'held', until: stamp.hold };
-  const waiting = (stamp.pending ?? []).filter((p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation));
+  const waiting = (stamp.pending ?? []).filter(
+    (p) => p.until > ctx.now && !ctx.landed(p.uid, p.generation, p.spec),
+  );
   if (waiting.length === 0) return null;
   return { reason: 'pending', until: Math.min(...waiting.map((p) => p.until)) };
+}
+
+/**
+ * Whether the stamp's writer counted a rule version as pending: its registration sends that rule's objects (a writer
+ * keeps every pending rule covered), whatever the text of its conditions.
+ */
+export function stampCarries(
+  stamp: ScopeStamp | null,
+  version: { uid: string; generation: number; spec?: string },
+): boolean {
+  // A later generation stands for this one (it was written over it); at the same one, only the same spec does.
+  return (stamp?.pending ?? []).some(
+    (p) =>
+      p.uid === version.uid &&
+      (p.generation > version.generation ||
+        (p.generation === version.generation && p.spec !== undefined && p.spec === version.spec)),
+  );
 }
 
 /**
@@ -204,6 +268,13 @@ export function decide(
   // Only a registration that sends at least what the live one sends may replace it while it is held or pending.
   const blocked = live.ours ? narrowingBlocked(live.stamp, ctx) : null;
   if (blocked && !scopeIncludes(desired, live.current)) return { write: false, reason: blocked.reason };
+  if (
+    live.ours &&
+    ctx.narrowFrom !== undefined &&
+    ctx.now < ctx.narrowFrom &&
+    !scopeIncludes(desired, live.current)
+  )
+    return { write: false, reason: 'starting' };
   const cmp = live.stamp ? compareVersions(me.rulesVersion, live.stamp.rulesVersion) : 1;
   if (cmp < 0) return { write: false, reason: 'behind' };
   if (!live.ours) return { write: true, reason: 'foreign' };

@@ -1,7 +1,7 @@
 import { CompiledRule } from '../rule/compile';
 import { targetsClusterScoped } from '../store/target';
 import { SafeRegex } from '../util/regex';
-import { pinnedRegexes, pinnedValues } from './pins';
+import { pinnedRegexes, pinnedValues } from '../rule/pins';
 import { ScopeOperation, SCOPE_OPERATIONS } from './types';
 
 /**
@@ -18,6 +18,8 @@ export interface NamespaceSet {
 export interface RuleReach {
   /** namespace/name. */
   readonly rule: string;
+  /** For a Pod rule's variant (spec.podControllers): the controller kind it is for. */
+  readonly controller?: string;
   /** Operations the webhook must see for it: a Patch rule changes nothing on DELETE (only Reject rules act there). */
   readonly operations: ReadonlySet<ScopeOperation>;
   /** Kinds its objects must have; null: any kind. */
@@ -125,5 +127,16 @@ export function ruleReach(rule: CompiledRule, clusterNamespace: string): RuleRea
     !isEmptyNamespaceSet(namespaces),
     cluster,
   ]);
-  return { rule: rule.key, operations, kinds, groups, namespaces, cluster, notes, shape };
+  const controller = rule.podController?.kind;
+  return {
+    rule: rule.key,
+    ...(controller ? { controller } : {}),
+    operations,
+    kinds,
+    groups,
+    namespaces,
+    cluster,
+    notes,
+    shape,
+  };
 }

@@ -1,7 +1,7 @@
 import { closest } from '../util/suggest';
 import { CompiledRule } from '../rule/compile';
 import { ResourceCatalog } from './catalog';
-import { itemPin } from './pins';
+import { itemPin } from '../rule/pins';
 import { RuleReach, ruleReach } from './reach';
 import { ServedResource } from './types';
 

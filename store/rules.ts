@@ -11,6 +11,18 @@ import { namespaceLabels, sameLabels } from './target';
 export { compareRules } from './snapshot';
 export type { RuleSnapshot } from './snapshot';
 
+/** A rule as the store holds it: itself and, for a Pod rule with spec.podControllers, its controller variants. */
+function withItsVariants(rule: CompiledRule): readonly CompiledRule[] {
+  return rule.variants ? [rule, ...rule.variants] : [rule];
+}
+
+/** How many ModRules a list holds (a Pod rule's variants are the same ModRule). */
+function modRules(list: readonly CompiledRule[]): number {
+  let n = 0;
+  for (const r of list) if (!r.podController) n++;
+  return n;
+}
+
 function ruleIdentity(rule: unknown): { namespace: string; name: string } | undefined {
   if (!isJsonObject(rule) || !isJsonObject(rule.metadata)) return undefined;
   const { name, namespace } = rule.metadata;
@@ -98,7 +110,7 @@ export class RuleStore {
     return { rule: compiled, problems };
   }
 
-  /** Every rule held now (any order). */
+  /** Every rule held now (any order), a Pod rule's controller variants included. */
   allRules(): CompiledRule[] {
     return [...this.byNamespace.values()].flat();
   }
@@ -115,7 +127,7 @@ export class RuleStore {
     }
     this.writeRules(compiled.namespace, (list) => [
       ...list.filter((r) => r.name !== compiled.name),
-      compiled,
+      ...withItsVariants(compiled),
     ]);
     return [];
   }
@@ -157,9 +169,9 @@ export class RuleStore {
     const next = new Map<string, CompiledRule[]>();
     let count = 0;
     for (const [namespace, names] of byName) {
-      const list = [...names.values()].sort(compareRules);
+      const list = [...names.values()].flatMap(withItsVariants).sort(compareRules);
       next.set(namespace, list);
-      count += list.length;
+      count += names.size;
     }
     this.byNamespace = next;
     this.sharedRules = false;
@@ -178,7 +190,7 @@ export class RuleStore {
   ruleOf(namespace: string, name: string): CompiledRule | undefined {
     const native = this.natively.get(`${namespace}/${name}`);
     if (native) return native.full;
-    return this.byNamespace.get(namespace)?.find((r) => r.name === name);
+    return this.byNamespace.get(namespace)?.find((r) => r.name === name && !r.podController);
   }
 
   /**
@@ -194,7 +206,7 @@ export class RuleStore {
     this.natively.set(`${namespace}/${name}`, { full: rule, residual });
     this.writeRules(namespace, (list) => [
       ...list.filter((r) => r.name !== name),
-      ...(residual ? [residual] : []),
+      ...(residual ? withItsVariants(residual) : []),
     ]);
     // ruleCount counts rules, also those the webhook no longer holds.
     if (!residual) this.count += 1;
@@ -206,7 +218,10 @@ export class RuleStore {
     const native = this.natively.get(`${namespace}/${name}`);
     if (!native) return;
     this.forgetNative(namespace, name);
-    this.writeRules(namespace, (list) => [...list.filter((r) => r.name !== name), native.full]);
+    this.writeRules(namespace, (list) => [
+      ...list.filter((r) => r.name !== name),
+      ...withItsVariants(native.full),
+    ]);
   }
 
   /** The rules served natively, by namespace/name; `partial`: the webhook still serves some objects of it. */
@@ -287,7 +302,7 @@ export class RuleStore {
     }
     if (after.length === 0) this.byNamespace.delete(namespace);
     else this.byNamespace.set(namespace, after);
-    this.count += after.length - before.length;
+    this.count += modRules(after) - modRules(before);
     this.stale = 'all';
     this.rulesVersion++;
     this.changed();

@@ -1,5 +1,6 @@
 import { BUILTIN_FUNCTIONS } from './builtins';
 import { FunctionError } from './errors';
+import { IMAGE_FUNCTIONS } from './images';
 import { def, FuncDef } from './registry';
 import { DICT_FUNCTIONS } from './sprig/dicts';
 import { ENCODING_FUNCTIONS } from './sprig/encoding';
@@ -28,7 +29,10 @@ const DEFAULTS_AND_TYPES: Record<string, FuncDef> = {
   }),
 };
 
-/** Every function a template may call: Go's builtins overlaid with Sprig's (Sprig's `slice` wins, as in Go). */
+/**
+ * Every function a template may call: Go's builtins overlaid with Sprig's (Sprig's `slice` wins, as in Go), and
+ * modrule's image functions.
+ */
 export const FUNCTIONS: ReadonlyMap<string, FuncDef> = new Map(
   Object.entries({
     ...BUILTIN_FUNCTIONS,
@@ -40,6 +44,7 @@ export const FUNCTIONS: ReadonlyMap<string, FuncDef> = new Map(
     ...ENCODING_FUNCTIONS,
     ...PATH_FUNCTIONS,
     ...DEFAULTS_AND_TYPES,
+    ...IMAGE_FUNCTIONS,
   }),
 );
 

@@ -119,7 +119,7 @@ describe('the README, followed literally', () => {
     expect(existsSync(join(dir, 'my-modrule.yaml'))).toBe(true);
   });
 
-  it("npm test's lint step prints errors only: the NOT_YET list's warnings are npm run lint's", async () => {
+  it("npm test's lint step prints nothing on a file the lint ratchet pins", async () => {
     const { scripts } = JSON.parse(doc('package.json')) as { scripts: Record<string, string> };
     // The eslint step of a script, following `npm run NAME` to that script.
     const eslintOf = (script: string): string[] => {
@@ -130,12 +130,10 @@ describe('the README, followed literally', () => {
       }
       throw new Error(`no eslint step in "${script}"`);
     };
-    // A file of the NOT_YET list (eslint.config.mjs): it warns by design until it meets the limits.
-    const file = 'cli/audit.ts';
+    // A file pinned in eslint.limits.json's notYet (over the project's limits, held at its own value).
+    const file = 'cli/testfile.ts';
     const eslint = join(__dirname, '..', 'node_modules', '.bin', 'eslint');
     const args = (script: string): string[] => [...eslintOf(script).filter((a) => a !== '.'), file];
-    const lint = await runProcess(eslint, args(scripts.lint));
-    expect(lint.stdout).toContain('warning');
     const test = await runProcess(eslint, args(scripts.test));
     expect(test).toEqual({ code: 0, stdout: '', stderr: '' });
   });

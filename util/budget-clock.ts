@@ -2,12 +2,9 @@
 export interface BudgetClocks {
   /** Wall clock in ms: tells when the CPU clock is worth reading. */
   now?: () => number;
-  /** CPU time of the process in ms: what the request's time and a rule's share count. */
+  /**
+   * CPU time in ms: what the request's time and a rule's share count. Default util/cpu-clock.ts cpuMs, the
+   * evaluating thread's own where the runtime has a per-thread clock, else the process's.
+   */
   cpu?: () => number;
-}
-
-/** The CPU time of the process (user and system) in ms: a system call, read only when a limit could be reached. */
-export function processCpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
 }

@@ -54,7 +54,7 @@ export const RULE_TIMED_AFTER_STEPS = 2048;
 
 /**
  * The CPU clock is a system call, the wall clock is not; CPU time never runs ahead of wall time on the one thread
- * that evaluates. So the CPU clock is read only once the wall clock says a limit could have been reached, and first
+ * that evaluates (a process clock, Node 20's, is counted as no more than it). So the CPU clock is read only once the wall clock says a limit could have been reached, and first
  * once this fraction of the request's time has passed on the wall clock (or a rule is timed): until then the
  * request is taken to have had the CPU all along, so a busy machine costs it at most this fraction of its time, and
  * ordinary requests, which end long before, never read it.

@@ -7,8 +7,9 @@ import {
   RuleBudgetExhaustedError,
 } from './budget';
 
-// The budget's time is the CPU time of the process: a busy machine stretches the wall clock, not the budget. These
-// tests move both clocks by hand: run() is time the process had the CPU, wait() time it did not.
+// The budget's time is the CPU time of the evaluating thread (util/cpu-clock.ts): a busy machine stretches the wall
+// clock, not the budget. These tests move both clocks by hand: run() is time the thread had the CPU, wait() time it
+// did not. util/budget-clocks.test.ts runs the real clocks.
 function clocks() {
   let wall = 1000;
   let cpu = 50;
@@ -22,6 +23,10 @@ function clocks() {
     },
     wait: (ms: number) => {
       wall += ms;
+    },
+    // Another thread of the process ran meanwhile: a process clock (Node 20's) counts it, the thread's does not.
+    others: (ms: number) => {
+      cpu += ms;
     },
     reads,
   };
@@ -65,6 +70,28 @@ describe('the request counts CPU time', () => {
     b.check();
     c.run(2);
     expect(() => b.check()).toThrow(/took more than 50 ms of CPU time/);
+  });
+
+  test('a process clock (Node 20) counts other threads too: the request is charged at most its wall time', () => {
+    const c = clocks();
+    const b = new RequestBudget({ steps: 1e9, ms: 100 }, c);
+    // 12 rules of 8 ms of real work each (each reads the CPU clock when its own clock starts), while another thread
+    // of the process spun as long: 96 ms of the request's own time, 192 ms on a process clock.
+    for (let i = 0; i < 12; i++) {
+      b.beginRule();
+      realWork(b);
+      c.run(8);
+      c.others(8);
+      b.check();
+      b.endRule();
+    }
+    expect(b.exhausted).toBeNull();
+    b.beginRule();
+    realWork(b);
+    c.run(5);
+    expect(() => b.check()).toThrow(
+      /^request budget exhausted: evaluation took more than 100 ms of CPU time/,
+    );
   });
 
   test('a small budget (a demoted request) reads the CPU clock at its start: only CPU time counts', () => {

@@ -1,4 +1,5 @@
-import { BudgetClocks, processCpuMs } from './budget-clock';
+import { BudgetClocks } from './budget-clock';
+import { cpuMs } from './cpu-clock';
 import {
   BUDGET_CHECK_STEPS,
   BudgetExhaustedError,
@@ -52,8 +53,9 @@ export class RequestBudget {
   private readonly timed: boolean;
   private lastNow: number;
   private readonly maxGivenBack: number;
-  // The request's CPU time: used = cpu() - cpuFrom - excused. cpuFrom is NaN until the CPU clock is first read,
-  // then that reading less the wall time since the start (never more CPU than wall time).
+  // The request's CPU time: used = min(cpu() - cpuFrom, wall time since the start) - excused. cpuFrom is NaN until
+  // the CPU clock is first read, then that reading less the wall time since the start. The evaluating thread never
+  // has more CPU time than wall time; a process clock (Node 20) can, counting other threads: capped at it.
   private wallFrom: number;
   private cpuFrom = NaN;
   private excused = 0;
@@ -87,7 +89,7 @@ export class RequestBudget {
   ) {
     const c = typeof clocks === 'function' ? { now: clocks } : clocks;
     this.now = c.now ?? (() => performance.now());
-    this.cpu = c.cpu ?? processCpuMs;
+    this.cpu = c.cpu ?? cpuMs;
     this.share = share;
     this.timed = Number.isFinite(limits.ms) || Number.isFinite(share.ms);
     this.remaining = limits.steps;
@@ -246,9 +248,10 @@ export class RequestBudget {
   // time used.
   private usedAt(now: number): number {
     const cpu = this.cpu();
-    if (Number.isNaN(this.cpuFrom)) this.cpuFrom = cpu - (now - this.wallFrom);
+    const wall = now - this.wallFrom;
+    if (Number.isNaN(this.cpuFrom)) this.cpuFrom = cpu - wall;
     this.seenWall = now;
-    this.seenUsed = cpu - this.cpuFrom - this.excused;
+    this.seenUsed = (cpu - this.cpuFrom < wall ? cpu - this.cpuFrom : wall) - this.excused;
     this.lookAt = this.nextLook();
     return this.seenUsed;
   }

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { constants, generateKeyPairSync, privateEncrypt, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import forge from 'node-forge';
 
@@ -18,7 +18,11 @@ export function unix(pem: string): string {
   return pem.replace(/\r\n/g, '\n');
 }
 
-function keyPair(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey } {
+function keyPair(): {
+  privateKey: forge.pki.rsa.PrivateKey;
+  publicKey: forge.pki.rsa.PublicKey;
+  pem: string;
+} {
   // Node's native RSA generation is far faster than forge's pure-JS one.
   const { privateKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
@@ -26,7 +30,27 @@ function keyPair(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki
     publicKeyEncoding: { type: 'spki', format: 'pem' },
   });
   const key = forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey;
-  return { privateKey: key, publicKey: forge.pki.setRsaPublicKey(key.n, key.e) };
+  return { privateKey: key, publicKey: forge.pki.setRsaPublicKey(key.n, key.e), pem: privateKey };
+}
+
+// DER of a DigestInfo's SHA-256 AlgorithmIdentifier and the octet string's header: what PKCS#1 v1.5 signs.
+const SHA256_DIGEST_INFO = Buffer.from('3031300d060960864801650304020105000420', 'hex');
+
+/**
+ * Signs `cert` (SHA-256 with RSA) with the PEM key through Node's crypto. forge's own big-integer RSA takes up to a
+ * second a signature on a busy machine, and ten times that under jest on Node 24 (whose global `navigator` sends
+ * forge's big-integer code down a slow path): an event loop blocked that long drops the operator's idle API
+ * connections. forge's sign() hands the key the digest of the to-be-signed certificate; Node signs it the same way.
+ */
+function signWith(cert: forge.pki.Certificate, keyPem: string): void {
+  const signer = {
+    sign: (md: forge.md.MessageDigest): string => {
+      const digest = Buffer.from(md.digest().getBytes(), 'binary');
+      const info = Buffer.concat([SHA256_DIGEST_INFO, digest]);
+      return privateEncrypt({ key: keyPem, padding: constants.RSA_PKCS1_PADDING }, info).toString('binary');
+    },
+  };
+  cert.sign(signer as unknown as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
 }
 
 function serial(): string {
@@ -55,7 +79,7 @@ export function newCa(
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  ca.sign(keys.privateKey, forge.md.sha256.create());
+  signWith(ca, keys.pem);
   return {
     cert: unix(forge.pki.certificateToPem(ca)),
     key: unix(forge.pki.privateKeyToPem(keys.privateKey)),
@@ -70,7 +94,6 @@ export function issueServingCert(
   days: number,
 ): KeyPairPem {
   const caCert = forge.pki.certificateFromPem(ca.cert);
-  const caKey = forge.pki.privateKeyFromPem(ca.key);
   const keys = keyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
@@ -91,7 +114,7 @@ export function issueServingCert(
     },
     { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
+  signWith(cert, ca.key);
   return {
     cert: unix(forge.pki.certificateToPem(cert)),
     key: unix(forge.pki.privateKeyToPem(keys.privateKey)),

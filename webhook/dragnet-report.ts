@@ -133,7 +133,8 @@ export function reportFairness(
         logger.warn('namespace demoted: its requests now get a small budget and wait their turn', {
           namespace,
           reason: run.demotion,
-          ms: Math.round(run.ms * 1000) / 1000,
+          cpuMs: Math.round(run.cpuMs * 1000) / 1000,
+          wallMs: Math.round(run.wallMs * 1000) / 1000,
           budget: fairness.demotedBudget,
         });
         if (onDemotion)

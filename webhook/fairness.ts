@@ -1,14 +1,15 @@
 import { performance } from 'node:perf_hooks';
 import { BudgetLimits, DEFAULT_BUDGET, RequestBudget, ruleShareOf } from '../util/budget';
+import { cpuMs } from '../util/cpu-clock';
 import { errorOf } from '../util/errors';
 
 /** How namespaces share the one event loop that evaluates every admission. */
 export interface FairnessOptions {
   /** What one request may spend (all its rules); default DEFAULT_BUDGET. */
   budget?: BudgetLimits;
-  /** A request evaluating longer than this demotes its namespace; default 25 ms. */
+  /** A request whose evaluation takes more CPU time than this demotes its namespace; default 25 ms. */
   slowMs?: number;
-  /** Evaluation time one namespace may use per second before it is demoted; default 250 ms. */
+  /** Evaluation CPU time one namespace may use per second (of wall time) before it is demoted; default 250 ms. */
   shareMsPerSecond?: number;
   /**
    * The share rule applies only when the namespace's requests cost more than this on average in the window; default
@@ -27,8 +28,10 @@ export interface FairnessOptions {
   demotedShare?: number;
   /** A queued evaluation that has waited this long (ms) runs whatever the share; default 2,000 (webhook timeouts). */
   demotedMaxWaitMs?: number;
-  /** Clock in ms (tests). */
+  /** Wall clock in ms (tests). */
   now?: () => number;
+  /** CPU clock in ms (tests); default util/cpu-clock.ts cpuMs, the evaluating thread's where the runtime can tell. */
+  cpu?: () => number;
 }
 
 // 5 ms, and steps in the budget's own proportion to time: a single large operation is paid for before it runs, so
@@ -42,6 +45,10 @@ function demoted(budget: BudgetLimits): BudgetLimits {
 
 // Demoted evaluations may run back to back for this long (ms) before the share paces them.
 const DEMOTED_BURST_MS = 20;
+
+// An evaluation shorter than this (ms of wall time) is booked at its wall time, which its CPU time cannot exceed and
+// which is far under every limit: the CPU clock (a system call or two) is read again only after longer ones.
+const CPU_READ_FROM_MS = 1;
 
 interface Account {
   windowStart: number;
@@ -59,8 +66,10 @@ export interface FairRun<T> {
   demoted: boolean;
   /** Set when this evaluation demoted its namespace (or renewed the demotion). */
   demotion: DemotionReason | null;
-  /** Evaluation time. */
-  ms: number;
+  /** The evaluation's CPU time (ms): what its namespace is charged (under 1 ms of wall time, the wall time). */
+  cpuMs: number;
+  /** The evaluation's wall time (ms): longer than its CPU time on a busy machine, and not its doing. */
+  wallMs: number;
 }
 
 /** Why a namespace was demoted. */
@@ -68,10 +77,11 @@ export type DemotionReason = 'budget exhausted' | 'slow request' | 'too much eva
 
 /**
  * Per-namespace cost accounting. Evaluation is synchronous on the one event loop, so a request in evaluation holds up
- * every other namespace's requests. A namespace whose requests exhaust their budget, run long, or use too much of the
- * loop is demoted for a while: its requests get a small budget (so a cheap one still gets its rules, an expensive
- * one fails fast) and wait in a queue evaluated one per event-loop turn, so other namespaces' requests, read in
- * between, never wait behind more than one of them.
+ * every other namespace's requests. A namespace whose requests exhaust their budget, take long, or use too much of
+ * the loop (in CPU time: a busy machine stretches everyone's wall time alike) is demoted for a while: its requests
+ * get a small budget (so a cheap one still gets its rules, an expensive one fails fast) and wait in a queue
+ * evaluated one per event-loop turn, so other namespaces' requests, read in between, never wait behind more than one
+ * of them.
  */
 export class NamespaceFairness {
   readonly budget: BudgetLimits;
@@ -81,6 +91,7 @@ export class NamespaceFairness {
   private readonly costlyMs: number;
   private readonly demotionMs: number;
   private readonly now: () => number;
+  private readonly cpu: () => number;
   private readonly accounts = new Map<string, Account>();
   private readonly queue: Array<{ run: () => void; since: number }> = [];
   private draining = false;
@@ -98,6 +109,7 @@ export class NamespaceFairness {
     this.costlyMs = options.costlyMs ?? 2;
     this.demotionMs = options.demotionMs ?? 60_000;
     this.now = options.now ?? (() => performance.now());
+    this.cpu = options.cpu ?? cpuMs;
     this.demotedShare = options.demotedShare ?? 0.25;
     if (!(this.demotedShare > 0 && this.demotedShare <= 1))
       throw new RangeError(`demotedShare must be above 0 and at most 1, not ${this.demotedShare}`);
@@ -148,28 +160,42 @@ export class NamespaceFairness {
 
   // The budget starts when evaluation does, not while the request waits in the queue. A rule's share is a tenth of
   // the configured budget, at most half of a demoted one: a rule that runs out of it fails alone, and does not
-  // exhaust the request (what demotes for "budget exhausted").
+  // exhaust the request (what demotes for "budget exhausted"). The namespace is charged the evaluation's CPU time
+  // (synchronous, on this thread), never more than its wall time: time the machine gave to other processes or
+  // threads is nobody's doing here.
   private evaluate<T>(
     namespace: string,
     limits: BudgetLimits,
     demoted: boolean,
     evaluate: (budget: RequestBudget) => T,
   ): FairRun<T> {
-    const budget = new RequestBudget(limits, { now: this.now }, ruleShareOf(limits, this.budget));
-    const started = this.now();
+    const budget = new RequestBudget(
+      limits,
+      { now: this.now, cpu: this.cpu },
+      ruleShareOf(limits, this.budget),
+    );
+    const wallFrom = this.now();
+    const cpuFrom = this.cpu();
     let value: T;
     try {
       value = evaluate(budget);
     } catch (err) {
-      this.book(namespace, this.now() - started, demoted, budget);
+      this.book(namespace, this.spent(wallFrom, cpuFrom).cpuMs, demoted, budget);
       throw err;
     }
-    const ms = this.now() - started;
-    const demotion = this.book(namespace, ms, demoted, budget);
-    return { value, budget, demoted, demotion, ms };
+    const spent = this.spent(wallFrom, cpuFrom);
+    const demotion = this.book(namespace, spent.cpuMs, demoted, budget);
+    return { value, budget, demoted, demotion, ...spent };
   }
 
-  // An evaluation's time: against its namespace, and against the demoted share when it ran demoted.
+  // The time since the two readings: CPU time at most the wall time (a process clock counts other threads too).
+  private spent(wallFrom: number, cpuFrom: number): { cpuMs: number; wallMs: number } {
+    const wallMs = this.now() - wallFrom;
+    if (wallMs < CPU_READ_FROM_MS) return { cpuMs: wallMs, wallMs };
+    return { cpuMs: Math.min(this.cpu() - cpuFrom, wallMs), wallMs };
+  }
+
+  // An evaluation's CPU time: against its namespace, and against the demoted share when it ran demoted.
   private book(
     namespace: string,
     ms: number,
@@ -181,8 +207,8 @@ export class NamespaceFairness {
   }
 
   /**
-   * Books one evaluation against its namespace; returns why the namespace was demoted when this request (newly or
-   * again) demotes it, else null.
+   * Books one evaluation's CPU time (ms) against its namespace; returns why the namespace was demoted when this
+   * request (newly or again) demotes it, else null.
    */
   record(namespace: string, ms: number, exhausted: boolean): DemotionReason | null {
     const now = this.now();

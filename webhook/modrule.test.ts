@@ -46,6 +46,32 @@ describe('handleValidateModRule causes', () => {
   });
 });
 
+describe('handleValidateModRule spec.podControllers', () => {
+  it('refuses a Pod rule that reads what a pod template cannot answer, at the field and why', () => {
+    const { response } = handleValidateModRule(
+      review({
+        apiVersion: 'api.kubemod.io/v1beta1',
+        kind: 'ModRule',
+        metadata: { name: 'by-name', namespace: 'team-a' },
+        spec: {
+          type: 'Patch',
+          podControllers: ['*'],
+          match: [
+            { select: '$.kind', matchValue: 'Pod' },
+            { select: '$.metadata.name', matchRegex: '^web' },
+          ],
+          patch: [{ op: 'add', path: '/metadata/labels/web', value: '"yes"' }],
+        },
+      }),
+    );
+    expect(response.allowed).toBe(false);
+    const causes = response.status?.details?.causes ?? [];
+    expect(causes.map((c) => c.field)).toEqual(['spec.match[1].select']);
+    expect(causes[0].message).toContain("metadata.name is the pod's own");
+    expect(response.status?.message).toContain('spec.match[1].select: ');
+  });
+});
+
 describe('handleValidateModRule references', () => {
   const withReference = (reference: Record<string, string>) =>
     review({
@@ -121,6 +147,35 @@ describe('handleValidateModRule targeting warnings', () => {
     expect(handleValidateModRule(rule('team-a', {}), 'kubemod-system').response.warnings).toBeUndefined();
     // A configured cluster namespace is honoured.
     expect(handleValidateModRule(rule('platform', selector), 'platform').response.warnings).toBeUndefined();
+  });
+});
+
+describe('handleValidateModRule idempotence warning', () => {
+  const rule = (match: unknown[]) =>
+    review({
+      apiVersion: 'api.kubemod.io/v1beta1',
+      kind: 'ModRule',
+      metadata: { name: 'sidecar', namespace: 'team-a' },
+      spec: {
+        type: 'Patch',
+        podControllers: ['Deployment'],
+        match: [{ select: '$.kind', matchValue: 'Pod' }, ...match],
+        patch: [{ op: 'add', path: '/spec/containers/-', value: 'name: agent\nimage: busybox' }],
+      },
+    } as AdmissionRequest['object']);
+
+  it('admits a rule that changes its own result again, with a warning kubectl prints whole', () => {
+    const { response, result } = handleValidateModRule(rule([]), 'kubemod-system');
+    expect(result).toBe('allowed');
+    expect(response.warnings).toEqual([
+      'spec.patch: not idempotent: applied to its own result it changes /spec/containers/5 again (sample Pod web-x2x5k); guard it with a match item its result fails (docs: Idempotency)',
+    ]);
+    for (const w of response.warnings ?? []) expect(w.length).toBeLessThanOrEqual(256);
+  });
+
+  it('says nothing once the append is guarded', () => {
+    const guard = { select: '$.spec.containers[*].name', matchValue: 'agent', negate: true };
+    expect(handleValidateModRule(rule([guard]), 'kubemod-system').response.warnings).toBeUndefined();
   });
 });
 

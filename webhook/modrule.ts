@@ -5,6 +5,8 @@ import { formatProblems, ValidationProblem } from '../rule/problems';
 import { validateModRule } from '../rule/validate';
 import { createPatch } from '../patch/diff';
 import { analyzeModRule } from '../rule/compile';
+import type { ReferencePolicy } from '../rule/references';
+import { idempotenceWarning } from '../engine/idempotence';
 import { ResourceCatalog } from '../scope/catalog';
 import { describeUnserved, kindField, unservedKindsOf } from '../scope/unserved';
 import { EndpointDecision } from './answer';
@@ -88,6 +90,16 @@ export function kindWarnings(
 }
 
 /**
+ * A warning for a Patch rule that changes its own result again, on the built-in samples (engine/idempotence.ts):
+ * the API server sends every change through the webhook, so such a rule keeps changing what it patched.
+ */
+export function idempotenceWarnings(request: AdmissionRequest, policy: ReferencePolicy): string[] {
+  const rule = request.object ? analyzeModRule(request.object, { references: policy }).rule : undefined;
+  const warning = rule ? idempotenceWarning(rule) : undefined;
+  return warning ? [`spec.patch: ${warning}`] : [];
+}
+
+/**
  * /validate-api-kubemod-io-v1beta1-modrule: every problem with its field path, so `kubectl apply` shows them all;
  * valid rules with targeting fields outside `clusterNamespace`, or naming kinds `servedKinds` does not serve, are
  * admitted with a warning. A rule outside `clusterNamespace` referencing another namespace, or a Secret without
@@ -111,6 +123,7 @@ export function handleValidateModRule(
     const warnings = [
       ...targetingWarnings(request, clusterNamespace),
       ...(catalog ? kindWarnings(request, catalog, clusterNamespace) : []),
+      ...idempotenceWarnings(request, policy),
     ];
     if (warnings.length > 0) response.warnings = warnings;
     return { response, result: 'allowed' };

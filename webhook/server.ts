@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { DEFAULT_MAX_BODY_BYTES } from '../util/body-limit';
+import { noThreadClock } from '../util/cpu-clock';
 import { AnswerMetrics } from './answer-metrics';
 import { admissionListener } from './dispatch';
 import { Route } from './endpoints';
@@ -72,6 +73,10 @@ export class WebhookServer {
   async start(): Promise<RunningWebhook> {
     const { transport } = this;
     const { logger } = transport;
+    // Said once: on such a runtime the budget and fairness charge the process's CPU time (docs/webhook.md).
+    const noClock = noThreadClock();
+    if (noClock)
+      logger.warn(`${noClock}: run Node 24 (the image's) to charge a rule its own thread's CPU time`);
     let closing = false;
     const listener = admissionListener({
       routes: this.routes,

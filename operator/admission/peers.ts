@@ -12,7 +12,7 @@ import {
   SIGNATURE_HEADER,
   signatures,
 } from '../../webhook/peer';
-import { AdmittedRules, RuleVersion } from '../rules/admitted';
+import { AdmittedRules, RuleVersion, specDigest } from '../rules/admitted';
 import { RuleStore } from '../../store/rules';
 import { Informer } from '../../kube/informer';
 import { KubeClient } from '../../kube/kube';
@@ -40,6 +40,8 @@ export interface PeerNotifierOptions {
   refreshKeys?: () => Promise<void>;
   /** Per attempt; default 1 s. */
   timeoutMs?: number;
+  /** This replica's clock (default Date.now): the deadlines callers pass are times on it. */
+  now?: () => number;
   /** How one attempt travels; default HTTPS to `${url}/peer/admitted` (tests and the simulation bring their own). */
   transport?: PeerTransport;
   registry?: Registry;
@@ -83,8 +85,10 @@ export class PeerNotifier {
   private readonly sent: Counter<'result'> | null;
   /** Peers that took none of the attempts of their last notice. */
   private readonly suspect = new Set<string>();
+  private readonly now: () => number;
 
   constructor(private readonly options: PeerNotifierOptions) {
+    this.now = options.now ?? Date.now;
     const service = options.service ?? 'kubemod-webhook-service';
     const portName = options.portName ?? 'webhook';
     const endpoints = (s: JsonObject) => sliceEndpoints(s, portName, options.port);
@@ -152,15 +156,15 @@ export class PeerNotifier {
     const peers = [...this.peers()];
     if (peers.length === 0) return [];
     // How long the admission may still run: a duration, so that the peers' clocks need not agree with this one's.
-    const answerWithinMs = answerBy !== undefined ? Math.max(0, answerBy - Date.now()) : undefined;
+    const answerWithinMs = answerBy !== undefined ? Math.max(0, answerBy - this.now()) : undefined;
     const notice: PeerNotice = {
       ...version,
-      sent: Date.now(),
+      sent: this.now(),
       ...(answerWithinMs !== undefined ? { answerWithinMs } : {}),
       ...(rule ? { rule } : {}),
     };
     const body = JSON.stringify(notice);
-    const deadline = by ?? Date.now() + (this.options.timeoutMs ?? 1000);
+    const deadline = by ?? this.now() + (this.options.timeoutMs ?? 1000);
     const results = await Promise.all(
       peers.map(async ([url, { ready }]) => ({
         ready,
@@ -202,14 +206,14 @@ export class PeerNotifier {
     // An allowed rule travels again: a peer that never heard of it counts it in its scope, not only holds for it.
     const notice: PeerNotice = {
       ...version,
-      sent: Date.now(),
+      sent: this.now(),
       answered,
       ...(answered === 'allowed' && rule ? { rule } : {}),
     };
     const body = JSON.stringify(notice);
     // Tried again within `withinMs`, ready peers only; one that does not take it is said (it may have restarted
     // since the first notice and not know of the rule at all).
-    const by = Date.now() + withinMs;
+    const by = this.now() + withinMs;
     const ready = [...this.peers()].filter(([, p]) => p.ready).map(([url]) => url);
     const failures = await Promise.all(ready.map((url) => this.deliver(url, body, by)));
     return failures.filter((f): f is PeerFailure => f !== null);
@@ -223,7 +227,7 @@ export class PeerNotifier {
       const result = await this.post(
         url,
         body,
-        once ? timeout : Math.max(50, Math.min(timeout, by - Date.now())),
+        once ? timeout : Math.max(50, Math.min(timeout, by - this.now())),
       );
       if (result.ok) {
         this.suspect.delete(url);
@@ -235,7 +239,7 @@ export class PeerNotifier {
       // 401: the replicas' shared secret changed and one of the two has not seen it yet.
       if (result.status === 401) await this.options.refreshKeys?.();
       // 400 is a notice the peer will never take (malformed, or older than it accepts).
-      const again = !once && result.status !== 400 && Date.now() + pause < by && this.listed(url);
+      const again = !once && result.status !== 400 && this.now() + pause < by && this.listed(url);
       if (!again) {
         if (by !== 0) this.suspect.add(url);
         this.sent?.inc({ result: 'failed' });
@@ -311,15 +315,17 @@ export function createPeers(
 export function receivePeerNotice(
   admitted: AdmittedRules,
   store: Pick<RuleStore, 'compileRule'>,
-  notice: PeerNotice,
+  received: PeerNotice,
 ): void {
+  const spec = specDigest(received.rule);
+  const notice = spec ? { ...received, spec } : received;
   if (notice.answered === 'refused') return admitted.forget(notice);
   if (notice.answered === 'allowed') {
     // Not heard of before (this replica started after the first notice): held for, and counted, from now on.
     if (!admitted.pendingVersion(notice))
-      admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null, Date.now());
+      admitted.admit(notice, notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null, 0);
     return admitted.answered(notice);
   }
   const rule = notice.rule ? (store.compileRule(notice.rule).rule ?? null) : null;
-  admitted.admit(notice, rule, Date.now() + (notice.answerWithinMs ?? 0));
+  admitted.admit(notice, rule, notice.answerWithinMs ?? 0);
 }

@@ -4,7 +4,7 @@ import { generationOf, metaString, nameOf, objectKey } from '../../util/meta';
 import { RuleStore } from '../../store/rules';
 import { AdmissionRequest } from '../../webhook/admission';
 import { RuleAdmissionHook, RuleAdmissionOutcome } from '../../webhook/rule-admission';
-import { AdmittedRules, RuleVersion } from '../rules/admitted';
+import { AdmittedRules, RuleVersion, specDigest } from '../rules/admitted';
 import { ScopeController } from '../scope/controller';
 import { WidenOutcome } from '../scope/widener';
 import { CompiledRule } from '../../rule/compile';
@@ -32,7 +32,14 @@ function versionOf(request: AdmissionRequest): RuleVersion | null {
   const uid = metaString(obj, 'uid');
   const namespace = request.namespace ?? metaString(obj, 'namespace');
   if (!obj || !uid || !namespace) return null;
-  return { namespace, name: nameOf(obj) || (request.name ?? ''), uid, generation: generationOf(obj) ?? 0 };
+  const spec = specDigest(obj);
+  return {
+    namespace,
+    name: nameOf(obj) || (request.name ?? ''),
+    uid,
+    generation: generationOf(obj) ?? 0,
+    ...(spec ? { spec } : {}),
+  };
 }
 
 /**

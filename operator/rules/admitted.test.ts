@@ -177,13 +177,16 @@ describe('AdmittedRules', () => {
     expect(admitted.rules()).toEqual([]);
   });
 
-  it('drops a create at once when another object took its name (AlreadyExists), answered or not', async () => {
+  it('keeps a create while another object holds its name until its admission is answered, then drops it', async () => {
+    // The other object may be deleted before this create lands (the simulation's seed 66), so only an answered
+    // admission with another uid stored is a create that failed (AlreadyExists).
     api.put('modrules', labelRule('team-a', 'taken'));
-    admitted.admit(
-      { namespace: 'team-a', name: 'taken', uid: 'u-lost', generation: 1 },
-      compile(labelRule('team-a', 'taken')),
-    );
-    await new Promise((r) => setTimeout(r, 150));
+    const lost = { namespace: 'team-a', name: 'taken', uid: 'u-lost', generation: 1 };
+    admitted.admit(lost, compile(labelRule('team-a', 'taken')));
+    await new Promise((r) => setTimeout(r, 250));
+    expect(admitted.rules().length).toBe(1);
+    admitted.answered(lost);
+    await new Promise((r) => setTimeout(r, 250));
     expect(admitted.rules()).toEqual([]);
     expect(admitted.until('team-a', 10)).toBeNull();
   });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Counter, Registry } from 'prom-client';
 import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
@@ -14,6 +15,15 @@ export interface RuleVersion {
   name: string;
   uid: string;
   generation: number;
+  /** specDigest of the ModRule as admitted (writes of one version admitted at once may differ). */
+  spec?: string;
+}
+
+/** A short digest of a ModRule's spec: tells apart two writes admitted at the same uid and generation. */
+export function specDigest(rule: JsonObject | null | undefined): string | undefined {
+  const spec = rule?.spec;
+  if (spec === undefined) return undefined;
+  return createHash('sha256').update(JSON.stringify(spec)).digest('hex').slice(0, 16);
 }
 
 interface Pending extends RuleVersion {
@@ -85,20 +95,24 @@ export class AdmittedRules implements StoreFreshness {
 
   /**
    * Records a rule admitted (valid, not a dry run) by this replica (`rule` compiled) or a peer (`rule` null), unless
-   * the store already has that version.
+   * the store already has that version; `answerWithinMs`: how long its admission may still run (a duration, so that
+   * a peer's clock need not agree with this one's).
    */
-  admit(version: RuleVersion, rule: CompiledRule | null, answerBy?: number): void {
+  admit(version: RuleVersion, rule: CompiledRule | null, answerWithinMs?: number): void {
     if (this.stopped || this.landed(version.uid, version.generation)) return;
     const key = objectKey(version.namespace, version.name);
     const list = this.pending.get(key) ?? [];
     const same = list.filter((p) => p.uid === version.uid && p.generation === version.generation);
     // A notice of a version known here adds nothing; a spec of it not counted yet does (two writes of one version
     // admitted at once: either may be the one the API server stores, the other losing with a 409).
-    if (same.length > 0 && (!rule || same.some((p) => p.rule === rule) || same.length >= MAX_SPECS)) {
-      for (const p of same) if (!p.rule) p.rule = rule;
+    const sameSpec = (p: Pending) => p.rule === rule || (!!version.spec && p.spec === version.spec);
+    if (same.length > 0 && (!rule || same.some(sameSpec) || same.length >= MAX_SPECS)) {
+      for (const p of same) if (!p.rule && (!p.spec || p.spec === version.spec)) p.rule = rule;
       return;
     }
-    const entry: Pending = { ...version, rule, at: this.now(), answerBy, waiters: new Set(), timer: null };
+    const at = this.now();
+    const answerBy = answerWithinMs === undefined ? undefined : at + answerWithinMs;
+    const entry: Pending = { ...version, rule, at, answerBy, waiters: new Set(), timer: null };
     entry.timer = setTimeout(() => void this.check(key, entry), this.options.checkAfterMs ?? 1000);
     entry.timer.unref();
     this.pending.set(key, [...list, entry]);
@@ -172,9 +186,15 @@ export class AdmittedRules implements StoreFreshness {
    * Whether this replica's scope computations count this rule version: its store has it (or newer), or it is one of
    * the rules it admitted itself.
    */
-  knows(uid: string, generation: number): boolean {
+  knows(uid: string, generation: number, spec?: string): boolean {
     if (this.landed(uid, generation)) return true;
-    return this.entries().some((p) => p.rule && p.uid === uid && p.generation >= generation);
+    return this.entries().some(
+      (p) =>
+        p.rule &&
+        p.uid === uid &&
+        (p.generation > generation ||
+          (p.generation === generation && (spec === undefined || p.spec === undefined || p.spec === spec))),
+    );
   }
 
   /** The pending rules, compiled (every spec admitted and not stored yet): the scope counts them in force. */
@@ -184,8 +204,8 @@ export class AdmittedRules implements StoreFreshness {
 
   /** The pending rules' versions (the stamp of a registration widened for them). */
   versions(): RuleVersion[] {
-    return this.entries().flatMap(({ namespace, name, uid, generation, rule }) =>
-      rule ? [{ namespace, name, uid, generation }] : [],
+    return this.entries().flatMap(({ namespace, name, uid, generation, spec, rule }) =>
+      rule ? [{ namespace, name, uid, generation, ...(spec ? { spec } : {}) }] : [],
     );
   }
 
@@ -242,12 +262,9 @@ export class AdmittedRules implements StoreFreshness {
     if (!this.isPending(key, p)) return;
     const path = `/apis/api.kubemod.io/v1beta1/namespaces/${encodeURIComponent(p.namespace)}/modrules/${encodeURIComponent(p.name)}`;
     let landed = true;
-    // Another object under its name: its create failed (AlreadyExists), whether the admission answered yet or not.
-    let superseded = false;
     try {
       const got = await this.options.client.request('GET', path);
       landed = metaString(got, 'uid') === p.uid && (generationOf(got) ?? 0) >= p.generation;
-      superseded = metaString(got, 'uid') !== p.uid;
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) landed = false;
       else
@@ -255,10 +272,11 @@ export class AdmittedRules implements StoreFreshness {
     }
     if (!this.isPending(key, p)) return;
     const now = this.now();
-    // Its admission is still running: absent says nothing yet (a widening and its probes can take seconds).
+    // Its admission is still running: absent, or another object under its name, says nothing yet (a widening and its
+    // probes can take seconds, and the other object may be deleted before this create lands: the simulation's seed 66).
     const answering = p.answerBy === undefined ? now - p.at < MAX_ADMISSION_MS : now < p.answerBy;
     const age = now - (p.answerBy ?? p.at);
-    if ((!landed && (!answering || superseded)) || age >= (this.options.maxAgeMs ?? 10_000)) {
+    if ((!landed && !answering) || age >= (this.options.maxAgeMs ?? 10_000)) {
       if (landed)
         this.options.logger.warn(
           'the store has not seen an admitted ModRule in time; no longer waiting for it',

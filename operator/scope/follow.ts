@@ -8,6 +8,7 @@ import {
   narrowingBlocked,
   readLive,
   ScopeStamp,
+  stampCarries,
 } from '../../scope/ownership';
 import { dragnetOf, scopeHash } from '../../scope/entry';
 import { Scope } from '../../scope/types';
@@ -22,6 +23,15 @@ import { ScopeMetrics } from './metrics';
 import { NativeScopes } from './native-scopes';
 import { ScopeWidener } from './widener';
 import { ScopeWriter } from './writer';
+
+/**
+ * How long a replica waits after it starts before it narrows the registration. A peer answering an admission tells
+ * the replicas it knows of, just before the answer, and tries again for 0.5 s (operator/admission/peers.ts); a
+ * replica started after that notice hears nothing, and the rule reaches its store only once written and watched. So
+ * a newcomer waits out that window, the write and its watch, with margin (the simulation's seed 22705: a replica
+ * restarted between a peer's notice and the answer narrowed that rule away).
+ */
+const NARROW_AFTER_START_MS = 5_000;
 
 /** What the rule follower works with: the scope controller's parts. */
 export interface RuleFollowerParts {
@@ -57,7 +67,12 @@ interface Computation {
  * net is put back. Narrowing never drops a rule admitted elsewhere and not seen here yet (the stamp's pending list).
  */
 export class RuleFollower {
-  constructor(private readonly parts: RuleFollowerParts) {}
+  /** This replica may narrow the registration from then on (DecisionContext.narrowFrom). */
+  private readonly narrowFrom: number;
+
+  constructor(private readonly parts: RuleFollowerParts) {
+    this.narrowFrom = parts.now() + (parts.options.narrowAfterStartMs ?? NARROW_AFTER_START_MS);
+  }
 
   /** Writes the registration the rules in force need, when the stamps say this replica should. */
   async run(): Promise<ReconcileResult | void> {
@@ -85,7 +100,7 @@ export class RuleFollower {
     const config = view.configuration;
     const webhook = view.dragnet();
     if (!config || !webhook) return null; // nothing registered: nothing to compute for
-    const live = readLive(config, webhook);
+    const live = readLive(config, webhook, view.seenAt);
     const desired = scopes.compute(live, this.narrowing());
     scopes.report(desired.result, live);
     const hash = scopeHash(desired.registration);
@@ -95,7 +110,8 @@ export class RuleFollower {
     const nativeVersion = options.native?.policiesVersion() ?? undefined;
     const ctx: DecisionContext = {
       now: this.parts.now(),
-      landed: (uid, generation) => options.admitted?.knows(uid, generation) ?? false,
+      landed: (uid, generation, spec) => options.admitted?.knows(uid, generation, spec) ?? false,
+      narrowFrom: this.narrowFrom,
     };
     const replica = { rulesVersion, writer: this.parts.id, mode: options.mode, nativeVersion };
     const decision = decide(live, desired.registration, replica, ctx);
@@ -113,8 +129,13 @@ export class RuleFollower {
       rulesVersion: c.rulesVersion,
     });
     // Someone else's write left out a rule admitted here and not stored yet: put it back (a union, never narrower).
-    if (options.admitted?.versions().length && !scopeIncludes(c.live.current, c.desired.registration))
+    // A rule its stamp carries is covered, though the conditions read otherwise than ours (a writer that knew more
+    // rules joins them into other expressions): widening for it would undo that write, and its writer redo it, for
+    // ever (the simulation's seed 813).
+    const left = (options.admitted?.versions() ?? []).filter((v) => !stampCarries(c.live.stamp, v));
+    if (left.length > 0 && !scopeIncludes(c.live.current, c.desired.registration))
       this.parts.widener.repair();
+    if (c.decision.reason === 'starting') return this.later(this.narrowFrom);
     const blocked = c.live.ours ? narrowingBlocked(c.live.stamp, c.ctx) : null;
     return blocked ? this.later(blocked.until) : undefined;
   }
@@ -135,6 +156,7 @@ export class RuleFollower {
       mode: this.parts.options.mode,
       ...(c.nativeVersion ? { nativeVersion: c.nativeVersion } : {}),
       ...(pending.length > 0 ? { pending } : {}),
+      at: c.ctx.now,
     };
   }
 

@@ -29,6 +29,8 @@ export class LiveScopeView {
   private live: LiveScope | null = null;
   private hash: string | null = null;
   private changedAt = 0;
+  /** When the configuration's version held was first seen, on this replica's clock (the stamp's times are read so). */
+  private seenVersionAt: { version: string; at: number } | null = null;
   /**
    * The rules version this replica had when it last asked the API server for the configuration (a consistent read):
    * the view is at least that fresh. Only such a view may say "someone else's registration, the wide net, is in
@@ -51,6 +53,11 @@ export class LiveScopeView {
   /** The configuration held (null: none, or not seen yet). */
   get configuration(): JsonObject | null {
     return this.config;
+  }
+
+  /** When the configuration's version held was first seen (this replica's clock): readLive's `seenAt`. */
+  get seenAt(): number | undefined {
+    return this.seenVersionAt?.at;
   }
 
   /** Whether any version (or its absence) has been seen. */
@@ -219,7 +226,9 @@ export class LiveScopeView {
    */
   private observe(): void {
     const webhook = this.dragnet();
-    this.live = webhook ? readLive(this.config!, webhook) : null;
+    const version = metaString(this.config, 'resourceVersion');
+    if (this.seenVersionAt?.version !== version) this.seenVersionAt = { version, at: this.now() };
+    this.live = webhook ? readLive(this.config!, webhook, this.seenAt) : null;
     const hash = this.live ? scopeHash(this.live.current) : null;
     if (!this.seenAny || hash !== this.hash) {
       this.seenAny = true;

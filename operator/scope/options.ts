@@ -46,6 +46,8 @@ export interface ScopeControllerOptions {
   holdMs?: number;
   /** Clock; injectable for tests. */
   now?: () => number;
+  /** How long after it starts this replica waits before narrowing the registration (default 5 s). */
+  narrowAfterStartMs?: number;
   /** The native policies: the last change seen (orders replicas), and a value that changes at every hand-over. */
   native?: { policiesVersion(): string | null; servingVersion(): string } | null;
   /** This replica's writer id in the stamp; default its start (ms) and a random part (a later start wins a tie). */

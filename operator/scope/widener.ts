@@ -11,6 +11,7 @@ import {
   readLive,
   ScopeMode,
   ScopeStamp,
+  stampCarries,
 } from '../../scope/ownership';
 import { scopeHash } from '../../scope/entry';
 import { Scope } from '../../scope/types';
@@ -219,19 +220,25 @@ export class ScopeWidener {
     const config = this.ctx.live.configuration;
     const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
     if (!config || !webhook) return { kind: 'error', reason: NOT_REGISTERED };
-    const live = readLive(config, webhook);
+    const live = readLive(config, webhook, this.ctx.live.seenAt);
     const desired = this.ctx.desired(live);
     // Not narrowing (wide mode, or narrowing given up): the live scope as it is, stamped so it can be proven.
     const union = this.ctx.narrowing()
       ? unionScopes(live.current, desired.registration, UNION_LEVELS[state.level])
       : live.current;
     const hash = scopeHash(union);
+    const liveHash = scopeHash(live.current);
     const isLive = () => this.ctx.live.currentHash === hash;
-    // Someone else's configuration (a re-applied bundle) is written once more, stamped and with its probe token,
-    // so that it can be proven in force: the same scope, nothing narrower.
-    if (hash === scopeHash(live.current) && live.ours && probeTokenIn(config) === live.stamp?.probe) {
-      if (desired.index) this.remember(hash, desired.index);
-      const confirmed = await this.confirmed(widenBy, isLive);
+    // Covered already: the union adds nothing, or another replica wrote the live one counting every rule admitted
+    // here (its conditions may read otherwise than ours, joined with rules it knows: widening again would undo its
+    // write, and it redo it, for as long as the admission lasts: the simulation's seed 1103). Someone else's
+    // configuration (a re-applied bundle) is written once more, stamped and with its probe token, so that it can be
+    // proven in force: the same scope, nothing narrower.
+    const mine = this.ctx.pending();
+    const carried = mine.length > 0 && mine.every((v) => stampCarries(live.stamp, v));
+    if ((hash === liveHash || carried) && live.ours && probeTokenIn(config) === live.stamp?.probe) {
+      if (desired.index && hash === liveHash) this.remember(hash, desired.index);
+      const confirmed = await this.confirmed(widenBy, () => this.ctx.live.currentHash === liveHash);
       if (confirmed.kind === 'covered' && state.wrote) return { ...confirmed, kind: 'widened' };
       // Not confirmed while still live: out of time. Else the live registration moved on: decide again.
       return confirmed.kind === 'covered' || isLive() ? confirmed : 'again';
@@ -294,10 +301,12 @@ export class ScopeWidener {
     const until = now + (this.ctx.pendingTtlMs ?? 30_000);
     const mine: PendingRule[] = this.ctx
       .pending()
-      .map((v) => ({ uid: v.uid, generation: v.generation, until }));
-    const uids = new Set(mine.map((p) => p.uid));
+      .map((v) => ({ uid: v.uid, generation: v.generation, until, ...(v.spec ? { spec: v.spec } : {}) }));
+    // Another spec of a version admitted here stays (another replica admitted it at once; either may land).
+    const key = (p: PendingRule) => `${p.uid}/${p.generation}/${p.spec ?? ''}`;
+    const ours = new Set(mine.map(key));
     // Bounded: the annotation must stay small (a flood of rules widens for a few at a time anyway).
-    const pending = [...kept.filter((p) => !uids.has(p.uid)), ...mine].slice(-500);
+    const pending = [...kept.filter((p) => !ours.has(key(p))), ...mine].slice(-500);
     // A union is at least as wide as the registration it widened: it keeps the native policy change that one was
     // written for, so no replica that has not seen that change narrows it, this one included (scope/ownership.ts).
     const nativeVersion = maxVersion(live.stamp?.nativeVersion, this.ctx.nativeVersion?.() ?? null);
@@ -308,6 +317,7 @@ export class ScopeWidener {
       mode: this.ctx.mode ?? 'rules',
       ...(nativeVersion ? { nativeVersion } : {}),
       ...(pending.length > 0 ? { pending } : {}),
+      at: now,
       ...extra,
     };
   }
@@ -322,7 +332,7 @@ export class ScopeWidener {
         const config = this.ctx.live.configuration;
         const webhook = config ? this.ctx.writer.dragnetOf(config) : null;
         if (!config || !webhook) return { kind: 'failed', reason: `${reason}; ${NOT_REGISTERED}` };
-        const live = readLive(config, webhook);
+        const live = readLive(config, webhook, this.ctx.live.seenAt);
         const hash = scopeHash(live.configured);
         if (live.ours && scopeHash(live.current) !== hash) {
           const stamp = this.stampFor(live, hash, { hold: holdUntil, reason });

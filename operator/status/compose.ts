@@ -123,7 +123,10 @@ function servedByOf(problems: readonly unknown[], facets: readonly Facet[]): Fac
   return facets.find((f) => f.servedBy)?.servedBy ?? 'Webhook';
 }
 
-/** The status a rule should carry: Ready, the abnormal-true conditions, other owners' conditions, servedBy. */
+/**
+ * The status a rule should carry: Ready, the abnormal-true conditions, other owners' conditions, servedBy and the
+ * pod controllers it reaches.
+ */
 export function composeStatus(input: ComposeInput): Composition {
   const ctx: Context = { ...input };
   const facets = FACET_SOURCES.flatMap((s) => input.facets.get(s) ?? []);
@@ -132,10 +135,13 @@ export function composeStatus(input: ComposeInput): Composition {
   const ready = readyOf(ctx, facets, carried, notes);
   const owned = (type: unknown) => type === 'Ready' || Object.hasOwn(CONDITION_TYPES, String(type));
   const servedBy = servedByOf(input.problems, facets);
+  const podControllers =
+    input.problems.length > 0 ? undefined : facets.find((f) => f.podControllers)?.podControllers;
   const status: ComposedStatus = {
     ...(input.generation === undefined ? {} : { observedGeneration: input.generation }),
     conditions: [ready, ...conditions, ...carried.filter((c) => !owned(c.type))],
     ...(servedBy ? { servedBy } : {}),
+    ...(podControllers ? { podControllers } : {}),
   };
   return ctx.recheckAt === undefined ? { status } : { status, recheckAt: ctx.recheckAt };
 }
@@ -149,6 +155,7 @@ export function statusUpToDate(current: JsonObject, want: ComposedStatus): boole
     // A merge patch's null removes the field: absent either way.
     (current.observedGeneration ?? undefined) === want.observedGeneration &&
     (current.servedBy ?? undefined) === want.servedBy &&
+    sameList(current.podControllers, want.podControllers) &&
     have.length === want.conditions.length &&
     want.conditions.every((c, i) => SAME_FIELDS.every((f) => (c as JsonObject)[f] === have[i][f]))
   );
@@ -171,6 +178,13 @@ export function statusPatch(current: JsonObject, want: ComposedStatus, now: Date
       observedGeneration: want.observedGeneration ?? null,
       conditions,
       servedBy: want.servedBy ?? null,
+      podControllers: want.podControllers ? [...want.podControllers] : null,
     },
   };
+}
+
+// status.podControllers as carried (absent or null: none) against the list wanted.
+function sameList(have: unknown, want: readonly string[] | undefined): boolean {
+  if (!Array.isArray(have) || have.length === 0) return want === undefined;
+  return want !== undefined && have.length === want.length && have.every((k, i) => k === want[i]);
 }

@@ -26,6 +26,7 @@ export const FACET_SOURCES = [
   'unenforced',
   'conflicts',
   'serving',
+  'podControllers',
 ] as const;
 export type FacetSource = (typeof FACET_SOURCES)[number];
 
@@ -75,6 +76,8 @@ export interface Facet {
   condition?: FacetCondition;
   /** status.servedBy. */
   servedBy?: 'Webhook' | 'Native';
+  /** status.podControllers: the controller kinds whose pod templates the rule reaches (spec.podControllers). */
+  podControllers?: readonly string[];
 }
 
 /**
@@ -109,6 +112,7 @@ export interface ComposedStatus {
   /** Ready first, then the abnormal-true conditions, then conditions of types this operator does not own. */
   conditions: Array<Condition | JsonObject>;
   servedBy?: 'Webhook' | 'Native';
+  podControllers?: readonly string[];
 }
 
 /** A message cut to what a readable status needs. */

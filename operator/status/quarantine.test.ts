@@ -120,7 +120,8 @@ describe('a quarantined ModRule on the (fake) API server', () => {
   it("leaves another replica's Degraded condition alone until the time it names, then puts Ready back", async () => {
     h = await start();
     await eventually(() => ready(h.api, 'heavy')?.status === 'True');
-    const until = new Date(Date.now() + 1_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    // Three seconds ahead: the check 300 ms after the write must come before it on a loaded machine (1 s once did not).
+    const until = new Date(Date.now() + 3_000).toISOString().replace(/\.\d+Z$/, 'Z');
     const theirs = {
       type: 'Ready',
       status: 'False',

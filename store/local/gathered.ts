@@ -106,7 +106,12 @@ export class GatheredManifests {
     for (const [key, entry] of this.rules) {
       let rule = entry.compiled;
       if (!rule) {
-        inForce ??= new Map(this.store.allRules().map((r) => [objectKey(r.namespace, r.name), r]));
+        inForce ??= new Map(
+          this.store
+            .allRules()
+            .filter((r) => !r.podController) // a Pod rule stands for its variants
+            .map((r) => [objectKey(r.namespace, r.name), r]),
+        );
         rule = inForce.get(key);
         errors.push(
           `${entry.file}: ModRule ${key} is invalid (${rule ? 'previous version stays in force' : 'not loaded'}): ${entry.problems}`,

@@ -7,6 +7,7 @@ import { JsonObject } from '../../util/json';
 import { createKubeClient, KubeApiError, KubeClient } from '../../kube/kube';
 import { kubeConfigAccess } from '../../kube/kubeconfig';
 import { unpackOciArchive, UnpackedImage } from '../../image/oci';
+import { NODE } from '../../image/sources';
 import { send as get } from '../../webhook/testing';
 import { apply, ClusterLedger, waitFor, webhookManifests } from './cluster';
 import { freePort } from './controlplane';
@@ -20,7 +21,8 @@ import { installBundle, serviceAccountToken } from './install';
  * real Kubernetes 1.37 control plane with the bundle's ServiceAccount token mounted as in a pod: the rules load, a
  * ModRule is validated and reported Ready, a dragnet review is patched, /metrics answers, SIGTERM stops it cleanly.
  * Opt-in (MODRULE_E2E_IMAGE=1, set by .ci/run): it needs root, buildah, util-linux's unshare, the npm registry for
- * Node's binary (cached after the first run) and apt for three Debian packages; about a minute.
+ * Node's binary and apt for three Debian packages; about a minute, once Node's binary and re2 built for it (a few
+ * minutes, image/addon.ts) are in the cache ($MODRULE_IMAGE_CACHE; .ci/unit-on-image-node fills the same one).
  */
 
 const OPTED_IN = process.env.MODRULE_E2E_IMAGE === '1';
@@ -191,6 +193,32 @@ describeImage('the image, run from its root filesystem against Kubernetes 1.37',
     );
     expect(await probe.exited).not.toBe(0);
     expect(probe.output()).toMatch(/EROFS: read-only file system, open '\/app\/x'/);
+  });
+
+  it("runs the image's Node, which has a per-thread CPU clock, with re2 built for it", async () => {
+    const probe = runContainer(
+      image.rootfs,
+      {
+        ...image.config,
+        config: { ...image.config.config, Entrypoint: [image.config.config.Entrypoint![0]] },
+      },
+      [
+        '-e',
+        'const RE2 = require("/app/node_modules/re2"); console.log(JSON.stringify({ node: process.version, ' +
+          'abi: process.versions.modules, clock: typeof process.threadCpuUsage, re2: new RE2("^a+$").test("aa") }));',
+      ],
+      join(work, 'serviceaccount'),
+      {},
+    );
+    expect(await probe.exited).toBe(0);
+    expect(JSON.parse(probe.output().trim().split('\n').pop()!)).toEqual({
+      node: `v${NODE.version}`,
+      abi: NODE.abi,
+      clock: 'function',
+      re2: true,
+    });
+    // The operator in it charges rules their thread's CPU time: no warning about a process clock.
+    expect(container!.output()).not.toMatch(/per-thread CPU clock/);
   });
 
   it('loads rules, validates them at admission and patches a dragnet review', async () => {

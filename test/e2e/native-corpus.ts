@@ -48,6 +48,11 @@ const KINDS = new Set([
   'Deployment',
   'StatefulSet',
   'DaemonSet',
+  // Every pod controller: spec.podControllers's variants act on them (examples/pod-controllers, examples/images).
+  'ReplicaSet',
+  'ReplicationController',
+  'Job',
+  'CronJob',
   'Pod',
   'Service',
   'ConfigMap',

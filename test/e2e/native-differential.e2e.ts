@@ -73,6 +73,6 @@ describeCluster('native policies vs the webhook, every fitting rule of examples/
       expect(mismatches).toEqual([]);
       expect(result.affected).toBeGreaterThan(0);
       expect(reachProblems(result.reach, result.apiServer)).toEqual([]);
-    }, 120_000);
+    }, 240_000);
   });
 });

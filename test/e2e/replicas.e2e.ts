@@ -111,12 +111,15 @@ describeHa(`two API servers and two replicas behind the Service's endpoints (run
     );
   });
 
-  /** Whether the registration leaves `kind` out of NS_MOVE (waiting up to 5 s for a narrowing under way). */
+  /**
+   * Whether the registration leaves `kind` out of NS_MOVE (waiting up to 10 s for a narrowing under way: a replica
+   * narrows only 5 s after it starts).
+   */
   const narrowedAway = (kind: (typeof KINDS)[number]) =>
     waitFor(
       `the registration to leave ${kind.resource}`,
       async () => !maySend(await liveRegistration(admin), kind, NS_MOVE, 'unused'),
-      5000,
+      10_000,
       50,
     ).catch(() => false);
 
@@ -307,6 +310,57 @@ describeHa(`two API servers and two replicas behind the Service's endpoints (run
       `${describeSummary(during)} (restart ${restartMs} ms); then through both: ${describeSummary(after)}`;
     expect(during.unpatched + during.failed).toBe(0);
     expect(after.unpatched + after.failed).toBe(0);
+  });
+
+  it('puts 1,000 rules written at once through both API servers in force: an object of each namespace patched at once', async () => {
+    const namespaces = Array.from({ length: 50 }, (_, i) => `ha-flood-${i}-${run}`);
+    for (const name of namespaces)
+      await admin.request('POST', '/api/v1/namespaces', {
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+      });
+    // Rule j: namespace j mod 50, kind and label value from j / 50; half of them through each API server.
+    const values = new Map<string, Set<string>>();
+    const rules = Array.from({ length: 1000 }, (_, j) => {
+      const ns = namespaces[j % 50];
+      const kind = KINDS[Math.floor(j / 50) % KINDS.length];
+      const value = `flood-${Math.floor(j / 50)}`;
+      const key = `${ns}/${kind.kind}`;
+      values.set(key, (values.get(key) ?? new Set()).add(value));
+      return { via: j % 2, ns, rule: labelRule(ns, `f-${j}`, kind.kind, value) };
+    });
+    const writesOf = async () => {
+      const texts = await Promise.all(live.map((r) => r.metrics()));
+      return texts.reduce(
+        (n, t) => n + metricSum(t, 'modrule_dragnet_scope_writes_total', ['result="ok"']),
+        0,
+      );
+    };
+    const writesBefore = await writesOf();
+    const started = Date.now();
+    let failed = 0;
+    // 40 at a time, as two `kubectl apply` runs with their default parallelism would send them.
+    for (let i = 0; i < rules.length; i += 40)
+      await Promise.all(
+        rules
+          .slice(i, i + 40)
+          .map(({ via: k, ns, rule }) =>
+            via[k].request('POST', MODRULES(ns), { body: rule }).catch(() => void failed++),
+          ),
+      );
+    const took = Date.now() - started;
+    // Right after: through the API server that did not take the namespace's rules, an object of each namespace.
+    let patched = 0;
+    const kind = KINDS[0];
+    for (const [i, ns] of namespaces.entries()) {
+      const got = await via[(i + 1) % 2].request('POST', kind.path(ns), {
+        body: kind.object(ns, 'after-flood'),
+      });
+      if (values.get(`${ns}/${kind.kind}`)?.has(String(labelsOf(got)[LABEL]))) patched++;
+    }
+    measured['1,000 rules through both API servers at once: took / failed / registration writes / patched'] =
+      `${took} ms / ${failed} / ${(await writesOf()) - writesBefore} / ${patched} of ${namespaces.length}`;
+    expect(failed).toBe(0);
+    expect(patched).toBe(namespaces.length);
   });
 
   it('leaves the replicas logging no error', () => {

@@ -69,6 +69,8 @@ export class SimReplica {
     readonly name: string,
     private readonly world: ReplicaWorld,
     private readonly sabotage: Sabotage = {},
+    /** This replica's clock against the world's (the 'clock-skew' fault). */
+    private readonly skewMs = 0,
   ) {}
 
   get url(): string {
@@ -97,7 +99,8 @@ export class SimReplica {
   start(client: KubeClient): void {
     const logger = this.world.logger.child({ replica: this.name });
     const store = new RuleStore({ clusterNamespace: CLUSTER_NAMESPACE, keepSource: false });
-    const admitted = new AdmittedRules({ client, logger, clusterNamespace: CLUSTER_NAMESPACE });
+    const now = () => Date.now() + this.skewMs;
+    const admitted = new AdmittedRules({ client, logger, clusterNamespace: CLUSTER_NAMESPACE, now });
     const sync = new ClusterSync({ client, store, logger, status: null, observer: admitted.handlers() });
     const scope = new ScopeController({
       ...{ client, logger, admitted, mode: 'rules' as const },
@@ -109,13 +112,15 @@ export class SimReplica {
       rulesReady: () => sync.isReady(),
       onRulesChange: (listener) => store.onChange(listener),
       discovery: DISCOVERY,
-      id: `${Date.now()}-${this.name}-${++this.incarnation}`,
+      now,
+      id: `${now()}-${this.name}-${++this.incarnation}`,
     });
     const peers = new PeerNotifier({
       ...{ client, logger, namespace: CLUSTER_NAMESPACE, port: 9443 },
       peers: this.world.peerUrls(this),
       keys: () => this.keys.keys(),
       transport: this.world.transport(this),
+      now,
     });
     const hook = createRuleAdmission({
       store,
@@ -124,6 +129,7 @@ export class SimReplica {
       peers,
       logger,
       confirmed: new ConfirmedRules(),
+      now,
     });
     this.parts = { store, admitted, sync, scope, peers, hook };
     this.draining = false;

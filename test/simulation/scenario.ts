@@ -19,6 +19,8 @@ export const FAULTS = [
   'lost-notices',
   /** The serving certificate rotated: replicas load the new key at different times (notices refused meanwhile). */
   'rotation',
+  /** Replica clocks 40 s ahead of or behind the others (the stamps' times are read on another clock). */
+  'clock-skew',
 ] as const;
 export type Fault = (typeof FAULTS)[number];
 
@@ -41,6 +43,8 @@ export interface Scenario {
   activeMs: number;
   settleMs: number;
   lostNotices: number;
+  /** Each replica's clock against the world's (ms; empty: all agree). */
+  clockSkewMs: number[];
   /** Fault events: at (ms from the start), what. */
   events: Array<{
     at: number;
@@ -97,6 +101,10 @@ export function scenarioOf(
     settleMs: short ? 15_000 : 30_000,
     lostNotices: has('lost-notices') ? random.next() * 0.2 : 0,
     events,
+    // Drawn last, so the other draws of a seed stay what they were before this fault existed.
+    clockSkewMs: has('clock-skew')
+      ? Array.from({ length: replicas }, () => [-40_000, 0, 40_000][random.int(3)])
+      : [],
   };
 }
 
@@ -108,5 +116,5 @@ export function describeScenario(s: Scenario): string {
         `api${i}(cache ${x.cacheLag.join('-')}ms, loads ${x.loadLag.join('-')}ms${x.faults.conflict ? `, 409 ${(x.faults.conflict * 100).toFixed(0)}%` : ''}${x.faults.invalid ? ', 422 5%' : ''})`,
     )
     .join(' ');
-  return `seed ${s.seed}: ${s.replicas} replica(s), ${s.users} user(s), rules ${s.ruleNames.join(',')}, ${servers}, faults [${[...s.faults].join(',')}]`;
+  return `seed ${s.seed}: ${s.replicas} replica(s), ${s.users} user(s), rules ${s.ruleNames.join(',')}, ${servers}${s.clockSkewMs.some((x) => x !== 0) ? `, clocks ${s.clockSkewMs.map((x) => `${x / 1000}s`).join('/')}` : ''}, faults [${[...s.faults].join(',')}]`;
 }

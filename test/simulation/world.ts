@@ -131,7 +131,7 @@ export class World {
     };
     this.replicas = Array.from(
       { length: scenario.replicas },
-      (_, i) => new SimReplica(`replica${i}`, world, sabotage),
+      (_, i) => new SimReplica(`replica${i}`, world, sabotage, scenario.clockSkewMs[i] ?? 0),
     );
   }
 

@@ -1,5 +1,5 @@
 import type { JsonPathNode } from '../jsonpath';
-import { CompiledMatchItem } from '../rule/compile';
+import type { CompiledMatchItem } from './compiled';
 import { SafeRegex } from '../util/regex';
 
 /**
