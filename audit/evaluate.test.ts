@@ -371,3 +371,63 @@ describe('auditObject with references', () => {
     expect(audit?.message).toContain(WITHHELD);
   });
 });
+
+describe('auditObject: Warn and DryRun rules', () => {
+  const dryTeam = rule(
+    'team',
+    `  type: Patch
+  enforcementAction: DryRun
+  match: [{select: '$.kind', matchValue: Deployment}]
+  patch: [{op: add, path: /metadata/labels/team, value: platform}]`,
+  );
+  const warnDeny = rule(
+    'no-web',
+    `  type: Reject
+  enforcementAction: Warn
+  rejectMessage: 'no {{ .Target.metadata.name }}'
+  match: [{select: '$.metadata.name', matchValue: web}]`,
+  );
+
+  it('the object stays in line; the rule says what enforcing it would change, a warn in the report', () => {
+    const store = storeFromYaml([dryTeam, warnDeny, LABEL_TIER]);
+    const audit = auditObject(deployment('web'), DEPLOYMENTS, { snapshot: store.snapshot() })!;
+    // The webhook would apply only the enforced rule.
+    expect(audit.verdict).toBe('patch');
+    expect(audit.patch).toEqual([{ op: 'add', path: '/metadata/labels/tier', value: 'web' }]);
+    expect(audit.rules).toEqual([
+      {
+        rule: { namespace: 'shop', name: 'no-web' },
+        type: 'Reject',
+        verdict: 'reject',
+        message: 'no web',
+        mode: 'Warn',
+      },
+      {
+        rule: { namespace: 'shop', name: 'team' },
+        type: 'Patch',
+        verdict: 'patch',
+        mode: 'DryRun',
+        patch: [{ op: 'add', path: '/metadata/labels/team', value: 'platform' }],
+      },
+      { rule: { namespace: 'shop', name: 'tier' }, type: 'Patch', verdict: 'patch' },
+    ]);
+    const builder = new ReportBuilder();
+    builder.add(audit);
+    const report = builder.report('openreports', 'shop', new Date(0))!;
+    expect(report.summary).toEqual({ pass: 0, fail: 1, warn: 2, error: 0, skip: 0 });
+    const results = report.results as JsonObject[];
+    expect(results.map((r) => [r.policy, r.result, r.message])).toEqual([
+      ['shop/tier', 'fail', 'would be patched: add /metadata/labels/tier'],
+      ['shop/no-web', 'warn', 'would be rejected if enforced (Warn): no web'],
+      ['shop/team', 'warn', 'would be patched if enforced (DryRun): add /metadata/labels/team'],
+    ]);
+  });
+
+  it('an object a DryRun rule alone would patch is in line for the webhook', () => {
+    const store = storeFromYaml([dryTeam]);
+    const audit = auditObject(deployment('db'), DEPLOYMENTS, { snapshot: store.snapshot() })!;
+    expect(audit.verdict).toBe('pass');
+    expect(audit.patch).toEqual([]);
+    expect(audit.rules[0]).toMatchObject({ verdict: 'patch', mode: 'DryRun' });
+  });
+});

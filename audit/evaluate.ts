@@ -96,11 +96,22 @@ export function auditObject(
           ...outcome.failures.map((f): [string, string] => [key(f.rule), f.message]),
         ])
       : null;
+  // Warn/DryRun rules that would act: what enforcing them would do, reported as such (the webhook does nothing).
+  const unenforced = outcome.unenforced.length
+    ? new Map(outcome.unenforced.map((u) => [key(u.rule), u]))
+    : null;
   const results = rules.map((rule): RuleResult => {
     const k = rule.key;
     if (rejected?.has(k)) return resultOf(rule, 'reject', rejected.get(k));
     if (failed?.has(k)) return resultOf(rule, 'error', failed.get(k));
     if (changing.has(k)) return resultOf(rule, 'patch');
+    const would = unenforced?.get(k);
+    if (would) {
+      const r = resultOf(rule, would.effect, would.effect === 'reject' ? would.message : undefined);
+      r.mode = would.action;
+      if (would.effect === 'patch') r.patch = would.patch;
+      return r;
+    }
     return passOf(rule);
   });
   if (!outcome.allowed)

@@ -1,4 +1,5 @@
 import { isJsonObject, jsonEqual, JsonObject, JsonValue } from '../util/json';
+import { patchSummary } from '../engine/unenforced';
 import { ObjectAudit, ObjectRef, RuleResult } from './types';
 
 /** The report APIs modrule writes: OpenReports (the default) or the wg-policy PolicyReport Kyverno writes. */
@@ -51,16 +52,20 @@ const RESULT_OF: Record<RuleResult['verdict'], 'fail' | 'pass' | 'error'> = {
   error: 'error',
   pass: 'pass',
 };
-const ORDER = { fail: 0, error: 1, pass: 2 };
+/** A Warn/DryRun rule's would-be patch or rejection is a `warn`: the webhook leaves the object as it is. */
+function resultOf(r: RuleResult): ReportResult {
+  return r.mode && (r.verdict === 'patch' || r.verdict === 'reject') ? 'warn' : RESULT_OF[r.verdict];
+}
+type ReportResult = 'fail' | 'warn' | 'pass' | 'error';
+const ORDER = { fail: 0, warn: 1, error: 2, pass: 3 };
 const MAX_MESSAGE_CHARS = 400;
-const MAX_LISTED_OPERATIONS = 5;
 
 interface Entry {
   ref: ObjectRef;
   policy: string;
   rule: string;
   category: string;
-  result: 'fail' | 'pass' | 'error';
+  result: ReportResult;
   message: string;
 }
 
@@ -70,16 +75,17 @@ function truncate(s: string): string {
 
 /** The message of one rule's result: what the webhook would do, in a line. */
 export function resultMessage(audit: ObjectAudit, result: RuleResult): string {
+  // Named so that flipping the rule to Enforce is a known step: "would be patched if enforced (DryRun): ...".
+  const mode = result.mode ? ` if enforced (${result.mode})` : '';
   switch (result.verdict) {
     case 'patch': {
-      const ops = audit.patch.slice(0, MAX_LISTED_OPERATIONS).map((o) => `${o.op} ${o.path}`);
-      if (audit.patch.length > MAX_LISTED_OPERATIONS) ops.push(`${audit.patch.length - ops.length} more`);
+      const patch = result.patch ?? audit.patch;
       return truncate(
-        `would be patched${ops.length ? `: ${ops.join(', ')}` : ' (rejected by another rule)'}`,
+        `would be patched${mode}${patch.length ? `: ${patchSummary(patch)}` : ' (rejected by another rule)'}`,
       );
     }
     case 'reject':
-      return truncate(`would be rejected${result.message ? `: ${result.message}` : ''}`);
+      return truncate(`would be rejected${mode}${result.message ? `: ${result.message}` : ''}`);
     case 'error':
       return truncate(`failed: ${result.message ?? 'unknown error'}`);
     default:
@@ -127,7 +133,7 @@ export class ReportBuilder {
       this.byNamespace.set(ns, c);
     }
     for (const r of audit.rules) {
-      const result = RESULT_OF[r.verdict];
+      const result = resultOf(r);
       c.summary[result]++;
       const full = c.entries.length >= this.maxPerNamespace;
       if (full && (result === 'pass' || c.passes.length === 0)) {

@@ -46,6 +46,13 @@ export interface RuleResult {
   verdict: RuleVerdict;
   /** The rejection message, the failure, or nothing. */
   message?: string;
+  /**
+   * Set for a Warn/DryRun rule (spec.enforcementAction) that would patch or reject: the webhook leaves the object
+   * as it is, and the report says `warn`.
+   */
+  mode?: 'Warn' | 'DryRun';
+  /** A Warn/DryRun rule's would-be patch: what enforcing it would change on the object. */
+  patch?: JsonPatchOperation[];
 }
 
 /**

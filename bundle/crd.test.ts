@@ -126,6 +126,7 @@ describe('ModRule CRD: schema', () => {
     targetNamespaceRegex: true,
     targetNamespaceSelector: true,
     references: true,
+    enforcementAction: true,
     podControllers: true,
   };
   const matchFields: Record<keyof MatchItem, true> = {

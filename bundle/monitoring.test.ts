@@ -204,6 +204,11 @@ describe('config/monitoring/dashboard.json', () => {
     ['audit scans', /modrule_audit_scans_total/],
     ['report status', /modrule_audit_reports_partial/],
     ['report age', /modrule_audit_last_scan_timestamp_seconds/],
+    ['would-be patches of Warn/DryRun rules', /modrule_rule_would_patch_total/],
+    ['would-be rejections of Warn/DryRun rules', /modrule_rule_would_reject_total/],
+    ['rules in conflict', /modrule_rules_conflicting/],
+    ['conflicts by kind', /modrule_rule_conflicts\b/],
+    ['writes undone by a later rule', /modrule_rule_overrides_total/],
   ])('shows %s', (_what, pattern) => {
     expect(queries.some((q) => pattern.test(q.expr))).toBe(true);
   });

@@ -172,6 +172,26 @@ describe('modrule apply', () => {
     expect(out[0].metadata).not.toHaveProperty('namespace');
   });
 
+  test('Warn and DryRun rules leave the object as the webhook would, and say what they would do on stderr', async () => {
+    const rules = write(
+      'modes.yaml',
+      [
+        labelRule('dry', 'dry', { enforcementAction: 'DryRun' }),
+        { ...rejectRule, spec: { ...(rejectRule.spec as JsonObject), enforcementAction: 'Warn' } },
+      ]
+        .map((d) => stringify(d))
+        .join('---\n'),
+    );
+    const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: {} };
+    const r = await apply(['--rules', rules, '--file', write('svc.yaml', service)]);
+    expect(r.code).toBe(EXIT.ok);
+    expect(docs(r.stdout)).toEqual([service]);
+    expect(r.stderr).toBe(
+      'note: ModRule default/dry (DryRun) would patch: add /metadata/labels on Service default/web\n' +
+        'note: ModRule default/no-services (Warn) would reject: no Services here on Service default/web\n',
+    );
+  });
+
   test('stdin, kind: List and --output json', async () => {
     const list = { apiVersion: 'v1', kind: 'List', items: [bareDeployment(), loadFixture('service')] };
     const r = await apply(

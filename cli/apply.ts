@@ -1,6 +1,7 @@
 import { stringifyManifests } from '../util/yaml';
 import { admit, AdmissionOutcome } from '../engine/admit';
 import { AdmissionExplanation, explainAdmission } from '../engine/explain';
+import { unenforcedSummary } from '../engine/unenforced';
 import { JsonObject, JsonValue } from '../util/json';
 import { AdmissionOperation, DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { CLUSTER_SCOPED_KINDS } from '../rule/kinds';
@@ -194,6 +195,7 @@ function admitAll(
       io.stderr(formatExplanation(label, explanation, palette(false)));
     for (const f of outcome.failures)
       failures.push({ rule: `${f.rule.namespace}/${f.rule.name}`, object: label, message: f.message });
+    tellUnenforced(io, outcome, label);
     const result = restoreNamespace(resultObject(outcome, subject), object);
     if (outcome.allowed) admitted.push(result);
     else {
@@ -231,4 +233,12 @@ function verdictOf(
     })),
     ...(explanation ? { explanation } : {}),
   };
+}
+
+/** Warn and DryRun rules leave the object as it is, as the webhook does; what they would do is said on stderr. */
+function tellUnenforced(io: CommandIO, outcome: AdmissionOutcome, label: string): void {
+  for (const u of outcome.unenforced)
+    io.stderr(
+      `note: ModRule ${u.rule.namespace}/${u.rule.name} (${u.action}) ${unenforcedSummary(u)} on ${label}\n`,
+    );
 }

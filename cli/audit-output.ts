@@ -53,6 +53,9 @@ function textLines(audit: ObjectAudit, applied: ApplyOutcome | undefined): strin
       .filter((r) => r.verdict === 'error')
       .map((r) => `${r.rule.namespace}/${r.rule.name}: ${r.message ?? ''}`)
       .join('; ');
+  // A Warn/DryRun rule's own view (audit --rule): the object is left as it is until the rule is enforced.
+  const mode = audit.rules.length === 1 ? audit.rules[0].mode : undefined;
+  if (mode) detail += ` (${mode}: not enforced yet)`;
   let line = `${LABELS[audit.verdict].padEnd(13)} ${objectName(audit)}  ${detail}\n`;
   if (applied) {
     const retried = applied.conflicts
@@ -118,6 +121,7 @@ export function auditJson(audit: ObjectAudit, applied?: ApplyOutcome): JsonObjec
       type: r.type,
       verdict: r.verdict,
       message: r.message ?? null,
+      ...(r.mode ? { mode: r.mode } : {}),
     })),
   };
   if (applied) out.applied = applied as unknown as JsonObject;

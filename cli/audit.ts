@@ -5,17 +5,18 @@ import { ReferenceCaches } from '../operator/references/caches';
 import { silentLogger } from '../util/logger';
 import { auditObject } from '../audit/evaluate';
 import { REPORT_FORMATS, ReportFormat } from '../audit/report';
-import { resourceName } from '../audit/types';
+import { ListableResource, ObjectAudit, resourceName } from '../audit/types';
 import { ClusterAccess } from '../kube/access';
 import { loadClusterAccess } from '../kube/credentials';
 import { createKubeClient, KubeApiError, KubeClient } from '../kube/kube';
 import { NODES_PATH } from '../operator/rules/sync';
-import { ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
+import { ApplyOptions, ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
 import { listAll, prepareScan } from '../operator/audit/prepare';
 import { RateLimiter } from '../operator/audit/rate';
 import { scanCluster } from '../operator/audit/scan';
 import { loadRules } from './load';
-import { AuditSummary, auditOutput, progressLine } from './audit-output';
+import { reachOf, ruleNamed, ruleView } from './audit-rule';
+import { AuditOutput, AuditSummary, auditOutput, progressLine } from './audit-output';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
 import { CommandIO, UsageError } from './io';
@@ -23,7 +24,8 @@ import { MODRULES_PATH } from '../kube/owned';
 import { messageOf } from '../util/errors';
 import { metadataOf } from '../util/meta';
 
-const USAGE = `usage: modrule audit [--rules PATH...] [-n NS] [-l SELECTOR] [-o text|json|report] [--apply [--dry-run]]
+const USAGE = `usage: modrule audit [--rules PATH...] [--rule NAME] [-n NS] [-l SELECTOR] [-o text|json|report]
+                     [--apply [--dry-run]]
 
 What would the ModRules do to the objects that already exist? Lists, in a live cluster, the objects the rules
 can reach (only the resources and namespaces they can reach, page by page) and evaluates each as the webhook
@@ -32,6 +34,9 @@ in line. Read-only unless --apply. Uses KUBECONFIG, else ~/.kube/config, else th
 
   --rules PATH|-        ModRule files or folders (as for apply; - reads standard input); repeatable;
                         default: the ModRules in the cluster
+  --rule NAME           only what this rule (namespace/name, or a name only one rule has) does to the objects it
+                        can reach, the other rules in force as they are; for a Warn/DryRun rule, what enforcing it
+                        would change in place (its would-be patches and rejections). Not with --apply
   -n, --namespace NS    only objects in this namespace (and namespace of --rules files that name none)
   -l, --selector SEL    only objects with these labels (a label selector, e.g. app=web,tier!=batch)
   --cluster-namespace NS
@@ -64,6 +69,7 @@ export interface AuditHooks {
 
 interface Options {
   rules?: string[];
+  rule?: string;
   namespace?: string;
   selector?: string;
   clusterNamespace: string;
@@ -89,6 +95,7 @@ function parseOptions(args: string[]): Options | 'help' {
   const parsed = parseCommand(args, {
     options: {
       rules: { type: 'string', multiple: true },
+      rule: { type: 'string' },
       namespace: { type: 'string', short: 'n' },
       selector: { type: 'string', short: 'l' },
       'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
@@ -112,6 +119,10 @@ function parseOptions(args: string[]): Options | 'help' {
       `--report-format must be ${REPORT_FORMATS.join(' or ')}, not "${v['report-format']}"`,
     );
   if (v['dry-run'] && !v.apply) throw new UsageError('--dry-run only makes sense with --apply');
+  if (v.rule !== undefined && v.apply)
+    throw new UsageError(
+      '--rule shows what one rule would change; to change it in place, set the rule to Enforce and run --apply',
+    );
   const whole = (value: string | undefined, flag: string) => {
     const n = positive(value, flag);
     if (n !== undefined && !Number.isInteger(n))
@@ -120,6 +131,7 @@ function parseOptions(args: string[]): Options | 'help' {
   };
   return {
     rules: v.rules,
+    rule: v.rule,
     namespace: v.namespace,
     selector: v.selector,
     clusterNamespace: v['cluster-namespace'],
@@ -205,6 +217,38 @@ function unreachable(err: unknown, server: string): never {
   throw err;
 }
 
+/** What the scan does with each audited object: print it, and under --apply bring it in line; with the tallies. */
+function applier(options: Options, out: AuditOutput, applyOptions: ApplyOptions) {
+  const applied: Record<ApplyOutcome['status'], number> = {
+    patched: 0,
+    'dry-run': 0,
+    'in-line': 0,
+    rejected: 0,
+    gone: 0,
+    failed: 0,
+  };
+  let conflicts = 0;
+  const pool = new Pool(options.concurrency);
+  return {
+    applied,
+    conflicts: () => conflicts,
+    drain: () => pool.drain(),
+    async object(audit: ObjectAudit, resource: ListableResource): Promise<void> {
+      if (!options.apply || audit.verdict === 'pass' || audit.verdict === 'error') return out.object(audit);
+      if (audit.verdict === 'reject') {
+        applied.rejected++;
+        return out.object(audit, { status: 'rejected', message: audit.message, conflicts: 0 });
+      }
+      await pool.submit(async () => {
+        const outcome = await bringInLine(audit, resource, applyOptions);
+        applied[outcome.status]++;
+        conflicts += outcome.conflicts;
+        out.object(audit, outcome);
+      });
+    },
+  };
+}
+
 /** modrule audit, with hooks for tests (a client instead of the kubeconfig). */
 export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks = {}): Promise<number> {
   const options = parseOptions(args);
@@ -227,7 +271,10 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
   const state = await loadStore(client, options, limiter, io).catch((err: unknown) =>
     unreachable(err, server),
   );
-  const prepared = await prepareScan(client, state.store.snapshot(), {
+  // --rule: only what that rule can reach is listed, and only its results are shown (the others still run).
+  const only = options.rule === undefined ? undefined : ruleNamed(state.store.allRules(), options.rule);
+  const planned = only ? reachOf(state.store.snapshot(), only) : state.store.snapshot();
+  const prepared = await prepareScan(client, planned, {
     namespace: options.namespace,
     namespaceNames: state.namespaceNames,
     limiter,
@@ -248,23 +295,14 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
   references?.start();
   try {
     const out = auditOutput(io, options.output, options.reportFormat);
-    const applied: Record<ApplyOutcome['status'], number> = {
-      patched: 0,
-      'dry-run': 0,
-      'in-line': 0,
-      rejected: 0,
-      gone: 0,
-      failed: 0,
-    };
-    let conflicts = 0;
-    const pool = new Pool(options.concurrency);
-    const applyOptions = {
+    const ruleVerdicts = { patch: 0, reject: 0, error: 0, pass: 0 };
+    const applying = applier(options, out, {
       client,
       limiter,
       dryRun: options.dryRun,
-      reaudit: (object: JsonObject, resource: Parameters<typeof auditObject>[1]) =>
+      reaudit: (object: JsonObject, resource: ListableResource) =>
         auditObject(object, resource, { snapshot, references: references?.reader }),
-    };
+    });
     const scan = await scanCluster(
       {
         client,
@@ -281,35 +319,31 @@ export async function runAudit(args: string[], io: CommandIO, hooks: AuditHooks 
         },
       },
       async (audit, resource) => {
-        if (!options.apply || audit.verdict === 'pass' || audit.verdict === 'error') return out.object(audit);
-        if (audit.verdict === 'reject') {
-          applied.rejected++;
-          return out.object(audit, { status: 'rejected', message: audit.message, conflicts: 0 });
+        if (only) {
+          const view = ruleView(audit, only);
+          ruleVerdicts[view.verdict]++;
+          return out.object(view);
         }
-        await pool.submit(async () => {
-          const outcome = await bringInLine(audit, resource, applyOptions);
-          applied[outcome.status]++;
-          conflicts += outcome.conflicts;
-          out.object(audit, outcome);
-        });
+        return applying.object(audit, resource);
       },
     );
-    await pool.drain();
+    await applying.drain();
     const problems = [...prepared.problems, ...scan.problems];
     const summary: AuditSummary = {
-      scan,
+      scan: only ? { ...scan, verdicts: ruleVerdicts } : scan,
       problems,
       notes,
       resources: prepared.plan.targets.length,
-      applied: options.apply ? applied : undefined,
-      conflicts,
+      applied: options.apply ? applying.applied : undefined,
+      conflicts: applying.conflicts(),
     };
     out.finish(summary);
     // A partial answer cannot say "nothing would change": it is an error, after everything it did find is printed.
     if (!scan.complete || problems.length > 0) return EXIT.error;
+    const applied = applying.applied;
     const remaining = options.apply
       ? applied['dry-run'] + applied.rejected + applied.failed
-      : scan.verdicts.patch + scan.verdicts.reject;
+      : summary.scan.verdicts.patch + summary.scan.verdicts.reject;
     return remaining > 0 ? EXIT.finding : EXIT.ok;
   } finally {
     await references?.stop();

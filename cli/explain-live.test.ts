@@ -70,6 +70,42 @@ describe('modrule explain', () => {
     expect(c.requests.filter((q) => q.method !== 'GET')).toEqual([]);
   });
 
+  it('a DryRun rule: what enforcing it would do, what its status recorded, and nothing would change; exit 0', async () => {
+    const c = cluster('nginx:1.25');
+    const rule = c.get('modrules', 'shop', 'team')!;
+    c.put({
+      ...rule,
+      spec: { ...(rule.spec as JsonObject), enforcementAction: 'DryRun' },
+      status: {
+        conditions: [
+          { type: 'Ready', status: 'True', reason: 'Valid', message: 'in effect' },
+          {
+            type: 'NotEnforced',
+            status: 'True',
+            reason: 'DryRun',
+            message: 'DryRun: would have patched 7 objects',
+          },
+        ],
+      },
+    });
+    const r = await explain(['deploy/web', '-n', 'shop'], { client: c });
+    expect(r.code).toBe(EXIT.ok);
+    expect(r.stdout).toContain('note: ModRule shop/team: DryRun: would have patched 7 objects\n');
+    expect(r.stdout).toContain('  shop/team [Patch, tier 0, DryRun]: matched\n');
+    expect(r.stdout).toContain('    not enforced (DryRun): the object is admitted as it is;');
+    expect(r.stdout).toContain('    patch: add /metadata/labels/team = "platform"\n');
+    expect(r.stdout).toMatch(
+      /shop\/team \(DryRun, not enforced\) would patch: add \/metadata\/labels\/team\nnothing would change\n$/,
+    );
+    const json = JSON.parse(
+      (await explain(['deploy/web', '-n', 'shop', '-o', 'json'], { client: c })).stdout,
+    );
+    expect(json.unenforced).toEqual([
+      { rule: 'shop/team', mode: 'DryRun', summary: 'would patch: add /metadata/labels/team' },
+    ]);
+    expect(json.explanation.rules.find((x: JsonObject) => x.rule === 'shop/team').mode).toBe('DryRun');
+  });
+
   it('uses the Namespace the webhook would inject: a cluster-wide rule selecting it by label rejects', async () => {
     const r = await explain(['deployments.apps', 'web', '-n', 'shop', '-o', 'json'], {
       client: cluster('nginx:latest', { team: 'a' }),

@@ -21,6 +21,7 @@ import { discoverResources, objectPath } from '../operator/audit/discovery';
 import { listAll } from '../operator/audit/prepare';
 import { resolveResource } from '../operator/rules/resource-names';
 import { rejectionMessage } from '../engine/rejection';
+import { unenforcedSummary } from '../engine/unenforced';
 import { loadRules } from './load';
 import { parseCommand } from './args';
 import { EXIT, exitHelp } from './exit';
@@ -33,7 +34,8 @@ const USAGE = `usage: modrule explain TYPE/NAME | TYPE NAME [-n NS] [--rules PAT
 Which ModRules would patch or reject a live object now, and why. The object is read from the cluster (KUBECONFIG,
 else ~/.kube/config, else the pod's service account) with what the webhook would inject (its Namespace; for a Pod
 the Node of its ref.kubemod.io/node annotation), and admitted offline as the webhook would admit it written again
-as it is: every rule's part as "modrule apply --explain" gives it, then the verdict and the patch.
+as it is: every rule's part as "modrule apply --explain" gives it, then the verdict and the patch. Rules in Warn
+or DryRun (spec.enforcementAction) say what enforcing them would do, and what their status recorded lately.
 
   TYPE/NAME, TYPE NAME  the object, as kubectl names it: deployment/web, deploy web, deployments.apps/web
   -n, --namespace NS    the object's namespace (default "default"; ignored for cluster-scoped objects)
@@ -45,7 +47,7 @@ as it is: every rule's part as "modrule apply --explain" gives it, then the verd
                         namespace of cluster-wide ModRules (default "${DEFAULT_CLUSTER_NAMESPACE}")
   -o, --output text|json
                         text (default); json: {object, operation, verdict, patch, message, rules, failures,
-                        recorded, notes, explanation}
+                        unenforced, recorded, notes, explanation}
   -h, --help            show this help
 
 ${exitHelp('the object would be patched or rejected', 'a cluster that cannot be reached, an object that is not there')}`;
@@ -154,7 +156,17 @@ async function loadStore(
       `ModRule ${r.namespace}/${r.name} is invalid and skipped (as the webhook skips it): ` +
         r.problems.map((p) => `${p.field}: ${p.message}`).join('; '),
     );
+  notes.push(...rules.flatMap(notEnforcedNote));
   return store;
+}
+
+/** What a Warn/DryRun rule's status records of the objects it would have changed (condition NotEnforced). */
+function notEnforcedNote(rule: JsonObject): string[] {
+  const status = isJsonObject(rule.status) ? rule.status : {};
+  const conditions = Array.isArray(status.conditions) ? status.conditions.filter(isJsonObject) : [];
+  const c = conditions.find((x) => x.type === 'NotEnforced' && x.status === 'True');
+  const meta = isJsonObject(rule.metadata) ? rule.metadata : {};
+  return c ? [`ModRule ${String(meta.namespace)}/${String(meta.name)}: ${String(c.message)}`] : [];
 }
 
 /** The live object as the webhook would get it (apiVersion and kind set), and its namespace (null: cluster-scoped). */
@@ -273,6 +285,11 @@ export async function runExplain(args: string[], io: CommandIO, hooks: ExplainHo
       rule: `${f.rule.namespace}/${f.rule.name}`,
       message: f.message,
     })),
+    unenforced: outcome.unenforced.map((u) => ({
+      rule: `${u.rule.namespace}/${u.rule.name}`,
+      mode: u.action,
+      summary: unenforcedSummary(u),
+    })),
     recorded: recorded ?? null,
     notes,
     explanation,
@@ -294,10 +311,12 @@ function verdictText(r: {
   message: string;
   rules: string[];
   failures: Array<{ rule: string; message: string }>;
+  unenforced: Array<{ rule: string; mode: string; summary: string }>;
 }): string {
   const lines: string[] = [];
   for (const f of r.failures)
     lines.push(`${f.rule} would fail: ${f.message} (its changes dropped, as the webhook does)`);
+  for (const u of r.unenforced) lines.push(`${u.rule} (${u.mode}, not enforced) ${u.summary}`);
   if (r.verdict === 'reject') lines.push(`would be rejected: ${r.message}`);
   else if (r.verdict === 'patch') {
     lines.push(`would be patched (matched: ${r.rules.join(', ')}):`);

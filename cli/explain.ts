@@ -56,7 +56,7 @@ function itemLines(item: MatchItemExplanation, firstFailing: boolean, p: Palette
 }
 
 function ruleLines(rule: RuleExplanation, p: Palette): string[] {
-  const head = `  ${p.bold(rule.rule)} [${rule.type}, tier ${rule.tier}]`;
+  const head = `  ${p.bold(rule.rule)} [${rule.type}, tier ${rule.tier}${rule.mode ? `, ${rule.mode}` : ''}]`;
   if (rule.status === 'out-of-scope') return [p.dim(`${head}: out of scope: ${rule.reason ?? ''}`)];
   const failing = rule.items.findIndex((i) => !i.matched);
   const status =
@@ -64,6 +64,12 @@ function ruleLines(rule: RuleExplanation, p: Palette): string[] {
       ? p.green('matched')
       : p.red(`not matched (match[${failing < 0 ? '?' : failing}] failed)`);
   const lines = [`${head}: ${status}`];
+  if (rule.mode && rule.status === 'matched')
+    lines.push(
+      p.yellow(
+        `    not enforced (${rule.mode}): the object is admitted as it is; below is what enforcing the rule would do`,
+      ),
+    );
   for (const r of rule.references ?? []) {
     const found =
       typeof r.found === 'number'

@@ -159,7 +159,38 @@ describe('modrule export --native', () => {
   });
 
   test('needs --native and --rules', async () => {
-    expect((await modrule(['export', '--rules', EXAMPLES])).stderr).toContain('--native is required');
+    expect((await modrule(['export', '--rules', EXAMPLES])).stderr).toContain(
+      '--native, argocd or flux is required',
+    );
     expect((await modrule(['export', '--native'])).code).toBe(1);
+  });
+});
+
+describe('modrule export --native: enforcementAction', () => {
+  it('a Warn/DryRun Reject rule becomes a binding with validationActions Warn/Audit; a DryRun Patch rule stays on the webhook', async () => {
+    const reject = (name: string, action: string) =>
+      rule(
+        name,
+        `  type: Reject
+  enforcementAction: ${action}
+  match:
+    - select: '$.kind'
+      matchValue: ConfigMap
+`,
+      );
+    const file = rulesFile(
+      [
+        reject('warned', 'Warn'),
+        reject('audited', 'DryRun'),
+        rule('dry-label', `${LABEL}  enforcementAction: DryRun\n`),
+      ].join('---'),
+    );
+    const out = await modrule(['export', '--native', '--rules', file]);
+    expect(out.code).toBe(2);
+    const bindings = docs(out.stdout).filter((d) => String(d.kind).endsWith('Binding'));
+    expect(bindings.map((b) => (b.spec as JsonObject).validationActions)).toEqual([['Warn'], ['Audit']]);
+    expect(out.stderr).toContain(
+      'ModRule default/dry-label does not fit: spec.enforcementAction: DryRun: a MutatingAdmissionPolicy cannot warn or dry-run a patch; the webhook serves the rule and records what it would patch',
+    );
   });
 });

@@ -12,6 +12,7 @@ import { CommandIO, UsageError } from './io';
 import { metadataOf } from '../util/meta';
 
 const USAGE = `usage: modrule export --native --rules PATH... [options]
+       modrule export argocd|flux [options]   (paths GitOps tools must ignore: modrule export argocd --help)
 
 Compiles ModRules to Kubernetes admission policies the API server runs itself: a MutatingAdmissionPolicy (Patch
 rules) or ValidatingAdmissionPolicy (Reject rules) with its binding, admissionregistration.k8s.io/v1 (Kubernetes
@@ -20,7 +21,7 @@ does not, the reasons are printed on standard error with the field they are abou
 compiles). Objects a policy cannot decide exactly (kubectl's last-applied-configuration annotation on a patched
 object, values of types the CEL does not handle) are left to the modrule webhook: run it alongside.
 
-  --native              compile to native admission policies (the only export format)
+  --native              compile to native admission policies
   --rules PATH          ModRule files or folders (recursive .yaml/.yml/.json, multi-document); repeatable
   --namespace NS        namespace for ModRules that name none (default "default")
   --cluster-namespace NS
@@ -42,8 +43,15 @@ export interface ExportResult {
   objects: JsonObject[];
 }
 
-/** modrule export --native. */
+/** modrule export --native; modrule export argocd|flux (cli/export-gitops.ts). */
 export async function run(args: string[], io: CommandIO): Promise<number> {
+  if (args[0] === 'argocd' || args[0] === 'flux')
+    return (await import('./export-gitops')).runGitOpsExport(args[0], args.slice(1), io);
+  return runNative(args, io);
+}
+
+/** modrule export --native. */
+async function runNative(args: string[], io: CommandIO): Promise<number> {
   const parsed = parseCommand(args, {
     options: {
       native: { type: 'boolean', default: false },
@@ -60,7 +68,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
     return EXIT.ok;
   }
   const opts = parsed.values;
-  if (!opts.native) throw new UsageError(`--native is required (the only export format)\n\n${USAGE}`);
+  if (!opts.native) throw new UsageError(`--native, argocd or flux is required\n\n${USAGE}`);
   if (!opts.rules || opts.rules.length === 0) throw new UsageError(`--rules is required\n\n${USAGE}`);
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError('--output must be yaml or json');
   const clusterNamespace = opts['cluster-namespace'];
@@ -101,7 +109,7 @@ export async function run(args: string[], io: CommandIO): Promise<number> {
       });
       continue;
     }
-    const native = compileNative(compiled, { clusterNamespace, dragnet });
+    const native = compileNative(compiled, { clusterNamespace, dragnet, unenforcedActions: true });
     if (!native.fits) {
       result.reasons.push(...native.reasons);
       continue;

@@ -145,9 +145,33 @@ webhooks:
     expect(noConfig.stderr).toContain('no MutatingWebhookConfiguration with a dragnet.kubemod.io webhook');
   });
 
-  test('bad usage: exit 1; never exit 2 (the scope finds nothing to report)', async () => {
+  test('bad usage: exit 1', async () => {
     expect((await scope([])).code).toBe(EXIT.error);
     expect((await scope(['x', '--output', 'yaml'])).code).toBe(EXIT.error);
     expect((await scope(['--help'])).stdout).toContain('Exit status: 0 success');
+  });
+
+  test('rules in conflict: each conflict once after the registration, with both rules and the path; exit 2', async () => {
+    const r = await scope([join(ROOT, 'fixtures', 'conflicts')]);
+    expect(r.code).toBe(EXIT.finding);
+    const lines = r.stdout.split('\n').filter((l) => l.startsWith('conflict'));
+    expect(lines.map((l) => l.slice(0, l.indexOf(':')))).toEqual([
+      'conflict (value)',
+      'conflict (shape)',
+      'conflict (idempotence)',
+      'conflict (reject-after-patch)',
+    ]);
+    expect(lines[0]).toContain('shop/team-db and shop/team-web (tier 0) both write /metadata/labels/team');
+    const json = JSON.parse(
+      (await scope([join(ROOT, 'fixtures', 'conflicts'), '-o', 'json'])).stdout,
+    ) as JsonObject;
+    expect((json.conflicts as JsonObject[])[3]).toMatchObject({
+      kind: 'reject-after-patch',
+      rule: 'shop/pin-latest',
+      other: 'shop/no-latest',
+      path: '/spec/containers/*/image',
+      on: 'Pod',
+    });
+    expect((await scope([join(ROOT, 'examples')])).code).toBe(EXIT.ok);
   });
 });

@@ -4,6 +4,7 @@ import { DEFAULT_CLUSTER_NAMESPACE } from '../rule/types';
 import { RuleStore } from '../store/rules';
 import { ResourceCatalog } from '../scope/catalog';
 import { computeScope, ScopeResult } from '../scope/compute';
+import { findConflicts } from '../conflict/find';
 import { defaultConfigured } from '../scope/defaults';
 import { readLive } from '../scope/ownership';
 import { dragnetOf, scopeJson } from '../scope/entry';
@@ -21,17 +22,19 @@ const USAGE = `usage: modrule scope PATH... [--namespace NS] [--cluster-namespac
 Shows which requests the API server will send the dragnet webhook for these ModRules, as the operator computes
 it in a cluster: the webhook rules (resources and operations), the namespaceSelector and the CEL matchConditions.
 Offline: kinds are mapped to resources with Kubernetes 1.37's built-in resources plus the CustomResourceDefinitions
-found under PATH.
+found under PATH. Then the conflicts between the rules (as \`modrule validate\` reports them, docs/conflicts.md),
+each once with both rules and the path.
 
   --namespace NS          namespace of rules without one (default default)
   --cluster-namespace NS  namespace of cluster-wide rules (default kubemod-system)
   --configuration FILE    the installed net to narrow: a file with the MutatingWebhookConfiguration (bundle.yaml,
                           or kubectl get mutatingwebhookconfiguration kubemod-mutating-webhook-configuration -o yaml);
                           default: the net bundle.yaml installs
-  -o, --output text|json  text (default): per rule, then the registration as YAML; json: one object
+  -o, --output text|json  text (default): per rule, the registration as YAML, then the conflicts; json: one
+                          object (conflicts: [{kind, rule, other, path, on, message}])
   -h, --help              show this help
 
-${exitHelp(undefined, 'an invalid ModRule or an unreadable file')}`;
+${exitHelp('rules in conflict', 'an invalid ModRule or an unreadable file')}`;
 
 /** The configured net from a configuration file (its dragnet webhook), as the operator reads the live one. */
 async function configuredFrom(file: string, io: CommandIO): Promise<Scope> {
@@ -111,9 +114,24 @@ export const run: Command = async (args, io) => {
     configured,
     catalog: ResourceCatalog.builtin(crds),
   });
+  const { conflicts } = findConflicts(store.allRules(), { clusterNamespace });
   if (output === 'json') {
     const { clauses: _clauses, ...rest } = result;
-    io.stdout(JSON.stringify({ ...rest, registration: scopeJson(result.registration) }, null, 2) + '\n');
-  } else io.stdout(formatScope(result));
-  return EXIT.ok;
+    const found = conflicts.map((c) => ({
+      kind: c.kind,
+      rule: c.rule.key,
+      other: c.other?.key ?? null,
+      path: c.path,
+      on: c.on,
+      message: c.message,
+    }));
+    io.stdout(
+      JSON.stringify({ ...rest, registration: scopeJson(result.registration), conflicts: found }, null, 2) +
+        '\n',
+    );
+  } else {
+    io.stdout(formatScope(result));
+    for (const c of conflicts) io.stdout(`conflict (${c.kind}): ${c.message}\n`);
+  }
+  return conflicts.length > 0 ? EXIT.finding : EXIT.ok;
 };

@@ -57,7 +57,29 @@ describe('modrule validate', () => {
     expect(r.code).toBe(0);
   });
 
-  test('warns about a rule changing its own result again, run on the objects beside it', async () => {
+  test('a folder of rules in conflict: one finding per conflict with both rules, their files and the path; exit 2', async () => {
+    const r = await validate([join(ROOT, 'fixtures', 'conflicts'), '--output', 'json']);
+    expect(r.code).toBe(EXIT.finding);
+    const findings = JSON.parse(r.stdout) as Finding[];
+    expect(findings.map((f) => [f.severity, f.rule, f.field, f.message.split(':')[0]])).toEqual([
+      ['conflict', 'shop/team-db', 'spec.patch[0]', 'value'],
+      ['conflict', 'shop/env-list', 'spec.patch[0]', 'shape'],
+      ['conflict', 'shop/unguarded-sidecar', 'spec.patch', 'idempotence'],
+      ['conflict', 'shop/pin-latest', 'spec.patch[0]', 'reject-after-patch'],
+    ]);
+    expect(findings[0]).toMatchObject({ file: expect.stringMatching(/value\.yaml$/), line: 28 });
+    expect(findings[0].message).toMatch(/shop\/team-web.*\/metadata\/labels\/team.*\(.*value\.yaml:13\)$/);
+    const text = await validate([join(ROOT, 'fixtures', 'conflicts')]);
+    expect(text.stdout.split('\n')[0]).toMatch(
+      /^conflict: .*value\.yaml:28: document 2: ModRule shop\/team-db: spec\.patch\[0\]: value: /,
+    );
+    expect(text.stderr).toBe('7 ModRules in 4 files: 0 problems, 4 conflicts, 0 warnings\n');
+    expect((await validate([join(ROOT, 'fixtures', 'conflicts-none')])).code).toBe(EXIT.ok);
+  });
+
+  // The conflict check builds its witness from the rule's criteria, so it finds the rule without objects; with them,
+  // the warning on those objects is not said again beside the conflict.
+  test('a rule changing its own result again: one report, the idempotence conflict, with or without objects', async () => {
     const dir = join(tmp, 'idempotence');
     const rules = write(
       'idempotence/rules.yaml',
@@ -71,11 +93,15 @@ describe('modrule validate', () => {
       'idempotence/pod.yaml',
       'apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {inject: "yes"}\nspec:\n  containers: [{name: a, image: nginx}]\n',
     );
-    expect((await validate([rules])).stdout).toBe(''); // the samples do not carry the label
-    const r = await validate([dir]);
-    expect(r.stdout).toContain(
-      'spec.patch: not idempotent: applied to its own result it changes /spec/containers/2 again (Pod p)',
-    );
+    for (const path of [rules, dir]) {
+      const r = await validate([path]);
+      expect(r.code).toBe(EXIT.finding);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /^conflict: .*rules\.yaml:\d+: document 1: ModRule sidecar: spec\.patch: idempotence: .*changes \/spec\/containers\/\d+ again/,
+      );
+    }
   });
 
   // Offline and in the cluster the same rules must be refused: compare with the webhook's own answer.

@@ -3,6 +3,7 @@ import { excerpt } from '../util/excerpt';
 import { LocatedDocument, parseLocatedDocuments } from '../util/yaml';
 import { analyzeModRule, CompiledRule } from '../rule/compile';
 import { findShadowedRules, lintModRule } from '../rule/lint';
+import { findConflicts } from '../conflict/find';
 import { DEFAULT_CLUSTER_NAMESPACE, MODRULE_KIND } from '../rule/types';
 import { validateModRule } from '../rule/validate';
 import { DEFAULT_REFERENCE_POLICY, ReferencePolicy } from '../rule/references';
@@ -17,7 +18,7 @@ import { EXIT, exitHelp } from './exit';
 import { Command, CommandIO, displayName, readInput } from './io';
 import { messageOf } from '../util/errors';
 
-const USAGE = `usage: modrule validate PATH... [--output text|json] [--strict]
+const USAGE = `usage: modrule validate PATH... [--output text|json] [--strict] [--cluster-namespace NS]
 
 Checks ModRule files offline exactly as the admission webhook does, and reports every problem with its file,
 line, document, field and message. Folders are searched recursively for .yaml, .yml and .json files ("-" reads
@@ -31,16 +32,23 @@ places, a kind that is neither
 built into Kubernetes 1.37 nor declared by a CustomResourceDefinition found under PATH (as \`modrule scope\` maps
 kinds; give the folder of your CRDs as another PATH), with the kind it is likely a misspelling of.
 
+Also reports conflicts between the rules given (docs/conflicts.md), each once with both rules and the path: two
+rules of one tier that can match the same object writing different values to one path, a path written as a list
+by one and as an object by another, a rule not idempotent on its own output, a Reject rule rejecting what a Patch
+rule produces. Rules without a namespace are taken as applied to one namespace together.
+
   -o, --output text|json  text (default): one line per finding; json: one array of findings
   --strict                warnings fail too
+  --cluster-namespace NS  namespace of cluster-wide rules, for the conflicts (default ${DEFAULT_CLUSTER_NAMESPACE})
 ${allowSecretsHelp(26)}
   -h, --help              show this help
 
-${exitHelp('at least one problem (broken YAML included; warnings too with --strict)', 'a PATH that cannot be read')}`;
+${exitHelp('at least one problem or conflict (broken YAML included; warnings too with --strict)', 'a PATH that cannot be read')}`;
 
 /** One finding of `modrule validate`. */
 export interface Finding {
-  severity: 'error' | 'warning';
+  /** error: the rule is refused; conflict: two rules (or one with itself) in conflict; warning: probably wrong. */
+  severity: 'error' | 'conflict' | 'warning';
   file: string;
   /** 1-based document in the file (empty documents counted). */
   document: number;
@@ -62,6 +70,7 @@ export const run: Command = async (args, io) => {
   const parsed = parsePathCommand(args, USAGE, {
     strict: { type: 'boolean', default: false },
     'allow-secret-references': { type: 'boolean', default: false },
+    'cluster-namespace': { type: 'string', default: DEFAULT_CLUSTER_NAMESPACE },
   });
   if (parsed === 'help') {
     io.stdout(USAGE);
@@ -69,19 +78,27 @@ export const run: Command = async (args, io) => {
   }
   const { values, output, paths: positionals } = parsed;
   const policy = { ...DEFAULT_REFERENCE_POLICY, allowSecrets: values['allow-secret-references'] === true };
-  const { findings, files, rules, unreadable } = await validatePaths(positionals, io, policy);
+  const clusterNamespace = String(values['cluster-namespace']);
+  const { findings, files, rules, unreadable } = await validatePaths(
+    positionals,
+    io,
+    policy,
+    clusterNamespace,
+  );
   const errors = findings.filter((f) => f.severity === 'error').length;
-  const warnings = findings.length - errors;
+  const conflicts = findings.filter((f) => f.severity === 'conflict').length;
+  const warnings = findings.length - errors - conflicts;
   if (output === 'json') io.stdout(JSON.stringify(findings, null, 2) + '\n');
   else {
     for (const f of findings) io.stdout(formatFinding(f) + '\n');
     const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
     io.stderr(
-      `${count(rules, 'ModRule')} in ${count(files, 'file')}: ${count(errors, 'problem')}, ${count(warnings, 'warning')}\n`,
+      `${count(rules, 'ModRule')} in ${count(files, 'file')}: ${count(errors, 'problem')}, ` +
+        `${conflicts > 0 ? `${count(conflicts, 'conflict')}, ` : ''}${count(warnings, 'warning')}\n`,
     );
   }
   if (unreadable > 0) return EXIT.error;
-  return errors > 0 || (values.strict === true && warnings > 0) ? EXIT.finding : EXIT.ok;
+  return errors + conflicts > 0 || (values.strict === true && warnings > 0) ? EXIT.finding : EXIT.ok;
 };
 
 /**
@@ -92,7 +109,7 @@ export function formatFinding(f: Finding): string {
   const line = `${f.line}${f.column ? `:${f.column}` : ''}`;
   const at = f.document === 0 ? `${f.file}: ` : `${f.file}:${line}: document ${f.document}: `;
   const where = `${at}${f.rule ? `ModRule ${f.rule}: ` : ''}`;
-  const text = `${f.severity === 'warning' ? 'warning: ' : ''}${where}${f.field ? `${f.field}: ` : ''}${f.message}`;
+  const text = `${f.severity === 'error' ? '' : `${f.severity}: `}${where}${f.field ? `${f.field}: ` : ''}${f.message}`;
   return f.excerpt ? `${text}\n${f.excerpt.replace(/\n$/, '')}` : text;
 }
 
@@ -104,6 +121,7 @@ export async function validatePaths(
   paths: readonly string[],
   io: CommandIO,
   policy: ReferencePolicy = DEFAULT_REFERENCE_POLICY,
+  clusterNamespace?: string,
 ): Promise<{ findings: Finding[]; files: number; rules: number; unreadable: number }> {
   const findings: Finding[] = [];
   let fileCount = 0;
@@ -188,8 +206,23 @@ export async function validatePaths(
         findings.push(finding('warning', file, 0, 0, null, '', 'no ModRule in this file'));
     }
   }
-  findings.push(...acrossRules(valid, crds, objects));
+  findings.push(...togetherFindings(valid, crds, objects, clusterNamespace));
   return { findings, files: fileCount, rules: ruleCount, unreadable };
+}
+
+/** The findings across rules, then the conflicts; a rule not idempotent among the conflicts is not warned of again. */
+function togetherFindings(
+  valid: ReadonlyArray<{ rule: CompiledRule; file: string; doc: LocatedDocument }>,
+  crds: JsonObject[],
+  objects: JsonObject[],
+  clusterNamespace = DEFAULT_CLUSTER_NAMESPACE,
+): Finding[] {
+  const conflicts = conflictFindings(valid, clusterNamespace);
+  const notIdempotent = new Set(conflicts.filter((c) => c.message.startsWith('idempotence:')).map(keyOf));
+  const warnings = acrossRules(valid, crds, objects).filter(
+    (f) => !(isIdempotenceWarning(f) && notIdempotent.has(keyOf(f))),
+  );
+  return [...warnings, ...conflicts];
 }
 
 /** Findings about the valid rules together: shadowed patches, kinds not served, changes a rule makes again. */
@@ -249,6 +282,42 @@ function kindFindings(
       return finding('warning', file, doc.index, doc.lineOf(fieldPath(field)), name, field, message);
     }),
   );
+}
+
+/** One finding per conflict among the valid rules, at the first rule's field, naming where the other one is. */
+function conflictFindings(
+  valid: ReadonlyArray<{ rule: CompiledRule; file: string; doc: LocatedDocument }>,
+  clusterNamespace: string,
+): Finding[] {
+  const at = new Map(valid.map((v) => [v.rule, v]));
+  return findConflicts(
+    valid.map((v) => v.rule),
+    { clusterNamespace },
+  ).conflicts.map((c) => {
+    const here = at.get(c.rule)!;
+    const there = c.other ? at.get(c.other) : undefined;
+    const where = there ? ` (${there.file}:${there.doc.lineOf(fieldPath(c.otherField ?? ''))})` : '';
+    const name = ruleName((c.rule.source ?? {}) as unknown as JsonObject);
+    const line = here.doc.lineOf(fieldPath(c.field));
+    return finding(
+      'conflict',
+      here.file,
+      here.doc.index,
+      line,
+      name,
+      c.field,
+      `${c.kind}: ${c.message}${where}`,
+    );
+  });
+}
+
+/** One rule in one document of one file. */
+function keyOf(f: Finding): string {
+  return `${f.file}\n${f.document}\n${f.rule ?? ''}`;
+}
+
+function isIdempotenceWarning(f: Finding): boolean {
+  return f.severity === 'warning' && f.field === 'spec.patch' && f.message.startsWith('not idempotent');
 }
 
 function finding(

@@ -53,6 +53,8 @@ export function admit(
     ignored: false,
     overBudget: [],
     quarantined: [],
+    unenforced: [],
+    overridden: [],
   };
   const operation = input.operation;
   // On DELETE the API server sends only the old object; Reject rules are matched against it.

@@ -8,7 +8,7 @@ import { AdmissionOperation, LAST_APPLIED_ANNOTATION } from '../rule/types';
 import { applyPatch } from '../patch/rfc6902';
 import { createPatch } from '../patch/diff';
 import { applyKubeModOperation } from '../patch/kubemod';
-import { formatPointer } from '../patch/pointer';
+import { formatPointer, valueAt } from '../patch/pointer';
 import { RuleSnapshot, RuleStore } from '../store/rules';
 import { admit, AdmissionInput, AdmissionOutcome, RuleRef } from './admit';
 import { stableStringify } from './stable-stringify';
@@ -31,6 +31,8 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     ignored: false,
     overBudget: [],
     quarantined: [],
+    unenforced: [],
+    overridden: [],
   };
   const subject = input.operation === 'DELETE' ? input.oldObject : input.object;
   if (!subject) return outcome;
@@ -61,9 +63,12 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     changed: false,
     last,
     budget: { remaining: MAX_OPERATIONS_PER_REQUEST },
+    applied: [],
+    deleting: input.operation === 'DELETE',
   };
   const patchRules = rules.filter((r) => r.type === 'Patch');
   for (let i = 0; i < patchRules.length;) i = runTier(run, patchRules, i);
+  findOverridden(run);
   if (run.changed && input.operation !== 'DELETE') {
     const final = finalObject(run, managed, lastOriginal);
     outcome.object = final;
@@ -78,7 +83,15 @@ function referenceAdmit(input: AdmissionInput, snapshot: RuleSnapshot): Admissio
     } catch (err) {
       outcome.failures.push({ rule: ref(rule), message: `rejectMessage: ${messageOf(err)}` });
     }
-    outcome.rejections.push({ rule: ref(rule), message });
+    if (rule.enforcement === 'Enforce') outcome.rejections.push({ rule: ref(rule), message });
+    else
+      outcome.unenforced.push({
+        rule: ref(rule),
+        action: rule.enforcement,
+        effect: 'reject',
+        patch: [],
+        message,
+      });
   }
   if (outcome.rejections.length > 0) {
     outcome.allowed = false;
@@ -94,6 +107,9 @@ interface ReferenceRun {
   changed: boolean;
   last: JsonValue | undefined;
   budget: Budget;
+  /** Each enforced rule's operations and the object right after it applied (for the overrides). */
+  applied: Array<{ rule: CompiledRule; ops: ResolvedOperation[]; after: JsonObject }>;
+  deleting: boolean;
 }
 
 /** The object's managedFields, set aside while the rules run, and where they were among the metadata's keys. */
@@ -134,8 +150,22 @@ function runTier(run: ReferenceRun, patchRules: readonly CompiledRule[], i: numb
       const ops = resolveOperations(rule, run.current, NS, run.budget);
       const next = applyEach(cloneJson(run.current), ops);
       if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
+      if (rule.enforcement !== 'Enforce') {
+        // Warn/DryRun: the would-be patch from the object as earlier rules left it, not applied.
+        const would = createPatch(run.current, next).filter((o) => !o.path.startsWith('/syntheticRefs'));
+        if (would.length > 0 && !run.deleting)
+          run.outcome.unenforced.push({
+            rule: ref(rule),
+            action: rule.enforcement,
+            effect: 'patch',
+            patch: would,
+            message: '',
+          });
+        continue;
+      }
       if (ops.length > 0) run.changed = true;
       run.current = next;
+      run.applied.push({ rule, ops, after: cloneJson(next) });
       if (isJsonObject(run.last)) run.last = applyToLastApplied(run.last, ops);
       run.outcome.patched.push(ref(rule));
     } catch (err) {
@@ -146,6 +176,33 @@ function runTier(run: ReferenceRun, patchRules: readonly CompiledRule[], i: numb
 }
 
 type ResolvedOperation = ReturnType<typeof resolveOperations>[number];
+
+/** Each enforced rule's write that a later rule of the request undid (not list inserts, not rewritten by itself). */
+function findOverridden(run: ReferenceRun): void {
+  const { applied } = run;
+  const onPath = (a: readonly string[], b: readonly string[]) =>
+    a.every((x, n) => n >= b.length || x === b[n]);
+  for (let i = 0; i < applied.length - 1; i++)
+    for (const [k, o] of applied[i].ops.entries()) {
+      const last = o.tokens[o.tokens.length - 1];
+      if (o.op === 'add' && (last === '-' || last === '-1' || /^\d+$/.test(last))) continue;
+      if (applied[i].ops.slice(k + 1).some((p) => onPath(p.tokens, o.tokens) || onPath(o.tokens, p.tokens)))
+        continue;
+      const then = valueAt(applied[i].after, o.tokens);
+      const now = valueAt(run.current, o.tokens);
+      if (then === undefined ? now === undefined : now !== undefined && jsonEqual(then, now)) continue;
+      const by = applied
+        .slice(i + 1)
+        .reverse()
+        .find((a) => a.ops.some((p) => onPath(p.tokens, o.tokens) || onPath(o.tokens, p.tokens)));
+      if (by && by.rule.key !== applied[i].rule.key)
+        run.outcome.overridden.push({
+          rule: ref(applied[i].rule),
+          by: ref(by.rule),
+          path: formatPointer(o.tokens),
+        });
+    }
+}
 
 /** A rule's operations applied in order to `value`; the first that fails fails the rule. */
 function applyEach(value: JsonValue, ops: readonly ResolvedOperation[]): JsonValue {
@@ -330,6 +387,7 @@ const rule = fc
     match: fc.array(matchItem, { minLength: 1, maxLength: 3 }),
     patch: fc.array(patchOp, { minLength: 1, maxLength: 3 }),
     rejectMessage: fc.constantFrom(undefined, 'no {{ .Target.metadata.name }}', '{{ fail "x" }}'),
+    enforcementAction: fc.constantFrom(undefined, undefined, undefined, 'Enforce', 'Warn', 'DryRun'),
   })
   .map((r) => ({
     wide: r.wide,
@@ -338,6 +396,7 @@ const rule = fc
       executionTier: r.tier,
       ...(r.operations ? { admissionOperations: r.operations } : {}),
       ...(r.wide ? { targetNamespaceRegex: '^te' } : {}),
+      ...(r.enforcementAction ? { enforcementAction: r.enforcementAction } : {}),
       match: r.match,
       ...(r.type === 'Patch'
         ? { patch: r.patch }

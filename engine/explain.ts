@@ -68,6 +68,11 @@ export interface RuleExplanation {
   rejectMessage?: string;
   /** The rule failed at run time; its changes were dropped. */
   error?: string;
+  /**
+   * spec.enforcementAction Warn or DryRun: its operations or message are what enforcing it would do; the object is
+   * admitted as it is, and later rules do not see its patch.
+   */
+  mode?: 'Warn' | 'DryRun';
   /** Rules that read other objects: each syntheticRefs entry it reads, and whether it was found. */
   references?: ReferenceExplanation[];
 }
@@ -166,7 +171,8 @@ export function explainAdmission(
         }));
         const next = applyOperations(cloneJson(current), ops);
         if (!isJsonObject(next)) throw new Error('the patch replaced the object with a non-object');
-        current = next;
+        // Warn/DryRun: recorded, not applied (as admit() does).
+        if (rule.enforcement === 'Enforce') current = next;
       } catch (err) {
         e.error = messageOf(err);
       }
@@ -197,6 +203,7 @@ function explainMatch(rule: CompiledRule, root: JsonValue): RuleExplanation {
     status: ruleMatches(rule, root) ? 'matched' : 'not-matched',
     items,
     ...(rule.references ? { references: explainReferences(rule, root) } : {}),
+    ...(rule.enforcement === 'Enforce' ? {} : { mode: rule.enforcement }),
   };
 }
 

@@ -44,6 +44,34 @@ export interface AdmissionOutcome {
   quarantined: Array<{ rule: RuleRef; message: string }>;
   /** Some rule that may read a Secret patched or rejected: the patch and messages may hold its values. */
   secretValues?: boolean;
+  /**
+   * Warn and DryRun rules that would have patched (a non-empty patch) or rejected the object: nothing of theirs is
+   * in `patch`, `rejections` or `patched` (engine/unenforced.ts).
+   */
+  unenforced: UnenforcedOutcome[];
+  /** Writes of a Patch rule that a later rule of the same request undid (engine/overrides.ts). */
+  overridden: Override[];
+}
+
+/** What a Warn or DryRun rule would have done to the object. */
+export interface UnenforcedOutcome {
+  rule: RuleRef;
+  action: 'Warn' | 'DryRun';
+  effect: 'patch' | 'reject';
+  /** The would-be patch from the object as the earlier rules left it; [] for a rejection. */
+  patch: JsonPatchOperation[];
+  /** The rendered rejectMessage ('' when none, or for a patch). */
+  message: string;
+}
+
+/** A Patch rule's write that a later rule of the same request changed again. */
+export interface Override {
+  /** The rule whose write was undone. */
+  rule: RuleRef;
+  /** The later rule that undid it. */
+  by: RuleRef;
+  /** The path the earlier rule wrote (JSON Pointer). */
+  path: string;
 }
 
 /**
@@ -74,5 +102,11 @@ export function withholdSecretMessages(outcome: AdmissionOutcome, secret: Readon
   const hit = (r: RuleRef) => secret.has(`${r.namespace}/${r.name}`);
   for (const f of outcome.failures) if (hit(f.rule)) f.message = WITHHELD;
   for (const r of outcome.rejections) if (hit(r.rule) && r.message !== '') r.message = WITHHELD;
-  if (outcome.patched.some(hit) || outcome.rejections.some((r) => hit(r.rule))) outcome.secretValues = true;
+  for (const u of outcome.unenforced) if (hit(u.rule) && u.message !== '') u.message = WITHHELD;
+  if (
+    outcome.patched.some(hit) ||
+    outcome.rejections.some((r) => hit(r.rule)) ||
+    outcome.unenforced.some((u) => hit(u.rule))
+  )
+    outcome.secretValues = true;
 }

@@ -16,6 +16,8 @@ import {
 import { LastApplied } from './last-applied';
 import { AdmissionOutcome, failAlone, QuarantineCheck, refOf } from './outcome';
 import type { ReferenceViews } from './references';
+import { AppliedWrite, findOverrides } from './overrides';
+import { recordWouldPatch } from './unenforced';
 import { messageOf } from '../util/errors';
 
 /**
@@ -25,6 +27,9 @@ import { messageOf } from '../util/errors';
  * Each rule runs within its own share of the budget, and a quarantined one is skipped (see AdmitOptions).
  * Only the index's candidates for the tier's input are visited. Returns the selects of the final object and, unless
  * the budget ran out, its candidates (the Reject rules are among them).
+ * A Warn/DryRun rule's would-be patch is recorded (engine/unenforced.ts) and not applied: later rules do not see it,
+ * as the object stored will not have it. When more than one rule patched, the writes a later rule undid are
+ * recorded (engine/overrides.ts).
  */
 export function runPatchRules(
   index: RuleIndex,
@@ -43,6 +48,7 @@ export function runPatchRules(
   let work: TierWork | undefined;
   let rules: readonly CompiledRule[] = [];
   let i = 0;
+  let writes: AppliedWrite[] | undefined;
   try {
     rules = index.candidates(selects);
     while (i < rules.length) {
@@ -59,7 +65,10 @@ export function runPatchRules(
           continue;
         }
         const ops = runRule(rule, tierInput, work, namespace, budget, outcome, views);
-        if (ops !== undefined) lastApplied.apply(ops);
+        if (ops !== undefined) {
+          lastApplied.apply(ops);
+          (writes ??= []).push({ rule, ops });
+        }
       }
       current = work.current;
       work = undefined;
@@ -83,6 +92,9 @@ export function runPatchRules(
     }
     return { selects: current === selects.root ? selects : new SelectCache(current, request) };
   }
+  if (writes && writes.length > 1) findOverrides(writes, current, outcome);
+  // On DELETE nothing is patched: nothing would be either.
+  if (operation === 'DELETE' && outcome.unenforced.length > 0) outcome.unenforced = [];
   return { selects, candidates: rules };
 }
 
@@ -118,7 +130,10 @@ function runRule(
   }
 }
 
-/** One matching Patch rule applied to the tier's object: its operations, or undefined when it failed. */
+/**
+ * One matching Patch rule applied to the tier's object: its operations, or undefined when it failed or is not
+ * enforced (Warn, DryRun: its would-be patch is recorded instead).
+ */
 function applyRule(
   rule: CompiledRule,
   work: TierWork,
@@ -130,6 +145,10 @@ function applyRule(
   try {
     const target = views ? views.objectFor(rule, work.current) : work.current;
     const ops = resolveOperations(rule, target, namespace, budget);
+    if (rule.enforcement !== 'Enforce') {
+      recordWouldPatch(rule, ops, work.current, outcome, budget.request);
+      return undefined;
+    }
     work.apply(ops, budget.request);
     outcome.patched.push(refOf(rule));
     return ops;

@@ -8,12 +8,14 @@ import { SelectCache } from '../jsonpath/select-cache';
 import { ruleMatches } from './match';
 import { AdmissionOutcome, QuarantineCheck, refOf } from './outcome';
 import type { ReferenceViews } from './references';
+import { recordWouldReject } from './unenforced';
 import { messageOf } from '../util/errors';
 import { templateData } from './pod-view';
 
 /**
  * Reject rules of every tier see the final patched object (KubeMod's dragnet handler: patch first, then reject).
- * A Reject rule the budget (or its own share of it) cannot evaluate rejects (see rejectUnevaluated).
+ * A Reject rule the budget (or its own share of it) cannot evaluate rejects (see rejectUnevaluated). A Warn/DryRun
+ * rule that matches is recorded as a would-be rejection (engine/unenforced.ts) and rejects nothing.
  */
 export function runRejectRules(
   index: RuleIndex,
@@ -65,11 +67,10 @@ function runRule(
     const quarantine = quarantined?.(rule);
     if (quarantine) {
       outcome.quarantined.push({ rule: refOf(rule), message: `rejectMessage not rendered: ${quarantine}` });
-      outcome.rejections.push({ rule: refOf(rule), message: '' });
+      reject(rule, '', outcome);
       return;
     }
-    const message = rejectMessage(rule, object, namespace, budget, outcome);
-    outcome.rejections.push({ rule: refOf(rule), message });
+    reject(rule, rejectMessage(rule, object, namespace, budget, outcome), outcome);
   } catch (err) {
     if (!(err instanceof RuleBudgetExhaustedError)) throw err;
     rejectUnevaluated([rule], ` within its share of the request budget (${err.message})`, outcome);
@@ -77,6 +78,12 @@ function runRule(
   } finally {
     budget?.endRule();
   }
+}
+
+/** A matching rule rejects, or records that it would (Warn, DryRun). */
+function reject(rule: CompiledRule, message: string, outcome: AdmissionOutcome): void {
+  if (rule.enforcement === 'Enforce') outcome.rejections.push({ rule: refOf(rule), message });
+  else recordWouldReject(rule, message, outcome);
 }
 
 /** The rule's rendered rejectMessage; '' when it has none or it fails (KubeMod's denial then names just the rule). */
@@ -101,13 +108,13 @@ function rejectMessage(
 /**
  * Reject rules that could not be evaluated reject (fail closed), as a rule whose rejectMessage fails still rejects:
  * otherwise exhausting the budget, or nesting the object deeply, would be a way around every policy. Each is also
- * reported as a failure (warned, counted).
+ * reported as a failure (warned, counted). A Warn/DryRun rule rejects nothing: it only fails.
  */
 function rejectUnevaluated(rules: readonly CompiledRule[], why: string, outcome: AdmissionOutcome): void {
   const message = `could not be evaluated${why}`;
   for (const rule of rules) {
     outcome.failures.push({ rule: refOf(rule), message });
-    outcome.rejections.push({ rule: refOf(rule), message });
+    if (rule.enforcement === 'Enforce') outcome.rejections.push({ rule: refOf(rule), message });
   }
 }
 
@@ -120,5 +127,5 @@ export function refuseDeep(rules: readonly CompiledRule[], outcome: AdmissionOut
   for (const rule of rules) if (rule.type === 'Patch') outcome.failures.push({ rule: refOf(rule), message });
   const rejects = rules.filter((r) => r.type === 'Reject');
   rejectUnevaluated(rejects, `: object nests deeper than ${MAX_OBJECT_DEPTH} levels`, outcome);
-  outcome.allowed = rejects.length === 0;
+  outcome.allowed = outcome.rejections.length === 0;
 }

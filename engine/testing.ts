@@ -29,6 +29,16 @@ export function storeFromYaml(
   return store;
 }
 
+/** A ModRule document (a leading `---`, so documents concatenate) named `name` in no namespace, `spec` as YAML. */
+export function ruleYaml(name: string, spec: string): string {
+  const body = spec
+    .trim()
+    .split('\n')
+    .map((l) => `  ${l}`)
+    .join('\n');
+  return `---\napiVersion: api.kubemod.io/v1beta1\nkind: ModRule\nmetadata:\n  name: ${name}\nspec:\n${body}\n`;
+}
+
 export interface AdmitOptions {
   operation?: AdmissionOperation;
   /** Default 'default'; null for cluster-scoped objects. */

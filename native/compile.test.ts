@@ -274,3 +274,54 @@ describe("templates: the TypeScript rendering the guards use is the engine's", (
     expect(compared).toBeGreaterThan(50);
   });
 });
+
+describe('compileNative: spec.enforcementAction', () => {
+  const reject = (action?: string) =>
+    rule({
+      type: 'Reject',
+      ...(action ? { enforcementAction: action } : {}),
+      rejectMessage: 'no ConfigMaps',
+      match: [CONFIGMAP],
+    });
+
+  test.each([
+    [undefined, 'Deny'],
+    ['Enforce', 'Deny'],
+    ['Warn', 'Warn'],
+    ['DryRun', 'Audit'],
+  ])('a Reject rule with %s: the binding validationActions [%s] (export --native)', (action, expected) => {
+    const fit = compileNative(reject(action), { unenforcedActions: true });
+    if (!fit.fits) throw new Error(JSON.stringify(fit.reasons));
+    expect((fit.binding.spec as JsonObject).validationActions).toEqual([expected]);
+    expect(fit.policy.kind).toBe('ValidatingAdmissionPolicy');
+  });
+
+  test('the operator leaves Warn/DryRun Reject rules to the webhook, saying why', () => {
+    const fit = compileNative(reject('Warn'));
+    expect(fit.fits).toBe(false);
+    if (fit.fits) return;
+    expect(fit.reasons).toEqual([
+      {
+        field: 'spec.enforcementAction',
+        message: expect.stringMatching(
+          /^Warn: served by the webhook, which records what the rule would reject/,
+        ),
+      },
+    ]);
+  });
+
+  test.each(['Warn', 'DryRun'])('a Patch rule in %s stays on the webhook, with the reason', (action) => {
+    const fit = compileNative(
+      rule({ type: 'Patch', enforcementAction: action, match: [CONFIGMAP], patch: [LABEL] }),
+      { unenforcedActions: true },
+    );
+    expect(fit.fits).toBe(false);
+    if (fit.fits) return;
+    expect(fit.reasons).toEqual([
+      {
+        field: 'spec.enforcementAction',
+        message: `${action}: a MutatingAdmissionPolicy cannot warn or dry-run a patch; the webhook serves the rule and records what it would patch`,
+      },
+    ]);
+  });
+});

@@ -19,7 +19,16 @@ import { Read } from './select-context';
 export interface NativeOptions {
   readonly clusterNamespace?: string;
   readonly dragnet?: DragnetMatch;
+  /**
+   * Compile Warn/DryRun Reject rules to bindings with validationActions Warn/Audit (`modrule export --native`).
+   * The operator leaves them to the webhook: it confirms a policy is in force by a probe the policy refuses, which a
+   * Warn or Audit binding never does, and the webhook records what such a rule would do (status, metrics, Events).
+   */
+  readonly unenforcedActions?: boolean;
 }
+
+/** The binding's validationActions for a Reject rule's enforcementAction. */
+export const VALIDATION_ACTIONS = { Enforce: ['Deny'], Warn: ['Warn'], DryRun: ['Audit'] } as const;
 
 import { compileParts, NativeReason } from './compile-parts';
 import { mergeMembers } from './pod-rule';
@@ -62,6 +71,7 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
   const name = policyName(rule);
   const nameProblem = policyNameProblem(name);
   if (nameProblem) reasons.push({ field: 'metadata.name', message: nameProblem });
+  reasons.push(...enforcementReasons(rule, options));
   const compiled = rule.variants?.length
     ? mergeMembers(
         rule,
@@ -99,7 +109,33 @@ export function compileNative(rule: CompiledRule, options: NativeOptions = {}): 
         },
       ],
     };
-  return { fits: true, rule, policy, binding: policyBinding(policy), guards, reads, effects };
+  const binding = policyBinding(policy, VALIDATION_ACTIONS[rule.enforcement]);
+  return { fits: true, rule, policy, binding, guards, reads, effects };
+}
+
+/** Why a Warn/DryRun rule does not fit: a patch cannot be warned or dry-run natively; a rejection can, on export. */
+function enforcementReasons(rule: CompiledRule, options: NativeOptions): NativeReason[] {
+  if (rule.enforcement === 'Enforce') return [];
+  const field = 'spec.enforcementAction';
+  if (rule.type === 'Patch')
+    return [
+      {
+        field,
+        message:
+          `${rule.enforcement}: a MutatingAdmissionPolicy cannot warn or dry-run a patch; the webhook serves the rule ` +
+          'and records what it would patch',
+      },
+    ];
+  if (options.unenforcedActions) return [];
+  return [
+    {
+      field,
+      message:
+        `${rule.enforcement}: served by the webhook, which records what the rule would reject (status, metrics, ` +
+        `Events); a ValidatingAdmissionPolicy binding with validationActions ${VALIDATION_ACTIONS[rule.enforcement][0]} ` +
+        'refuses nothing, so the operator could not confirm it in force (modrule export --native writes one)',
+    },
+  ];
 }
 
 /** The API server's limit on one CEL expression (code points). */

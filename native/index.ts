@@ -11,7 +11,7 @@ export {
   RULE_ANNOTATION,
   SERVE_ANNOTATION,
 } from './policy';
-export { effectsOf, interferenceProblem } from './interference';
+export { effectsOf, interferenceProblem, templateReadsOf } from './interference';
 export type { OtherRule, RuleEffects } from './interference';
 export { originalOf, residualGuards, residualRule } from './residual';
 export { overlaps, writeAffects } from './effects';

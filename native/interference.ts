@@ -115,6 +115,12 @@ function push(tokens: Array<string | number>, out: Read[]): boolean {
   return true;
 }
 
+/** What a template (its source text) reads of the object: the .Target paths, or 'all' when it cannot be narrowed. */
+export function templateReadsOf(source: string): readonly Read[] | 'all' {
+  const reads: Read[] = [];
+  return templateReads(compileSharedTemplate(source).tree.root, reads) ? reads : 'all';
+}
+
 /** Adds the .Target fields a template reads; false when it reads the object as a whole (dot, variables). */
 function templateReads(nodes: readonly Node[], out: Read[]): boolean {
   for (const n of nodes) {

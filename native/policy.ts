@@ -143,8 +143,11 @@ export function validatingPolicy(
   };
 }
 
-/** The binding that puts a policy in force (everywhere its matchConstraints reach). */
-export function policyBinding(policy: JsonObject): JsonObject {
+/**
+ * The binding that puts a policy in force (everywhere its matchConstraints reach); a validating policy's with
+ * `actions` (default Deny; Warn and Audit for Warn/DryRun rules).
+ */
+export function policyBinding(policy: JsonObject, actions: readonly string[] = ['Deny']): JsonObject {
   const meta = metadataOf(policy);
   const name = String(meta.name);
   const validating = policy.kind === 'ValidatingAdmissionPolicy';
@@ -152,7 +155,7 @@ export function policyBinding(policy: JsonObject): JsonObject {
     apiVersion: POLICY_API_VERSION,
     kind: `${String(policy.kind)}Binding`,
     metadata: { name, labels: meta.labels ?? {}, annotations: meta.annotations ?? {} },
-    spec: { policyName: name, ...(validating ? { validationActions: ['Deny'] } : {}) },
+    spec: { policyName: name, ...(validating ? { validationActions: [...actions] } : {}) },
   };
 }
 

@@ -67,6 +67,9 @@ class ResidualRule implements CompiledRule {
   get operations() {
     return this.full.operations;
   }
+  get enforcement() {
+    return this.full.enforcement;
+  }
   get source() {
     return this.full.source;
   }

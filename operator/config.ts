@@ -48,7 +48,7 @@ export interface OperatorConfig {
   shutdownDelayMs?: number;
   /** When a rule that keeps running out of its share of the budget is quarantined (tests shorten it). */
   quarantine?: QuarantineOptions;
-  /** The window run-time failures are counted over on a rule's status (tests shorten it). */
+  /** The window run-time failures and Warn/DryRun outcomes are counted over on a rule's status (tests shorten it). */
   failures?: RuleFailuresOptions;
   /** Background audit reports (--reports); off when absent. */
   reports?: BackgroundAuditConfig;

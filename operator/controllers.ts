@@ -16,10 +16,12 @@ import { OUTSIDE_NET, ScopeFinding, UNKNOWN_KIND } from './scope/findings';
 import { ReadyGate } from './scope/ready-gate';
 import { ScopeStatus } from './scope/status';
 import { OperatorState } from './state';
+import { ConflictStatus } from './status/conflicts';
 import { FailingStatus } from './status/failing';
 import { QuarantineStatus } from './status/quarantine';
 import { PodControllersFacet } from './status/pod-controllers';
 import { StatusReporter } from './status/reporter';
+import { UnenforcedStatus } from './status/unenforced';
 
 /** The operator's controllers, built on the shared state, each with plain references to what it reads. */
 export interface Controllers {
@@ -125,7 +127,8 @@ export function buildControllers(
 /**
  * The status writer and what reports through it: the Ready gate (a valid rule's Ready waits until the live scope
  * sends its objects), the scope's own word (held at the configured net, not in force yet), quarantined and failing
- * rules, and the scope's findings (kinds not served or outside the configured net).
+ * rules, what Warn/DryRun rules would have done (NotEnforced), rules in conflict (Conflicting, checked in slices
+ * after rule changes), and the scope's findings (kinds not served or outside the configured net).
  */
 function buildStatus(
   config: OperatorConfig,
@@ -145,6 +148,14 @@ function buildStatus(
     : null;
   const degraded = status ? new QuarantineStatus({ quarantine: state.quarantine, store: state.store }) : null;
   const failing = new FailingStatus({ failures: state.failures, status, registry });
+  const notEnforced = new UnenforcedStatus({ unenforced: state.unenforced, status, registry });
+  const conflicts = new ConflictStatus({
+    store: state.store,
+    status,
+    registry,
+    clusterNamespace: config.clusterNamespace,
+    logger,
+  });
   const findings = [UNKNOWN_KIND, OUTSIDE_NET].map((f) => new ScopeFinding(f, status, registry));
   // status.podControllers: the controllers whose writes the registration sends for a Pod rule's variants.
   const podControllers = new PodControllersFacet(status);
@@ -172,6 +183,8 @@ function buildStatus(
       ),
     ],
     ['failing status', failing],
+    ['not-enforced status', notEnforced],
+    ['conflict status', conflicts],
   ];
   return { status, scopeStatus, gate, findings, podControllers, parts };
 }

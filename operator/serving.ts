@@ -85,6 +85,7 @@ export function buildServing(
           onDemotion: controllers.status ? (d) => controllers.status?.reportDemotion(d) : undefined,
           quarantine: state.quarantine,
           failures: state.failures,
+          unenforced: state.unenforced,
           // ModRules naming kinds the cluster does not serve are admitted with a warning.
           servedKinds: () => controllers.discovery.catalog(),
           recordPatchedBy: config.recordPatchedBy,

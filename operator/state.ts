@@ -3,6 +3,7 @@ import { RuleStore } from '../store/rules';
 import { RuleQuarantine } from '../webhook/quarantine';
 import { KindScopes } from './rules/kind-scopes';
 import { RuleFailures } from '../webhook/rule-failures';
+import { RuleUnenforced } from '../webhook/rule-unenforced';
 import { OperatorConfig, OperatorDeps } from './config';
 import { Runnable, runnable } from './controller/lifecycle';
 import { AdmittedRules } from './rules/admitted';
@@ -14,7 +15,7 @@ import { ConfirmedRules } from './scope/ready-gate';
  * What the operator's parts share, built before any of them (no I/O): the rule store the informers feed and the
  * webhook reads, the rules admitted and not stored yet, this replica's view of the live dragnet scope, what it does
  * for native rules, the rules confirmed in force at admission, and the per-replica records of quarantined and
- * failing rules. Every controller is built with plain references to these.
+ * failing rules and of what Warn/DryRun rules would have done. Every controller is built with plain references to these.
  */
 export interface OperatorState {
   readonly store: RuleStore;
@@ -33,6 +34,8 @@ export interface OperatorState {
   readonly quarantine: RuleQuarantine;
   /** Rules' run-time failures in the recent window (per replica). */
   readonly failures: RuleFailures;
+  /** What Warn/DryRun rules would have patched or rejected in the recent window (per replica). */
+  readonly unenforced: RuleUnenforced;
 }
 
 /** Builds the shared state; `stop` releases its timers. */
@@ -52,6 +55,7 @@ export function buildState(
   const live = new LiveScopeView({ mode: config.dragnetScope ?? 'rules' });
   const quarantine = new RuleQuarantine(config.quarantine, store);
   const failures = new RuleFailures(config.failures, store);
+  const unenforced = new RuleUnenforced(config.failures, store);
   const state = {
     store,
     kindScopes,
@@ -62,6 +66,7 @@ export function buildState(
     confirmed: new ConfirmedRules(),
     quarantine,
     failures,
+    unenforced,
   };
   const stopper = runnable(
     () => undefined,
@@ -70,6 +75,7 @@ export function buildState(
       live.stop();
       quarantine.close();
       failures.close();
+      unenforced.close();
     },
   );
   return { ...state, stopper };

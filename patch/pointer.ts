@@ -1,3 +1,4 @@
+import type { JsonValue } from '../util/json';
 import { PatchError } from './operation';
 
 /** Decodes an RFC 6901 JSON pointer into its reference tokens: '/a/b~1c' -> ['a', 'b/c']; '' -> []. */
@@ -33,4 +34,16 @@ export function formatPointer(tokens: readonly string[]): string {
 export function escapeToken(token: string): string {
   if (token.indexOf('~') === -1 && token.indexOf('/') === -1) return token;
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/** The value at the tokens' location, or undefined when there is none (a list index as decimal digits). */
+export function valueAt(root: JsonValue, tokens: readonly string[]): JsonValue | undefined {
+  let v: JsonValue | undefined = root;
+  for (const t of tokens) {
+    if (Array.isArray(v)) v = /^(?:0|[1-9]\d*)$/.test(t) ? v[Number(t)] : undefined;
+    else if (v !== null && typeof v === 'object') v = Object.hasOwn(v, t) ? v[t] : undefined;
+    else return undefined;
+    if (v === undefined) return undefined;
+  }
+  return v;
 }

@@ -2,7 +2,13 @@ import { compileTemplate, CompiledTemplate } from '../template';
 import type { SafeRegex } from '../util/regex';
 import { JsonValue } from '../util/json';
 import { Interner } from '../util/interner';
-import { AdmissionOperation, MAX_EXECUTION_TIER, MIN_EXECUTION_TIER } from './types';
+import {
+  AdmissionOperation,
+  ENFORCEMENT_ACTIONS,
+  EnforcementAction,
+  MAX_EXECUTION_TIER,
+  MIN_EXECUTION_TIER,
+} from './types';
 import type { CompiledMatchItem, CompiledPatchOperation } from './compiled';
 import { describe, Report, tryRegex, tryTemplate } from './field-checks';
 import { compileMatchItem } from './compile-match';
@@ -47,6 +53,15 @@ export function tierOf(rawTier: JsonValue | undefined, problem: Report): number 
     return rawTier;
   }
   return 0;
+}
+
+/** spec.enforcementAction read (default Enforce); an unknown value reported with the allowed ones. */
+export function enforcementOf(raw: JsonValue | undefined, problem: Report): EnforcementAction {
+  if (raw === undefined || raw === null) return 'Enforce';
+  if (typeof raw === 'string' && (ENFORCEMENT_ACTIONS as readonly string[]).includes(raw))
+    return raw as EnforcementAction;
+  problem('spec.enforcementAction', `must be one of ${ENFORCEMENT_ACTIONS.join(', ')}, got ${describe(raw)}`);
+  return 'Enforce';
 }
 
 /** spec.match compiled, with the interning keys of its items. */

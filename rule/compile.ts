@@ -16,7 +16,15 @@ import {
 import { compileReferences, DEFAULT_REFERENCE_POLICY, isSecretKind, ReferenceDecl } from './references';
 import { ruleOwnerReads } from './reads';
 import { describe, Report, unknownField } from './field-checks';
-import { matchOf, namespaceRegexOf, operationsOf, patchOf, rejectMessageOf, tierOf } from './compile-fields';
+import {
+  enforcementOf,
+  matchOf,
+  namespaceRegexOf,
+  operationsOf,
+  patchOf,
+  rejectMessageOf,
+  tierOf,
+} from './compile-fields';
 import { internedRule } from './interned-rule';
 import { compileMatchItem } from './compile-match';
 import { markerMatchItem, podControllerKinds } from './pod-controllers';
@@ -52,6 +60,7 @@ const SPEC_FIELDS = new Set([
   'targetNamespaceSelector',
   'references',
   'podControllers',
+  'enforcementAction',
 ]);
 const sharedReferences = new Interner<RuleReferences>();
 
@@ -101,6 +110,7 @@ export function analyzeModRule(
 
   const operations = operationsOf(spec.admissionOperations, problem);
   const tier = tierOf(spec.executionTier, problem);
+  const enforcement = enforcementOf(spec.enforcementAction, problem);
 
   const { match, itemKeys } = matchOf(spec.match, problem);
   const patch = patchOf(spec.patch, type, problem);
@@ -144,6 +154,7 @@ export function analyzeModRule(
       type: type as 'Patch' | 'Reject',
       tier,
       operations,
+      enforcement,
       match,
       rejectMessage,
       targetNamespaceRegex,

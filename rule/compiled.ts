@@ -2,7 +2,7 @@ import type { CompiledJsonPath } from '../jsonpath';
 import type { CompiledTemplate } from '../template';
 import type { SafeRegex } from '../util/regex';
 import type { JsonValue } from '../util/json';
-import type { AdmissionOperation, MatchFor, ModRule, PatchOperationType } from './types';
+import type { AdmissionOperation, EnforcementAction, MatchFor, ModRule, PatchOperationType } from './types';
 import type { ValidationProblem } from './problems';
 import type { CompiledLabelSelector } from './labelselector';
 import type { ReferenceDecl, ReferencePolicy } from './references';
@@ -57,6 +57,8 @@ export interface CompiledRule {
   readonly type: 'Patch' | 'Reject';
   readonly tier: number;
   readonly operations: ReadonlySet<AdmissionOperation>;
+  /** spec.enforcementAction: Warn and DryRun rules run as the others, their outcome is recorded, not applied. */
+  readonly enforcement: EnforcementAction;
   readonly source?: ModRule;
   readonly match: readonly CompiledMatchItem[];
   readonly patch: readonly CompiledPatchOperation[];

@@ -2,7 +2,7 @@ import type { CompiledTemplate } from '../template';
 import type { SafeRegex } from '../util/regex';
 import type { JsonValue } from '../util/json';
 import { Interner } from '../util/interner';
-import type { AdmissionOperation, ModRule } from './types';
+import type { AdmissionOperation, EnforcementAction, ModRule } from './types';
 import type { CompiledLabelSelector } from './labelselector';
 import type { CompiledMatchItem, CompiledPatchOperation, CompiledRule, RuleReferences } from './compiled';
 
@@ -16,6 +16,7 @@ export interface RuleBody {
   readonly type: 'Patch' | 'Reject';
   readonly tier: number;
   readonly operations: ReadonlySet<AdmissionOperation>;
+  readonly enforcement: EnforcementAction;
   readonly match: readonly CompiledMatchItem[];
   readonly rejectMessage?: CompiledTemplate;
   readonly targetNamespaceRegex?: SafeRegex;
@@ -46,6 +47,9 @@ class Rule implements CompiledRule {
   }
   get operations(): ReadonlySet<AdmissionOperation> {
     return this.body.operations;
+  }
+  get enforcement(): EnforcementAction {
+    return this.body.enforcement;
   }
   get match(): readonly CompiledMatchItem[] {
     return this.body.match;
@@ -128,8 +132,16 @@ export function internedRule(
   source: ModRule | undefined,
   references?: RuleReferences,
 ): CompiledRule {
-  const { type, tier, operations, match, rejectMessage, targetNamespaceRegex, targetNamespaceSelector } =
-    parts;
+  const {
+    type,
+    tier,
+    operations,
+    enforcement,
+    match,
+    rejectMessage,
+    targetNamespaceRegex,
+    targetNamespaceSelector,
+  } = parts;
   // One body object per distinct shape (criteria list exact-size, as arrays built by push() carry spare capacity).
   // A short key (one per distinct body is kept): the texts that may hold "|" come last, JSON-quoted.
   const bodyKey = [
@@ -140,11 +152,13 @@ export function internedRule(
     rejectMessage ? identity(rejectMessage) : '',
     targetNamespaceRegex ? JSON.stringify(targetNamespaceRegex.source) : '',
     targetNamespaceSelector ? JSON.stringify(selector) : '',
+    enforcement === 'Enforce' ? '' : enforcement,
   ].join('|');
   const body = bodies.get(bodyKey, () => ({
     type,
     tier,
     operations: sharedOperations(operations),
+    enforcement,
     match: match.slice(),
     rejectMessage,
     targetNamespaceRegex,

@@ -1,6 +1,6 @@
 import type { CompiledTemplate } from '../template';
 import type { SafeRegex } from '../util/regex';
-import type { AdmissionOperation, ModRule } from './types';
+import type { AdmissionOperation, EnforcementAction, ModRule } from './types';
 import type { CompiledLabelSelector } from './labelselector';
 import type {
   CompiledMatchItem,
@@ -38,6 +38,9 @@ class PodRule implements CompiledRule {
   }
   get operations(): ReadonlySet<AdmissionOperation> {
     return this.base.operations;
+  }
+  get enforcement(): EnforcementAction {
+    return this.base.enforcement;
   }
   get source(): ModRule | undefined {
     return this.base.source;

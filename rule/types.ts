@@ -9,6 +9,12 @@ export type ModRuleType = 'Patch' | 'Reject';
 export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 export type MatchFor = 'Any' | 'All';
 export type PatchOperationType = 'add' | 'replace' | 'remove';
+/**
+ * What a rule does with its result: Enforce (patch or reject), Warn (admit unchanged and tell the writer), DryRun
+ * (admit unchanged and only record it). Beyond KubeMod, as Gatekeeper's enforcementAction.
+ */
+export type EnforcementAction = 'Enforce' | 'Warn' | 'DryRun';
+export const ENFORCEMENT_ACTIONS: readonly EnforcementAction[] = ['Enforce', 'Warn', 'DryRun'];
 
 /** One criteria item of spec.match. */
 export interface MatchItem {
@@ -41,6 +47,8 @@ export interface ModRuleSpec {
   targetNamespaceSelector?: LabelSelector;
   /** Beyond KubeMod: other objects the rule reads, each as syntheticRefs.<name>. */
   references?: ModRuleReference[];
+  /** Beyond KubeMod: Enforce (default), Warn or DryRun. */
+  enforcementAction?: EnforcementAction;
   /** Beyond KubeMod: for a Pod rule, the controller kinds whose pod templates it also applies to ("*": all). */
   podControllers?: string[];
 }

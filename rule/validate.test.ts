@@ -76,6 +76,18 @@ describe('validateModRule', () => {
       'spec.executionTier',
       'between -32767 and 32766',
     ],
+    [
+      'enforcementAction unknown',
+      variant((r) => (r.spec.enforcementAction = 'Audit')),
+      'spec.enforcementAction',
+      'must be one of Enforce, Warn, DryRun, got "Audit"',
+    ],
+    [
+      'enforcementAction lower case',
+      variant((r) => (r.spec.enforcementAction = 'dryrun')),
+      'spec.enforcementAction',
+      'must be one of Enforce, Warn, DryRun, got "dryrun"',
+    ],
     ['match missing', variant((r) => delete r.spec.match), 'spec.match', 'required'],
     ['match empty', variant((r) => (r.spec.match = [])), 'spec.match', 'at least one'],
     ['select missing', variant((r) => delete match(r, 1).select), 'spec.match[1].select', 'required'],
@@ -465,6 +477,17 @@ describe('compileModRule', () => {
     const rule = compileModRule(r as unknown as ModRule);
     expect([...rule.operations]).toEqual(['DELETE']);
     expect(rule.tier).toBe(-4);
+  });
+
+  test('enforcementAction is Enforce when absent, else as written; rules differing only in it share no body', () => {
+    expect(compileModRule(valid() as unknown as ModRule).enforcement).toBe('Enforce');
+    for (const action of ['Enforce', 'Warn', 'DryRun'] as const) {
+      const rule = compileModRule(variant((x) => (x.spec.enforcementAction = action)) as unknown as ModRule);
+      expect(rule.enforcement).toBe(action);
+    }
+    // null as absent, as for the other optional fields
+    const nulled = compileModRule(variant((x) => (x.spec.enforcementAction = null)) as unknown as ModRule);
+    expect(nulled.enforcement).toBe('Enforce');
   });
 
   test('an invalid rule throws InvalidModRuleError with every problem', () => {

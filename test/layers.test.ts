@@ -13,7 +13,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['rule'],
   ['store', 'native'],
   ['engine', 'scope'],
-  ['webhook', 'audit'],
+  ['webhook', 'audit', 'conflict', 'gitops'],
   ['operator'],
   ['cli', 'image'],
   ['bench', 'test'],

@@ -131,7 +131,7 @@ describe('the README, followed literally', () => {
       throw new Error(`no eslint step in "${script}"`);
     };
     // A file pinned in eslint.limits.json's notYet (over the project's limits, held at its own value).
-    const file = 'cli/audit.ts';
+    const file = 'cli/testfile.ts';
     const eslint = join(__dirname, '..', 'node_modules', '.bin', 'eslint');
     const args = (script: string): string[] => [...eslintOf(script).filter((a) => a !== '.'), file];
     const test = await runProcess(eslint, args(scripts.test));

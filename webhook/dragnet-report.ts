@@ -8,6 +8,7 @@ import { NamespaceFairness } from './fairness';
 import { Wrapper } from './handler';
 import { DragnetMetrics } from './metrics';
 import { RuleFailures } from './rule-failures';
+import { RuleUnenforced } from './rule-unenforced';
 import type { NamespaceDemotion } from './server-options';
 
 /*
@@ -15,17 +16,28 @@ import type { NamespaceDemotion } from './server-options';
  * the rules' run-time failures), then what fairness did (an exhausted budget, a demotion).
  */
 
-/** Logs and counts each decision: one line per patch, rejection or failure, and the rules' run-time failures. */
+/** What the dragnet records of its decisions per rule, for the operator to show on the rules. */
+export interface DecisionRecords {
+  /** Run-time failures. */
+  failures: RuleFailures;
+  /** What Warn/DryRun rules would have done. */
+  unenforced: RuleUnenforced;
+}
+
+/**
+ * Logs and counts each decision: one line per patch, rejection or failure, the rules' run-time failures, what
+ * Warn/DryRun rules would have done, and the rule pairs where a later rule undid an earlier one's write.
+ */
 export function reportDecision(
   logger: Logger,
   metrics: DragnetMetrics,
   answers: AnswerMetrics,
-  failures: RuleFailures,
+  records: DecisionRecords,
 ): Wrapper<DragnetAnswer> {
   return (next) => async (context) => {
     const answer = await next(context);
     if (answer.error) answers.failedOpen('dragnet', 'engine_error');
-    logDecision(context, answer, logger, metrics, failures);
+    logDecision(context, answer, logger, metrics, records);
     return answer;
   };
 }
@@ -35,7 +47,7 @@ function logDecision(
   decision: DragnetDecision,
   logger: Logger,
   metrics: DragnetMetrics,
-  failures: RuleFailures,
+  { failures, unenforced }: DecisionRecords,
 ): void {
   const outcome = decision.outcome;
   if (decision.error) {
@@ -60,6 +72,22 @@ function logDecision(
     'error',
     outcome.failures.map((f) => f.rule),
   );
+  if (outcome.unenforced.length > 0) {
+    // Recorded like a patch or rejection: one line, the would-be patch itself at debug.
+    logger.info('not enforced (Warn/DryRun): admitted as is', {
+      ...base,
+      rules: outcome.unenforced.map((u) => ({ rule: ruleName(u.rule), mode: u.action, would: u.effect })),
+    });
+    if (logger.isDebugEnabled() && !outcome.secretValues)
+      for (const u of outcome.unenforced) logger.debug('would patch or reject', { ...base, ...u });
+    metrics.countUnenforced(outcome.unenforced);
+    unenforced.record(outcome.unenforced, () => context.label);
+  }
+  if (outcome.overridden.length > 0) {
+    if (logger.isDebugEnabled())
+      logger.debug('a later rule undid an earlier write', { ...base, overridden: outcome.overridden });
+    metrics.countOverrides(outcome.overridden);
+  }
   // One info line per admission that changed or rejected something, listing the rules; per-rule detail at debug.
   if (decision.result === 'rejected') {
     logger.info('rejected', { ...base, ...rejectionLogFields(outcome) });

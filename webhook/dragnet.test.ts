@@ -86,3 +86,84 @@ describe('handleDragnet', () => {
     });
   });
 });
+
+describe('handleDragnet: Warn and DryRun rules', () => {
+  const modRule = (name: string, spec: JsonObject): JsonObject => ({
+    apiVersion: 'api.kubemod.io/v1beta1',
+    kind: 'ModRule',
+    metadata: { name, namespace: 'default' },
+    spec: { match: [{ select: '$.kind', matchValue: 'Deployment' }], ...spec },
+  });
+  const label = (value: string) => [{ op: 'add', path: '/metadata/labels/team', value }];
+  const storeOf = (...rules: JsonObject[]) => {
+    const s = new RuleStore();
+    s.replaceRules(rules);
+    return s;
+  };
+  const answer = (s: RuleStore) =>
+    handleDragnet(makeReview('CREATE', loadFixture('deployment')).request, s.snapshot());
+
+  it('Patch + Warn: admitted unpatched, the writer told which rule would change which paths (no values)', () => {
+    const d = answer(
+      storeOf(modRule('tag', { type: 'Patch', enforcementAction: 'Warn', patch: label('secret-ish') })),
+    );
+    expect(d.result).toBe('allowed');
+    expect(d.response.patch).toBeUndefined();
+    expect(d.response.warnings).toEqual([
+      'modrule default/tag (Warn) would patch: add /metadata/labels/team',
+    ]);
+    expect(d.response.auditAnnotations).toEqual({ unenforced: 'default/tag:Warn:patch' });
+  });
+
+  it('Patch + DryRun: admitted unpatched, nothing said to the writer, recorded in the outcome', () => {
+    const d = answer(
+      storeOf(modRule('tag', { type: 'Patch', enforcementAction: 'DryRun', patch: label('x') })),
+    );
+    expect(d.result).toBe('allowed');
+    expect(d.response.patch).toBeUndefined();
+    expect(d.response.warnings).toBeUndefined();
+    expect(d.outcome?.unenforced.map((u) => [u.rule.name, u.action, u.effect])).toEqual([
+      ['tag', 'DryRun', 'patch'],
+    ]);
+  });
+
+  it('Reject + Warn: admitted, the rejection message as a warning; Reject + DryRun: admitted silently', () => {
+    const warn = answer(
+      storeOf(
+        modRule('deny', {
+          type: 'Reject',
+          enforcementAction: 'Warn',
+          rejectMessage: 'no {{ .Target.kind }}',
+        }),
+      ),
+    );
+    expect(warn.result).toBe('allowed');
+    expect(warn.response.allowed).toBe(true);
+    expect(warn.response.warnings).toEqual(['modrule default/deny (Warn) would reject: no Deployment']);
+    const dry = answer(storeOf(modRule('deny', { type: 'Reject', enforcementAction: 'DryRun' })));
+    expect(dry.response.allowed).toBe(true);
+    expect(dry.response.warnings).toBeUndefined();
+    expect(dry.response.auditAnnotations).toEqual({ unenforced: 'default/deny:DryRun:reject' });
+  });
+
+  it('an enforced rule beside a Warn one still patches, and the writer hears of both', () => {
+    const d = answer(
+      storeOf(
+        modRule('a-real', {
+          type: 'Patch',
+          patch: [{ op: 'add', path: '/metadata/labels/real', value: 'yes' }],
+        }),
+        modRule('b-warn', { type: 'Patch', enforcementAction: 'Warn', patch: label('x') }),
+      ),
+    );
+    expect(d.result).toBe('patched');
+    expect(d.applied).toEqual([{ namespace: 'default', name: 'a-real' }]);
+    expect(d.response.auditAnnotations).toEqual({
+      applied: 'default/a-real',
+      unenforced: 'default/b-warn:Warn:patch',
+    });
+    expect(d.response.warnings).toEqual([
+      'modrule default/b-warn (Warn) would patch: add /metadata/labels/team',
+    ]);
+  });
+});

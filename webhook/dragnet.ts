@@ -4,6 +4,7 @@ import { ruleName, rejectionMessage } from '../engine/rejection';
 import { JsonObject } from '../util/json';
 import { RequestBudget } from '../util/budget';
 import { RuleSnapshot } from '../store/rules';
+import { unenforcedSummary } from '../engine/unenforced';
 import { AdmissionResult, failOpenResponse, MAX_WARNING_CHARS, truncate } from './answer';
 import { allowResponse, BadRequestError, denyResponse, patchResponse, subjectObject } from './review';
 
@@ -45,14 +46,18 @@ export function rejectionLogFields(outcome: AdmissionOutcome): {
   };
 }
 
-// Failed rules, then quarantined ones ("modrule ns/name skipped: quarantined ..."), at most MAX_WARNINGS.
-function failureWarnings(outcome: AdmissionOutcome): string[] {
+// What Warn rules would have done ("modrule ns/name (Warn) would patch: add /x"; DryRun rules say nothing to the
+// writer), failed rules, then quarantined ones ("modrule ns/name skipped: quarantined ..."), at most MAX_WARNINGS.
+function warningsOf(outcome: AdmissionOutcome): string[] {
   const all = [
+    ...outcome.unenforced
+      .filter((u) => u.action === 'Warn')
+      .map((u) => `modrule ${ruleName(u.rule)} (Warn) ${unenforcedSummary(u)}`),
     ...outcome.failures.map((f) => `modrule ${ruleName(f.rule)} failed: ${f.message}`),
     ...outcome.quarantined.map((q) => `modrule ${ruleName(q.rule)} ${q.message}`),
   ];
   const out = all.slice(0, MAX_WARNINGS).map((w) => truncate(w, MAX_WARNING_CHARS));
-  if (all.length > MAX_WARNINGS) out.push(`... and ${all.length - MAX_WARNINGS} more ModRule failures`);
+  if (all.length > MAX_WARNINGS) out.push(`... and ${all.length - MAX_WARNINGS} more ModRule warnings`);
   return out;
 }
 
@@ -111,7 +116,7 @@ export function handleDragnet(
     };
   }
 
-  const warnings = failureWarnings(outcome);
+  const warnings = warningsOf(outcome);
   let response: AdmissionResponse;
   let result: AdmissionResult;
   let applied: RuleRef[] = [];
@@ -129,5 +134,11 @@ export function handleDragnet(
     }
   }
   if (warnings.length > 0) response.warnings = warnings;
+  // The API server's audit log names the Warn/DryRun rules that would have acted, as it names the rules that applied.
+  if (outcome.unenforced.length > 0)
+    response.auditAnnotations = {
+      ...response.auditAnnotations,
+      unenforced: outcome.unenforced.map((u) => `${ruleName(u.rule)}:${u.action}:${u.effect}`).join(','),
+    };
   return { response, result, outcome, applied };
 }

@@ -12,6 +12,7 @@ import { podBindingHandler } from './podbinding';
 import { handleDragnetProbe } from './probe';
 import { RuleQuarantine, watchQuarantine } from './quarantine';
 import { RuleFailures } from './rule-failures';
+import { RuleUnenforced } from './rule-unenforced';
 import { answerValidateModRule } from './rule-admission';
 import type {
   DragnetOptions,
@@ -36,9 +37,11 @@ export function dragnetEndpoint(options: DragnetOptions): EndpointRegistration {
   // What the caller does not keep, the endpoint keeps, and releases when the server closes.
   const quarantine = options.quarantine ?? new RuleQuarantine({}, store);
   const failures = options.failures ?? new RuleFailures({}, store);
+  const unenforced = options.unenforced ?? new RuleUnenforced({}, store);
   let close = (): void => {
     if (!options.quarantine) quarantine.close();
     if (!options.failures) failures.close();
+    if (!options.unenforced) unenforced.close();
   };
   return {
     endpoint: 'dragnet',
@@ -65,7 +68,7 @@ export function dragnetEndpoint(options: DragnetOptions): EndpointRegistration {
         layered(
           fairly(fairness, evaluate),
           reportFairness(fairness, metrics, logger, options.onDemotion),
-          reportDecision(logger, metrics, answers, failures),
+          reportDecision(logger, metrics, answers, { failures, unenforced }),
           recordQuarantine(quarantine),
         ),
         // Rules admitted a moment ago before references: the objects they read are then among those waited for.

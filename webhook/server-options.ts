@@ -11,6 +11,7 @@ import { PodBindingEvent } from './podbinding';
 import { RuleQuarantine } from './quarantine';
 import { RuleAdmissionHook, StoreFreshness } from './rule-admission';
 import { RuleFailures } from './rule-failures';
+import { RuleUnenforced } from './rule-unenforced';
 import { TlsSource } from './tls';
 import { AnswerMetrics } from './answer-metrics';
 import { Endpoint } from './endpoints';
@@ -74,6 +75,8 @@ export interface DragnetOptions {
   failures?: RuleFailures;
   /** The objects rules read besides their object (syntheticRefs.owner, spec.references); none when omitted. */
   references?: ReferenceSource;
+  /** Where what Warn/DryRun rules would have done is recorded (the operator shows it on the ModRules); else its own. */
+  unenforced?: RuleUnenforced;
   /** Keep the record of the rules that patched an object on it (engine/record.ts); default off. */
   recordPatchedBy?: boolean;
 }

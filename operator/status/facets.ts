@@ -23,6 +23,8 @@ export const FACET_SOURCES = [
   'unknownKind',
   'outsideNet',
   'failing',
+  'unenforced',
+  'conflicts',
   'serving',
   'podControllers',
 ] as const;
@@ -39,6 +41,11 @@ export const CONDITION_TYPES = {
     message: "the dragnet's configured net sends every kind the rule names",
   },
   Failing: { reason: 'NotFailing', message: 'no run-time error in the recent window' },
+  NotEnforced: {
+    reason: 'NoneRecently',
+    message: 'no object in the recent window that enforcing the rule would have changed or rejected',
+  },
+  Conflicting: { reason: 'NoConflict', message: 'no other rule found in conflict with this one' },
   ReferenceMissing: { reason: 'ReferencesFound', message: 'every object the rule refers to exists' },
   WideFallback: { reason: 'Narrowed', message: 'the dragnet registration follows the rules again' },
 } as const;

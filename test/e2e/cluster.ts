@@ -51,6 +51,10 @@ const COLLECTIONS: Record<string, string> = {
     '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
   'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration':
     '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy':
+    '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding':
+    '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
   'api.kubemod.io/v1beta1/ModRule': '/apis/api.kubemod.io/v1beta1/namespaces/{ns}/modrules',
 };
 

@@ -246,6 +246,63 @@ describeMonitoring(`monitoring: the alerts and the dashboard on a live Prometheu
     measured['run-time failure to ModRuleFailing firing'] = `${Date.now() - failedAt} ms`;
   }, 60_000);
 
+  it('Warn/DryRun rules and rules in conflict: ModRuleWouldReject and ModRuleConflicting fire', async () => {
+    await ledger.apply(
+      rule(NS, 'dry-tag', {
+        type: 'Patch',
+        enforcementAction: 'DryRun',
+        match: onLabel('dry'),
+        patch: [{ op: 'add', path: '/metadata/labels/tag', value: 'dry' }],
+      }),
+    );
+    await ledger.apply(
+      rule(NS, 'warn-debug', {
+        type: 'Reject',
+        enforcementAction: 'Warn',
+        match: onLabel('debug'),
+        rejectMessage: 'no debug ConfigMaps',
+      }),
+    );
+    // One tier, one label, two values: a conflict (both rules show it), and every write one rule undoes the other.
+    for (const [name, team] of [
+      ['team-a', 'a'],
+      ['team-b', 'b'],
+    ])
+      await ledger.apply(
+        rule(NS, name, {
+          type: 'Patch',
+          match: onLabel('contested'),
+          patch: [{ op: 'add', path: '/metadata/labels/team', value: team }],
+        }),
+      );
+    let n = 0;
+    await waitFor('the rules to be in force', async () => {
+      const cm = await admin.request('POST', CONFIGMAPS(NS), {
+        body: configMap(`contested-${n++}`, 'contested'),
+      });
+      return ((cm.metadata as JsonObject).labels as JsonObject).team === 'b';
+    });
+    const startedAt = Date.now();
+    // Twice, a scrape apart: a counter's first sample is no increase.
+    for (let i = 0; i < 2; i++) {
+      const dry = await admin.request('POST', CONFIGMAPS(NS), { body: configMap(`dry-${i}`, 'dry') });
+      expect(((dry.metadata as JsonObject).labels as JsonObject).tag).toBeUndefined();
+      const debug = await admin.request('POST', CONFIGMAPS(NS), { body: configMap(`debug-${i}`, 'debug') });
+      expect((debug.metadata as JsonObject).name).toBe(`debug-${i}`);
+      await admin.request('POST', CONFIGMAPS(NS), { body: configMap(`contested-again-${i}`, 'contested') });
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    await waitFor('ModRuleWouldReject to fire', () =>
+      firing('ModRuleWouldReject', { namespace: NS, name: 'warn-debug', mode: 'Warn', severity: 'warning' }),
+    );
+    measured['Warn rule to ModRuleWouldReject firing'] = `${Date.now() - startedAt} ms`;
+    await waitFor('ModRuleConflicting to fire', () => firing('ModRuleConflicting', { severity: 'warning' }));
+    expect(
+      (await prometheus!.query(`modrule_rule_would_patch_total{namespace="${NS}", name="dry-tag"}`))[0]
+        .value[1],
+    ).toBe('2');
+  }, 60_000);
+
   it('heavy rules are quarantined: ModRuleQuarantined fires', async () => {
     // Eleven rules that each use up their share: the request's budget runs out too, and each rule is quarantined.
     for (let i = 0; i < 11; i++)
