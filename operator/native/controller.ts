@@ -1,12 +1,9 @@
 import { isJsonObject, JsonObject } from '../../util/json';
-import { keyOf, nameOf, splitKey, metadataOf } from '../../util/meta';
+import { keyOf, splitKey, metadataOf } from '../../util/meta';
 import { CompiledRule } from '../../rule/compile';
-import { formatProblems } from '../../rule/problems';
 import {
-  compileNative,
   defaultDragnetMatch,
   DragnetMatch,
-  interferenceProblem,
   NativeFit,
   policyName,
   residualRule,
@@ -14,8 +11,8 @@ import {
 } from '../../native';
 
 import { InformerHandlers } from '../../kube/informer';
-import { applyOwned, deleteOwned, lookAtCluster, probeInForce, probeNamespace, ruleKeyOf } from './api';
-import { otherRules, stillAsWritten, written } from './fit';
+import { applyOwned, lookAtCluster, probeInForce, probeNamespace, ruleKeyOf } from './api';
+import { FitContext, fitOf, stillAsWritten, written } from './fit';
 import { OwnedPolicies } from './owned';
 import { Controller, ReconcileResult } from '../controller/controller';
 import {
@@ -27,6 +24,7 @@ import {
   READY_REASON_REFUSED,
   READY_REASON_UNAVAILABLE,
   REFUSED_EVENT_REASON,
+  showServing,
   webhookServing as webhook,
 } from './status';
 import { Serving } from '../status/reporter';
@@ -55,8 +53,6 @@ export class NativeController implements InformerHandlers {
   private readonly work: Controller;
   /** Owned policies and bindings as the API server has them. */
   private readonly owned: OwnedPolicies;
-  /** Owned objects this controller is deleting: their delete events are no news. */
-  private readonly deleting = new Set<string>();
   /** Bumped at every hand-over and hand-back, before the store changes (the dragnet scope computes again). */
   private handovers = 0;
   private unavailable: string | undefined = 'not checked yet';
@@ -190,26 +186,13 @@ export class NativeController implements InformerHandlers {
     }
     if (!held) return this.teardown(key, raw, undefined);
     if (this.unavailable) return this.teardown(key, raw, webhook(READY_REASON_UNAVAILABLE, this.unavailable));
-    const fit = compileNative(held, {
-      clusterNamespace: this.options.clusterNamespace,
-      dragnet: this.dragnet,
-    });
-    if (!fit.fits) {
-      const why = formatProblems(fit.reasons.map((r) => ({ field: r.field, message: r.message })));
-      return this.teardown(
-        key,
-        raw,
-        webhook(READY_REASON_NOT_NATIVE, `does not compile to a policy: ${why}`),
-      );
-    }
-    const conflict = interferenceProblem(
-      fit,
-      otherRules(this.options.store, key),
-      this.options.clusterNamespace,
-    );
-    if (conflict)
-      return this.teardown(key, raw, webhook(READY_REASON_NOT_NATIVE, `stays on the webhook: ${conflict}`));
+    const fit = fitOf(held, this.fitContext(), this.options.store);
+    if (typeof fit === 'string') return this.teardown(key, raw, webhook(READY_REASON_NOT_NATIVE, fit));
     await this.serve(key, raw, held, fit);
+  }
+
+  private fitContext(): FitContext {
+    return { clusterNamespace: this.options.clusterNamespace, dragnet: this.dragnet };
   }
 
   private async serve(key: string, raw: JsonObject, held: CompiledRule, fit: NativeFit): Promise<void> {
@@ -231,7 +214,7 @@ export class NativeController implements InformerHandlers {
         return;
       }
       if (result !== 'unchanged') changed = true;
-      if (result === 'created') this.deleting.delete(`${String(obj.kind)}/${policyName(held)}`);
+      if (result === 'created') this.owned.recreated(String(obj.kind), policyName(held));
     }
     if (state.native && state.held === held && !changed) return;
     if (changed || state.held !== held || state.acceptedAt === undefined) {
@@ -281,14 +264,8 @@ export class NativeController implements InformerHandlers {
     return false;
   }
 
-  /** Records which path serves the rule; a change is reported (Ready reason, servedBy) with the rule's problems. */
   private show(raw: JsonObject, serving: Serving | undefined): void {
-    const { status, store } = this.options;
-    if (!status?.setServing(raw, serving)) return;
-    const { namespace, name } = splitKey(keyOf(raw));
-    // A rule the store does not hold was refused: its problems stay what ClusterSync reported.
-    const problems = store.ruleOf(namespace, name) ? [] : store.compileRule(raw).problems;
-    (this.options.sink ?? status).report(raw, problems);
+    showServing(this.options, raw, serving);
   }
 
   /** The webhook serves the rule in full; its policy and binding (if any) go. */
@@ -317,9 +294,8 @@ export class NativeController implements InformerHandlers {
 
   private async deletePolicies(kind: string, name: string): Promise<void> {
     if (!this.owned.has(kind, name) && !this.owned.has(`${kind}Binding`, name) && this.synced()) return;
-    this.deleting.add(`${kind}Binding/${name}`).add(`${kind}/${name}`);
-    await deleteOwned(this.options.client, `${kind}Binding`, name);
-    await deleteOwned(this.options.client, kind, name);
+    await this.owned.delete(`${kind}Binding`, name);
+    await this.owned.delete(kind, name);
   }
 
   private synced(): boolean {
@@ -332,7 +308,7 @@ export class NativeController implements InformerHandlers {
     const key = ruleKeyOf(obj);
     if (!key) return;
     const state = this.states.get(key);
-    if (gone && this.deleting.delete(`${String(obj.kind)}/${nameOf(obj)}`)) return this.enqueue(key);
+    if (gone && this.owned.ownDeletion(obj)) return this.enqueue(key);
     if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
       const { namespace, name } = splitKey(key);
       this.handovers++;
@@ -349,15 +325,9 @@ export class NativeController implements InformerHandlers {
 
   /** Whether an owned object still says what the operator wrote for the rule. */
   private stillAsWritten(key: string, obj: JsonObject): boolean {
-    const raw = this.rules.get(key);
     const { namespace, name } = splitKey(key);
-    const compiled = raw ? this.options.store.ruleOf(namespace, name) : undefined;
-    if (!compiled) return false;
-    const fit = compileNative(compiled, {
-      clusterNamespace: this.options.clusterNamespace,
-      dragnet: this.dragnet,
-    });
-    return fit.fits && stillAsWritten(fit, obj);
+    const compiled = this.rules.has(key) ? this.options.store.ruleOf(namespace, name) : undefined;
+    return !!compiled && stillAsWritten(compiled, this.fitContext(), obj);
   }
 
   private async checkCluster(): Promise<void> {
