@@ -1,14 +1,7 @@
-import { isJsonObject, JsonObject } from '../../util/json';
+import { JsonObject } from '../../util/json';
 import { keyOf, splitKey, metadataOf } from '../../util/meta';
 import { CompiledRule } from '../../rule/compile';
-import {
-  defaultDragnetMatch,
-  DragnetMatch,
-  NativeFit,
-  policyName,
-  residualRule,
-  SERVE_ANNOTATION,
-} from '../../native';
+import { defaultDragnetMatch, DragnetMatch, NativeFit, policyName, residualRule } from '../../native';
 
 import { InformerHandlers } from '../../kube/informer';
 import { applyOwned, lookAtCluster, probeInForce, probeNamespace, ruleKeyOf } from './api';
@@ -29,6 +22,7 @@ import {
 } from './status';
 import { Serving } from '../status/reporter';
 import { NativeControllerOptions, RuleState } from './types';
+import { AskingRules } from './asking';
 import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
 
 /*
@@ -46,9 +40,7 @@ const RESYNC = '<resync>';
 
 /** Keeps policies in step with the rules that ask to be served natively. Feed it ModRules as ClusterSync does. */
 export class NativeController implements InformerHandlers {
-  private readonly rules = new Map<string, JsonObject>();
-  // Rules that stopped asking (annotation removed): their status says so once their policy is gone.
-  private readonly leaving = new Map<string, JsonObject>();
+  private readonly rules: AskingRules;
   private readonly states = new Map<string, RuleState>();
   private readonly work: Controller;
   /** Owned policies and bindings as the API server has them. */
@@ -63,6 +55,7 @@ export class NativeController implements InformerHandlers {
 
   constructor(private readonly options: NativeControllerOptions) {
     this.dragnet = defaultDragnetMatch(options.podNamespace);
+    this.rules = new AskingRules(options.mode);
     // Transient API errors: the rule stays where it is served now and is tried again after its backoff.
     this.work = new Controller(
       'native policy',
@@ -145,8 +138,7 @@ export class NativeController implements InformerHandlers {
 
   upsert(obj: JsonObject): void {
     const key = keyOf(obj);
-    if (this.wants(obj)) this.rules.set(key, obj);
-    else if (this.rules.delete(key) || this.states.has(key)) this.leaving.set(key, obj);
+    this.rules.take(obj, this.states.has(key));
     if (this.rules.has(key) || this.states.has(key)) this.enqueue(key);
   }
 
@@ -155,15 +147,8 @@ export class NativeController implements InformerHandlers {
   }
 
   private forgetRule(key: string): void {
-    this.rules.delete(key);
-    this.leaving.delete(key);
+    this.rules.forget(key);
     if (this.states.has(key)) this.enqueue(key);
-  }
-
-  private wants(rule: JsonObject): boolean {
-    const meta = metadataOf(rule);
-    const annotation = isJsonObject(meta.annotations) ? meta.annotations[SERVE_ANNOTATION] : undefined;
-    return this.options.mode === 'all' ? annotation !== 'false' : annotation === 'true';
   }
 
   private enqueue(key: string): void {
@@ -179,11 +164,7 @@ export class NativeController implements InformerHandlers {
     const raw = this.rules.get(key);
     const { namespace, name } = splitKey(key);
     const held = this.options.store.ruleOf(namespace, name);
-    if (!raw) {
-      const left = this.leaving.get(key);
-      this.leaving.delete(key);
-      return this.teardown(key, left, undefined);
-    }
+    if (!raw) return this.teardown(key, this.rules.takeLeaving(key), undefined);
     if (!held) return this.teardown(key, raw, undefined);
     if (this.unavailable) return this.teardown(key, raw, webhook(READY_REASON_UNAVAILABLE, this.unavailable));
     const fit = fitOf(held, this.fitContext(), this.options.store);
