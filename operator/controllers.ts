@@ -53,6 +53,10 @@ export function buildControllers(
     findings,
     parts: statusParts,
   } = buildStatus(config, deps, state, metrics);
+  const access = deps.access;
+  const apiServers = access
+    ? new ApiServerTargets({ client, logger, clientFor: (url) => createKubeClient(accessVia(access, url)) })
+    : undefined;
   const mode = config.nativePolicies ?? 'opt-in';
   const native =
     mode === 'off'
@@ -64,6 +68,9 @@ export function buildControllers(
           podNamespace: config.podNamespace,
           settleMs: config.nativeSettleMs,
           net: (rule) => state.nativeScopes.of(rule),
+          // An edit admitted (here or by a peer) holds the rule's binding back until it lands or fails.
+          edits: state.admitted,
+          apiServers: () => apiServers?.targets() ?? [],
         });
   if (native) state.nativeScopes.onChange(() => native.netChanged());
   const sync = new ClusterSync({
@@ -73,10 +80,6 @@ export function buildControllers(
   });
   metrics.watchInformers(sync);
   const discovery = new Discovery({ client, logger });
-  const access = deps.access;
-  const apiServers = access
-    ? new ApiServerTargets({ client, logger, clientFor: (url) => createKubeClient(accessVia(access, url)) })
-    : undefined;
   const scope = new ScopeController({
     ...{ client, logger, registry, discovery, live },
     mode: config.dragnetScope ?? 'rules',

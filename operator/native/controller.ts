@@ -1,5 +1,5 @@
 import { JsonObject } from '../../util/json';
-import { keyOf, splitKey, metadataOf } from '../../util/meta';
+import { generationOf, keyOf, metaString, objectKey, splitKey, metadataOf } from '../../util/meta';
 import { CompiledRule } from '../../rule/compile';
 import { defaultDragnetMatch, DragnetMatch, NativeFit, policyName, residualRule } from '../../native';
 
@@ -11,7 +11,7 @@ import { Controller, ReconcileResult } from '../controller/controller';
 import {
   nativeRulesGauge,
   nativeServing,
-  NativeState,
+  countStates,
   pendingServing,
   READY_REASON_NOT_NATIVE,
   READY_REASON_REFUSED,
@@ -22,6 +22,7 @@ import {
 } from './status';
 import { Serving } from '../status/reporter';
 import { NativeControllerOptions, RuleState } from './types';
+import { HoldBack, holdBackCounter, takeOutOfForce } from './hold-back';
 import { AskingRules } from './asking';
 import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
 
@@ -30,7 +31,8 @@ import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
  * writes them, and only once the API server accepted both (and a settle time passed, for its caches) tells the store
  * to leave the rule to the policy, so the webhook serves just the residual. Anything going wrong sends the rule back
  * to the webhook first: a refused policy, one deleted or edited by someone else (it is then written again), a rule
- * edit (the new version waits for its own policy), the rule going away (its policy is deleted).
+ * edit (taken back while the edit is admitted, holdBack; the new version waits for its own policy), the rule going
+ * away (its policy is deleted).
  */
 
 export type { NativeControllerOptions, NativeMode } from './types';
@@ -52,6 +54,9 @@ export class NativeController implements InformerHandlers {
   // Reconciling waits for the first look at the cluster (is the API served, what does the dragnet see).
   private markStarted!: () => void;
   private readonly started = new Promise<void>((resolve) => (this.markStarted = resolve));
+  /** The reconcile running now (a hold-back waits for one of its rule: it may be writing the binding). */
+  private current: { key: string; done: Promise<unknown> } | null = null;
+  private readonly holdBacks: ReturnType<typeof holdBackCounter>;
 
   constructor(private readonly options: NativeControllerOptions) {
     this.dragnet = defaultDragnetMatch(options.podNamespace);
@@ -59,7 +64,7 @@ export class NativeController implements InformerHandlers {
     // Transient API errors: the rule stays where it is served now and is tried again after its backoff.
     this.work = new Controller(
       'native policy',
-      { reconcile: (key) => this.reconcile(key) },
+      { reconcile: (key) => this.reconcileTracked(key) },
       {
         logger: options.logger,
         ready: this.started,
@@ -67,7 +72,9 @@ export class NativeController implements InformerHandlers {
         backoff: { initialMs: options.retryMs ?? 2000 },
       },
     );
-    if (options.registry) nativeRulesGauge(options.registry, () => this.counts());
+    if (options.registry)
+      nativeRulesGauge(options.registry, () => countStates(this.rules.keys(), this.states));
+    this.holdBacks = holdBackCounter(options.registry);
     this.owned = new OwnedPolicies({
       ...options,
       onChange: (obj, gone) => this.ownedChanged(obj, gone),
@@ -117,15 +124,6 @@ export class NativeController implements InformerHandlers {
     }
   }
 
-  private counts(): Record<NativeState, number> {
-    const out: Record<NativeState, number> = { native: 0, webhook: 0, pending: 0 };
-    for (const key of this.rules.keys()) {
-      const state = this.states.get(key);
-      out[state?.native ? 'native' : state?.acceptedAt !== undefined ? 'pending' : 'webhook']++;
-    }
-    return out;
-  }
-
   // ClusterSync's observer: the ModRules, after the store took them.
   replace(items: JsonObject[]): void {
     const keys = new Set(items.map(keyOf));
@@ -155,6 +153,13 @@ export class NativeController implements InformerHandlers {
     this.work.enqueue(key);
   }
 
+  private reconcileTracked(key: string): Promise<ReconcileResult | void> {
+    const current = (this.current = { key, done: this.reconcile(key) });
+    return current.done.finally(() => {
+      if (this.current === current) this.current = null;
+    });
+  }
+
   /** Brings one rule's policy, binding, store entry and status to what the rule asks for now (or resyncs all). */
   private async reconcile(key: string): Promise<ReconcileResult | void> {
     if (key === RESYNC) {
@@ -165,6 +170,8 @@ export class NativeController implements InformerHandlers {
     const { namespace, name } = splitKey(key);
     const held = this.options.store.ruleOf(namespace, name);
     if (!raw) return this.teardown(key, this.rules.takeLeaving(key), undefined);
+    // An edit admitted and not stored yet: no binding until it landed, or failed (the stored version is served then).
+    if (this.editPending(key)) return { requeueAfter: 250 };
     if (!held) return this.teardown(key, raw, undefined);
     if (this.unavailable) return this.teardown(key, raw, webhook(READY_REASON_UNAVAILABLE, this.unavailable));
     const fit = fitOf(held, this.fitContext(), this.options.store);
@@ -273,6 +280,52 @@ export class NativeController implements InformerHandlers {
     if (raw && serving) this.states.set(key, { native: false });
   }
 
+  /**
+   * Takes a rule served natively (or being handed over) back to the webhook for an edit being admitted: its binding
+   * goes as the controller's own deletion, then this waits until the API servers no longer run the policy, by
+   * `until` (hold-back.ts). The edit is pending in options.edits already: no reconcile binds it again meanwhile.
+   */
+  async holdBack(namespace: string, name: string, until: number): Promise<HoldBack> {
+    const key = objectKey(namespace, name);
+    const policy = policyName({ namespace, name });
+    while (this.current?.key === key) await this.current.done.catch(() => undefined);
+    const state = this.states.get(key);
+    const kinds = (
+      state?.kind ? [state.kind] : ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy']
+    ).filter((kind) => state?.kind || this.owned.has(`${kind}Binding`, policy) || !this.synced());
+    if (kinds.length === 0 || this.unavailable) return { kind: 'none' };
+    this.toWebhook(key);
+    const unbind = async () => {
+      for (const kind of kinds) await this.owned.delete(`${kind}Binding`, policy);
+    };
+    const { store, logger, client, apiServers } = this.options;
+    const targets = [{ name: 'the API server', client }, ...(apiServers?.() ?? [])];
+    const where = probeNamespace(store, this.dragnet, namespace);
+    return takeOutOfForce(
+      { logger, counter: this.holdBacks, unbind, targets, namespace: where },
+      key,
+      policy,
+      until,
+    );
+  }
+
+  /** The rule is served by the webhook in full from now (its policy may still act: the caller sees to it). */
+  private toWebhook(key: string): void {
+    const state = this.states.get(key);
+    const { namespace, name } = splitKey(key);
+    if (state?.native) this.handovers++;
+    if (state) Object.assign(state, { native: false, acceptedAt: undefined, inForce: false });
+    this.options.store.serveByWebhook(namespace, name);
+  }
+
+  /** Whether an edit of the rule newer than the version the informer delivered is admitted and not stored yet. */
+  private editPending(key: string): boolean {
+    const raw = this.rules.get(key);
+    if (!raw || !this.options.edits) return false;
+    const { namespace, name } = splitKey(key);
+    return this.options.edits.editPending(namespace, name, metaString(raw, 'uid'), generationOf(raw) ?? 0);
+  }
+
   private async deletePolicies(kind: string, name: string): Promise<void> {
     if (!this.owned.has(kind, name) && !this.owned.has(`${kind}Binding`, name) && this.synced()) return;
     await this.owned.delete(`${kind}Binding`, name);
@@ -291,15 +344,22 @@ export class NativeController implements InformerHandlers {
     const state = this.states.get(key);
     if (gone && this.owned.ownDeletion(obj)) return this.enqueue(key);
     if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
-      const { namespace, name } = splitKey(key);
-      this.handovers++;
-      this.options.store.serveByWebhook(namespace, name);
-      state.native = false;
-      state.acceptedAt = undefined;
-      this.options.logger.warn('native policy changed or deleted behind the operator; back on the webhook', {
-        rule: key,
-        object: `${String(obj.kind)}/${String(metadataOf(obj).name)}`,
-      });
+      this.toWebhook(key);
+      const object = `${String(obj.kind)}/${String(metadataOf(obj).name)}`;
+      // Another replica took the rule back for an edit it admits (holdBack): expected, no alarm.
+      if (gone && this.editPending(key))
+        this.options.logger.info('native binding deleted for an edit; back on the webhook', {
+          rule: key,
+          object,
+        });
+      else
+        this.options.logger.warn(
+          'native policy changed or deleted behind the operator; back on the webhook',
+          {
+            rule: key,
+            object,
+          },
+        );
     }
     this.enqueue(key);
   }

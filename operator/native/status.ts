@@ -59,6 +59,19 @@ export function nativeServing(
 /** Where the rules that ask to be served natively are, right now. */
 export type NativeState = 'native' | 'webhook' | 'pending';
 
+/** How many of the rules asking (keys) are where, by their states. */
+export function countStates(
+  keys: Iterable<string>,
+  states: ReadonlyMap<string, { native: boolean; acceptedAt?: number }>,
+): Record<NativeState, number> {
+  const out: Record<NativeState, number> = { native: 0, webhook: 0, pending: 0 };
+  for (const key of keys) {
+    const state = states.get(key);
+    out[state?.native ? 'native' : state?.acceptedAt !== undefined ? 'pending' : 'webhook']++;
+  }
+  return out;
+}
+
 /** The gauge modrule_native_rules{state}, read at scrape time. */
 export function nativeRulesGauge(
   registry: Registry,
