@@ -6,9 +6,9 @@ import { createKubeClient } from '../../kube/kube';
 import { askProbe } from '../native/api';
 import { OperatorConfig, RunningOperator, startOperator } from '../start';
 import { eventually } from '../testing/eventually';
-import { FakeApiServer } from '../testing/fake-apiserver';
+import { FakeApiServer, FakeResource } from '../testing/fake-apiserver';
 import { namespace } from '../testing/objects';
-import { labelRule, NS, policyOf } from '../testing/native-controller';
+import { labelRule, nativeRule as askingRule, NS, policyOf } from '../testing/native-controller';
 import { installedConfiguration, LoadedConfiguration } from '../testing/probed-cluster';
 
 /*
@@ -19,7 +19,7 @@ import { installedConfiguration, LoadedConfiguration } from '../testing/probed-c
  * test/e2e/native-edits.e2e.ts.
  */
 
-const BINDINGS = 'mutatingadmissionpolicybindings';
+const BINDINGS: FakeResource = 'mutatingadmissionpolicybindings';
 const BEHIND = 'native policy changed or deleted behind the operator; back on the webhook';
 
 describe('an edit of a ModRule served natively', () => {
@@ -52,7 +52,8 @@ describe('an edit of a ModRule served natively', () => {
   });
 
   const native = () => op.store.nativeRules().has(`${NS}/team`);
-  const bound = () => api.get(BINDINGS, null, policyOf('team')) !== undefined;
+  const bound = (resource: FakeResource = BINDINGS) =>
+    api.get(resource, null, policyOf('team')) !== undefined;
   /** What the API server's admission answers a probe of the rule's policy with: its token, or none. */
   const probed = async () => {
     const answer = await askProbe(createKubeClient(api.access()), policyOf('team'), NS);
@@ -136,6 +137,34 @@ describe('an edit of a ModRule served natively', () => {
     expect(JSON.stringify(api.get('mutatingadmissionpolicies', null, policyOf('team'))?.spec)).toContain(
       'v1',
     );
+  });
+
+  it('a Reject rule: its ValidatingAdmissionPolicy no longer refuses when the edit is answered', async () => {
+    const vapBound = () => bound('validatingadmissionpolicybindings');
+    const reject = (value: string) =>
+      askingRule('team', {
+        type: 'Reject',
+        match: [
+          { select: '$.kind', matchValue: 'ConfigMap' },
+          { select: '$.metadata.labels.forbidden', matchValue: value },
+        ],
+      });
+    const stored = api.put('modrules', reject('yes'));
+    await eventually(() => native() && vapBound(), 10_000);
+    expect(await probed()).toEqual(expect.any(String));
+    api.admission.freeze();
+    setTimeout(() => api.admission.thaw(), 200);
+    const edit = { ...reject('never'), metadata: { ...metadataOf(stored), generation: 2 } };
+    const { review } = await postReview(
+      op.webhook.url,
+      '/validate-api-kubemod-io-v1beta1-modrule?timeout=10s',
+      makeReview('UPDATE', edit, stored),
+      op.caBundle()!,
+    );
+    expect(review.response?.allowed).toBe(true);
+    expect(review.response?.warnings ?? []).toEqual([]);
+    expect(vapBound()).toBe(false);
+    expect(await probed()).toBeUndefined();
   });
 
   it('a change of metadata only (the spec as stored) leaves the policy in force', async () => {
