@@ -18,6 +18,14 @@ export { overlaps, writeAffects } from './effects';
 export type { Guards } from './guard';
 export type { Read } from './select-context';
 export type { OperationEffect, Pattern } from './patch';
-export { PROBE_ANNOTATION, PROBED_ANNOTATION, probeAnswered, probeEvent, tokenOf, withProbe } from './probe';
+export {
+  PROBE_ANNOTATION,
+  PROBED_ANNOTATION,
+  probeAnswered,
+  probeEvent,
+  probeTokenOf,
+  tokenOf,
+  withProbe,
+} from './probe';
 export { declineOf, declineOfGuards, MATCH_CONDITIONS_BUDGET, MAX_DECLINE_COST } from './decline';
 export type { Decline, DeclineOutcome } from './decline';

@@ -115,6 +115,17 @@ export function probeEvent(
 
 /** Whether a probe's answer (the created Event, or the refusal's message) carries the token. */
 export function probeAnswered(answer: JsonObject | string, token: string): boolean {
-  if (typeof answer === 'string') return answer.includes(`native probe ${token}`);
-  return typeof answer !== 'string' && annotationsOf(answer)[PROBED_ANNOTATION] === token;
+  return probeTokenOf(answer) === token;
+}
+
+const REFUSED_WITH = /native probe ([0-9a-f]+)/;
+
+/**
+ * The token a probe's answer carries: which version of the policy marked (the created Event) or refused (the
+ * refusal's message) it; undefined when no version of it did (the API server does not run the policy).
+ */
+export function probeTokenOf(answer: JsonObject | string): string | undefined {
+  if (typeof answer === 'string') return REFUSED_WITH.exec(answer)?.[1];
+  const token = annotationsOf(answer)[PROBED_ANNOTATION];
+  return typeof token === 'string' ? token : undefined;
 }

@@ -57,6 +57,10 @@ export function buildControllers(
     podControllers,
     parts: statusParts,
   } = buildStatus(config, deps, state, metrics);
+  const access = deps.access;
+  const apiServers = access
+    ? new ApiServerTargets({ client, logger, clientFor: (url) => createKubeClient(accessVia(access, url)) })
+    : undefined;
   const mode = config.nativePolicies ?? 'opt-in';
   const native =
     mode === 'off'
@@ -68,6 +72,9 @@ export function buildControllers(
           podNamespace: config.podNamespace,
           settleMs: config.nativeSettleMs,
           net: (rule) => state.nativeScopes.of(rule),
+          // An edit admitted (here or by a peer) holds the rule's binding back until it lands or fails.
+          edits: state.admitted,
+          apiServers: () => apiServers?.targets() ?? [],
         });
   if (native) state.nativeScopes.onChange(() => native.netChanged());
   const sync = new ClusterSync({
@@ -80,10 +87,6 @@ export function buildControllers(
   // Scopes from discovery: a rule whose references' scope it changes (a CRD came, went or changed) is compiled again.
   state.kindScopes.follow(discovery);
   discovery.onChange(() => sync.rescope());
-  const access = deps.access;
-  const apiServers = access
-    ? new ApiServerTargets({ client, logger, clientFor: (url) => createKubeClient(accessVia(access, url)) })
-    : undefined;
   const scope = new ScopeController({
     ...{ client, logger, registry, discovery, live },
     mode: config.dragnetScope ?? 'rules',

@@ -53,8 +53,10 @@ export function buildServing(
   );
   const podBinding = createPodBindingHandler({ client, logger });
   // A valid ModRule is admitted once the registration sends its objects; the dragnet waits for the store to have it.
+  // A rule served natively is taken back to the webhook before an edit of it is answered.
   const ruleAdmission = createRuleAdmission({
     ...{ store, admitted, scope, peers, logger, registry },
+    native: controllers.native ?? undefined,
     confirmed: state.confirmed,
   });
   let webhook: RunningWebhook | null = null;

@@ -11,6 +11,8 @@ import { CompiledRule } from '../../rule/compile';
 import { PeerFailure, PeerNotifier } from './peers';
 import { ConfirmedRules } from '../scope/ready-gate';
 import { outsideNetPhrase } from '../scope/findings';
+import { NativeController } from '../native/controller';
+import { HoldBack } from '../native/hold-back';
 
 export interface RuleAdmissionDeps {
   store: RuleStore;
@@ -20,6 +22,8 @@ export interface RuleAdmissionDeps {
   confirmed: ConfirmedRules;
   /** Tells the other replicas, so that they hold their dragnet requests for it too. */
   peers?: Pick<PeerNotifier, 'notify'> & Partial<Pick<PeerNotifier, 'answered'>>;
+  /** Takes a rule served natively back to the webhook before an edit of it is answered (its old policy out). */
+  native?: Pick<NativeController, 'holdBack'>;
   logger: Logger;
   registry?: Registry;
   /** Share of the admission's time for widening; the rest is for putting the configured net back. Default 0.6. */
@@ -54,6 +58,26 @@ function missedPeersWarning(key: string, missed: readonly PeerFailure[]): string
   return [
     `modrule: ${missed.length} other replica(s) could not be told of ModRule ${key} (${peers}); objects they admit ` +
       'before their own watch brings the rule (normally within a second) may miss it',
+  ];
+}
+
+const NOT_HELD: HoldBack = { kind: 'none' };
+
+/** Whether the request changes a stored rule's spec (an UPDATE the old version's native policy must not outlive). */
+function edits(request: AdmissionRequest): boolean {
+  return request.operation === 'UPDATE' && specDigest(request.oldObject) !== specDigest(request.object);
+}
+
+/**
+ * The writer's warning when the previous version's native policy was not shown out of force: objects written right
+ * after the edit may still get its patch or rejection (besides the new version's), until the API servers drop it.
+ */
+function stillNativeWarning(key: string, held: HoldBack): string[] {
+  if (held.kind !== 'unverified') return [];
+  return [
+    `modrule: the previous version of ModRule ${key} was served natively by ${held.policy}; its binding was ` +
+      `taken away, but the API servers could not be shown to have dropped it (${held.reason}): objects written ` +
+      "right after this write may still get the previous version's patch or rejection for a moment",
   ];
 }
 
@@ -101,7 +125,7 @@ class RuleAdmission {
     if (!rule || !version) return {};
     deps.admitted.admit(version, rule);
     const start = this.now();
-    const { outcome, missed } = await this.inForce(rule, version, request, start + budgetMs, budgetMs);
+    const { outcome, missed, held } = await this.inForce(rule, version, request, start + budgetMs, budgetMs);
     this.waited?.observe((this.now() - start) / 1000);
     // Answered from here on (a refusal forgets it below): the write lands now, or never; the peers are told too.
     deps.admitted.answered(version);
@@ -125,6 +149,7 @@ class RuleAdmission {
         ...missed,
         ...unanswered.filter((u) => !missed.some((m) => m.peer === u.peer)),
       ]),
+      ...stillNativeWarning(key, held),
     ];
     return this.answer(outcome, version, key, warnings);
   }
@@ -141,18 +166,28 @@ class RuleAdmission {
     request: AdmissionRequest,
     until: number,
     budgetMs: number,
-  ): Promise<{ outcome: WidenOutcome; missed: PeerFailure[] }> {
+  ): Promise<{ outcome: WidenOutcome; missed: PeerFailure[]; held: HoldBack }> {
     const { deps } = this;
     const widenBy = until - budgetMs * (1 - (deps.widenShare ?? 0.6));
-    const [first, missed] = await Promise.all([
-      deps.scope.ensure(rule, widenBy, until),
-      deps.peers?.notify(version, request.object ?? undefined, widenBy, until),
-    ]);
-    if (first.kind !== 'covered' && first.kind !== 'widened') return { outcome: first, missed: missed ?? [] };
+    const told = deps.peers?.notify(version, request.object ?? undefined, widenBy, until);
+    // The old version's policy goes once the peers know of the edit (so that none of them binds it again).
+    const held = edits(request) ? this.holdBack(version, told, until) : Promise.resolve(NOT_HELD);
+    const [first, missed] = await Promise.all([deps.scope.ensure(rule, widenBy, until), told]);
+    if (first.kind !== 'covered' && first.kind !== 'widened')
+      return { outcome: first, missed: missed ?? [], held: await held };
     const again = await deps.scope.ensure(rule, widenBy, until);
     const outcome =
       again.kind === 'covered' && first.kind === 'widened' ? { ...again, kind: 'widened' as const } : again;
-    return { outcome, missed: missed ?? [] };
+    return { outcome, missed: missed ?? [], held: await held };
+  }
+
+  private async holdBack(
+    version: RuleVersion,
+    told: Promise<unknown> | undefined,
+    until: number,
+  ): Promise<HoldBack> {
+    await told;
+    return (await this.deps.native?.holdBack(version.namespace, version.name, until)) ?? NOT_HELD;
   }
 
   /** The answer to the writer for an outcome: admitted (with what to know), or refused with why. */

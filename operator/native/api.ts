@@ -8,8 +8,8 @@ import {
   POLICY_API_VERSION,
   policyCollection,
   policyPath,
-  probeAnswered,
   probeEvent,
+  probeTokenOf,
   RULE_ANNOTATION,
   tokenOf,
 } from '../../native';
@@ -169,18 +169,17 @@ export async function deleteOwned(client: KubeClient, kind: string, name: string
 }
 
 /**
- * Whether the API server runs `policy` as written, not just stores it: a dry-run Event annotated with the policy's
- * name, created in `namespace` (one the policy sees), comes back marked or refused with the policy's token
- * (native/probe.ts). False while its admission plugin has not loaded this version; transient errors throw.
+ * What an API server answered a probe of the policy named `name` with (native/probe.ts): the token of the version
+ * of it that marked or refused the dry-run Event, created in `namespace` (one the policy sees); `token` undefined when
+ * no version of it did; `refused` when the create was refused for another reason (nothing can be told from it).
+ * Transient errors throw.
  */
-export async function probeInForce(
+export async function askProbe(
   client: KubeClient,
-  policy: JsonObject,
+  name: string,
   namespace: string,
   labels?: Record<string, string>,
-): Promise<boolean> {
-  const name = String(metadataOf(policy).name);
-  const token = tokenOf(policy);
+): Promise<{ token: string | undefined } | { refused: string }> {
   try {
     const created = await client.request(
       'POST',
@@ -190,11 +189,26 @@ export async function probeInForce(
         query: { dryRun: 'All' },
       },
     );
-    return probeAnswered(created, token);
+    return { token: probeTokenOf(created) };
   } catch (err) {
     if (isTransient(err)) throw err;
-    return err instanceof KubeApiError && probeAnswered(err.message, token);
+    const token = err instanceof KubeApiError ? probeTokenOf(err.message) : undefined;
+    return token ? { token } : { refused: messageOf(err) };
   }
+}
+
+/**
+ * Whether the API server runs `policy` as written, not just stores it: a probe comes back marked or refused with the
+ * policy's token. False while its admission plugin has not loaded this version; transient errors throw.
+ */
+export async function probeInForce(
+  client: KubeClient,
+  policy: JsonObject,
+  namespace: string,
+  labels?: Record<string, string>,
+): Promise<boolean> {
+  const answer = await askProbe(client, String(metadataOf(policy).name), namespace, labels);
+  return 'token' in answer && answer.token === tokenOf(policy);
 }
 
 /**

@@ -1,36 +1,29 @@
-import { isJsonObject, JsonObject } from '../../util/json';
-import { keyOf, nameOf, splitKey, metadataOf } from '../../util/meta';
+import { JsonObject } from '../../util/json';
+import { generationOf, keyOf, metaString, objectKey, splitKey, metadataOf } from '../../util/meta';
 import { CompiledRule } from '../../rule/compile';
-import { formatProblems } from '../../rule/problems';
-import {
-  compileNative,
-  defaultDragnetMatch,
-  DragnetMatch,
-  interferenceProblem,
-  NativeFit,
-  policyName,
-  residualRule,
-  SERVE_ANNOTATION,
-} from '../../native';
+import { defaultDragnetMatch, DragnetMatch, NativeFit, policyName, residualRule } from '../../native';
 
 import { InformerHandlers } from '../../kube/informer';
-import { applyOwned, deleteOwned, lookAtCluster, probeInForce, probeNamespace, ruleKeyOf } from './api';
-import { otherRules, stillAsWritten, written } from './fit';
+import { applyOwned, lookAtCluster, probeInForce, probeNamespace, ruleKeyOf } from './api';
+import { FitContext, fitOf, stillAsWritten, written } from './fit';
 import { OwnedPolicies } from './owned';
 import { Controller, ReconcileResult } from '../controller/controller';
 import {
   nativeRulesGauge,
   nativeServing,
-  NativeState,
+  countStates,
   pendingServing,
   READY_REASON_NOT_NATIVE,
   READY_REASON_REFUSED,
   READY_REASON_UNAVAILABLE,
   REFUSED_EVENT_REASON,
+  showServing,
   webhookServing as webhook,
 } from './status';
 import { Serving } from '../status/reporter';
 import { NativeControllerOptions, RuleState } from './types';
+import { HoldBack, holdBackCounter, takeOutOfForce } from './hold-back';
+import { AskingRules } from './asking';
 import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
 
 /*
@@ -38,7 +31,8 @@ import { MUTATING_WEBHOOK_CONFIGURATION } from '../../kube/owned';
  * writes them, and only once the API server accepted both (and a settle time passed, for its caches) tells the store
  * to leave the rule to the policy, so the webhook serves just the residual. Anything going wrong sends the rule back
  * to the webhook first: a refused policy, one deleted or edited by someone else (it is then written again), a rule
- * edit (the new version waits for its own policy), the rule going away (its policy is deleted).
+ * edit (taken back while the edit is admitted, holdBack; the new version waits for its own policy), the rule going
+ * away (its policy is deleted).
  */
 
 export type { NativeControllerOptions, NativeMode } from './types';
@@ -48,15 +42,11 @@ const RESYNC = '<resync>';
 
 /** Keeps policies in step with the rules that ask to be served natively. Feed it ModRules as ClusterSync does. */
 export class NativeController implements InformerHandlers {
-  private readonly rules = new Map<string, JsonObject>();
-  // Rules that stopped asking (annotation removed): their status says so once their policy is gone.
-  private readonly leaving = new Map<string, JsonObject>();
+  private readonly rules: AskingRules;
   private readonly states = new Map<string, RuleState>();
   private readonly work: Controller;
   /** Owned policies and bindings as the API server has them. */
   private readonly owned: OwnedPolicies;
-  /** Owned objects this controller is deleting: their delete events are no news. */
-  private readonly deleting = new Set<string>();
   /** Bumped at every hand-over and hand-back, before the store changes (the dragnet scope computes again). */
   private handovers = 0;
   private unavailable: string | undefined = 'not checked yet';
@@ -64,13 +54,17 @@ export class NativeController implements InformerHandlers {
   // Reconciling waits for the first look at the cluster (is the API served, what does the dragnet see).
   private markStarted!: () => void;
   private readonly started = new Promise<void>((resolve) => (this.markStarted = resolve));
+  /** The reconcile running now (a hold-back waits for one of its rule: it may be writing the binding). */
+  private current: { key: string; done: Promise<unknown> } | null = null;
+  private readonly holdBacks: ReturnType<typeof holdBackCounter>;
 
   constructor(private readonly options: NativeControllerOptions) {
     this.dragnet = defaultDragnetMatch(options.podNamespace);
+    this.rules = new AskingRules(options.mode);
     // Transient API errors: the rule stays where it is served now and is tried again after its backoff.
     this.work = new Controller(
       'native policy',
-      { reconcile: (key) => this.reconcile(key) },
+      { reconcile: (key) => this.reconcileTracked(key) },
       {
         logger: options.logger,
         ready: this.started,
@@ -78,7 +72,9 @@ export class NativeController implements InformerHandlers {
         backoff: { initialMs: options.retryMs ?? 2000 },
       },
     );
-    if (options.registry) nativeRulesGauge(options.registry, () => this.counts());
+    if (options.registry)
+      nativeRulesGauge(options.registry, () => countStates(this.rules.keys(), this.states));
+    this.holdBacks = holdBackCounter(options.registry);
     this.owned = new OwnedPolicies({
       ...options,
       onChange: (obj, gone) => this.ownedChanged(obj, gone),
@@ -128,15 +124,6 @@ export class NativeController implements InformerHandlers {
     }
   }
 
-  private counts(): Record<NativeState, number> {
-    const out: Record<NativeState, number> = { native: 0, webhook: 0, pending: 0 };
-    for (const key of this.rules.keys()) {
-      const state = this.states.get(key);
-      out[state?.native ? 'native' : state?.acceptedAt !== undefined ? 'pending' : 'webhook']++;
-    }
-    return out;
-  }
-
   // ClusterSync's observer: the ModRules, after the store took them.
   replace(items: JsonObject[]): void {
     const keys = new Set(items.map(keyOf));
@@ -149,8 +136,7 @@ export class NativeController implements InformerHandlers {
 
   upsert(obj: JsonObject): void {
     const key = keyOf(obj);
-    if (this.wants(obj)) this.rules.set(key, obj);
-    else if (this.rules.delete(key) || this.states.has(key)) this.leaving.set(key, obj);
+    this.rules.take(obj, this.states.has(key));
     if (this.rules.has(key) || this.states.has(key)) this.enqueue(key);
   }
 
@@ -159,19 +145,19 @@ export class NativeController implements InformerHandlers {
   }
 
   private forgetRule(key: string): void {
-    this.rules.delete(key);
-    this.leaving.delete(key);
+    this.rules.forget(key);
     if (this.states.has(key)) this.enqueue(key);
-  }
-
-  private wants(rule: JsonObject): boolean {
-    const meta = metadataOf(rule);
-    const annotation = isJsonObject(meta.annotations) ? meta.annotations[SERVE_ANNOTATION] : undefined;
-    return this.options.mode === 'all' ? annotation !== 'false' : annotation === 'true';
   }
 
   private enqueue(key: string): void {
     this.work.enqueue(key);
+  }
+
+  private reconcileTracked(key: string): Promise<ReconcileResult | void> {
+    const current = (this.current = { key, done: this.reconcile(key) });
+    return current.done.finally(() => {
+      if (this.current === current) this.current = null;
+    });
   }
 
   /** Brings one rule's policy, binding, store entry and status to what the rule asks for now (or resyncs all). */
@@ -183,33 +169,18 @@ export class NativeController implements InformerHandlers {
     const raw = this.rules.get(key);
     const { namespace, name } = splitKey(key);
     const held = this.options.store.ruleOf(namespace, name);
-    if (!raw) {
-      const left = this.leaving.get(key);
-      this.leaving.delete(key);
-      return this.teardown(key, left, undefined);
-    }
+    if (!raw) return this.teardown(key, this.rules.takeLeaving(key), undefined);
+    // An edit admitted and not stored yet: no binding until it landed, or failed (the stored version is served then).
+    if (this.editPending(key)) return { requeueAfter: 250 };
     if (!held) return this.teardown(key, raw, undefined);
     if (this.unavailable) return this.teardown(key, raw, webhook(READY_REASON_UNAVAILABLE, this.unavailable));
-    const fit = compileNative(held, {
-      clusterNamespace: this.options.clusterNamespace,
-      dragnet: this.dragnet,
-    });
-    if (!fit.fits) {
-      const why = formatProblems(fit.reasons.map((r) => ({ field: r.field, message: r.message })));
-      return this.teardown(
-        key,
-        raw,
-        webhook(READY_REASON_NOT_NATIVE, `does not compile to a policy: ${why}`),
-      );
-    }
-    const conflict = interferenceProblem(
-      fit,
-      otherRules(this.options.store, key),
-      this.options.clusterNamespace,
-    );
-    if (conflict)
-      return this.teardown(key, raw, webhook(READY_REASON_NOT_NATIVE, `stays on the webhook: ${conflict}`));
+    const fit = fitOf(held, this.fitContext(), this.options.store);
+    if (typeof fit === 'string') return this.teardown(key, raw, webhook(READY_REASON_NOT_NATIVE, fit));
     await this.serve(key, raw, held, fit);
+  }
+
+  private fitContext(): FitContext {
+    return { clusterNamespace: this.options.clusterNamespace, dragnet: this.dragnet };
   }
 
   private async serve(key: string, raw: JsonObject, held: CompiledRule, fit: NativeFit): Promise<void> {
@@ -231,7 +202,7 @@ export class NativeController implements InformerHandlers {
         return;
       }
       if (result !== 'unchanged') changed = true;
-      if (result === 'created') this.deleting.delete(`${String(obj.kind)}/${policyName(held)}`);
+      if (result === 'created') this.owned.recreated(String(obj.kind), policyName(held));
     }
     if (state.native && state.held === held && !changed) return;
     if (changed || state.held !== held || state.acceptedAt === undefined) {
@@ -281,14 +252,8 @@ export class NativeController implements InformerHandlers {
     return false;
   }
 
-  /** Records which path serves the rule; a change is reported (Ready reason, servedBy) with the rule's problems. */
   private show(raw: JsonObject, serving: Serving | undefined): void {
-    const { status, store } = this.options;
-    if (!status?.setServing(raw, serving)) return;
-    const { namespace, name } = splitKey(keyOf(raw));
-    // A rule the store does not hold was refused: its problems stay what ClusterSync reported.
-    const problems = store.ruleOf(namespace, name) ? [] : store.compileRule(raw).problems;
-    (this.options.sink ?? status).report(raw, problems);
+    showServing(this.options, raw, serving);
   }
 
   /** The webhook serves the rule in full; its policy and binding (if any) go. */
@@ -315,11 +280,56 @@ export class NativeController implements InformerHandlers {
     if (raw && serving) this.states.set(key, { native: false });
   }
 
+  /**
+   * Takes a rule served natively (or being handed over) back to the webhook for an edit being admitted: its binding
+   * goes as the controller's own deletion, then this waits until the API servers no longer run the policy, by
+   * `until` (hold-back.ts). The edit is pending in options.edits already: no reconcile binds it again meanwhile.
+   */
+  async holdBack(namespace: string, name: string, until: number): Promise<HoldBack> {
+    const key = objectKey(namespace, name);
+    const policy = policyName({ namespace, name });
+    while (this.current?.key === key) await this.current.done.catch(() => undefined);
+    const state = this.states.get(key);
+    const kinds = (
+      state?.kind ? [state.kind] : ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy']
+    ).filter((kind) => state?.kind || this.owned.has(`${kind}Binding`, policy) || !this.synced());
+    if (kinds.length === 0 || this.unavailable) return { kind: 'none' };
+    this.toWebhook(key);
+    const unbind = async () => {
+      for (const kind of kinds) await this.owned.delete(`${kind}Binding`, policy);
+    };
+    const { store, logger, client, apiServers } = this.options;
+    const targets = [{ name: 'the API server', client }, ...(apiServers?.() ?? [])];
+    const where = probeNamespace(store, this.dragnet, namespace);
+    return takeOutOfForce(
+      { logger, counter: this.holdBacks, unbind, targets, namespace: where },
+      key,
+      policy,
+      until,
+    );
+  }
+
+  /** The rule is served by the webhook in full from now (its policy may still act: the caller sees to it). */
+  private toWebhook(key: string): void {
+    const state = this.states.get(key);
+    const { namespace, name } = splitKey(key);
+    if (state?.native) this.handovers++;
+    if (state) Object.assign(state, { native: false, acceptedAt: undefined, inForce: false });
+    this.options.store.serveByWebhook(namespace, name);
+  }
+
+  /** Whether an edit of the rule newer than the version the informer delivered is admitted and not stored yet. */
+  private editPending(key: string): boolean {
+    const raw = this.rules.get(key);
+    if (!raw || !this.options.edits) return false;
+    const { namespace, name } = splitKey(key);
+    return this.options.edits.editPending(namespace, name, metaString(raw, 'uid'), generationOf(raw) ?? 0);
+  }
+
   private async deletePolicies(kind: string, name: string): Promise<void> {
     if (!this.owned.has(kind, name) && !this.owned.has(`${kind}Binding`, name) && this.synced()) return;
-    this.deleting.add(`${kind}Binding/${name}`).add(`${kind}/${name}`);
-    await deleteOwned(this.options.client, `${kind}Binding`, name);
-    await deleteOwned(this.options.client, kind, name);
+    await this.owned.delete(`${kind}Binding`, name);
+    await this.owned.delete(kind, name);
   }
 
   private synced(): boolean {
@@ -332,32 +342,33 @@ export class NativeController implements InformerHandlers {
     const key = ruleKeyOf(obj);
     if (!key) return;
     const state = this.states.get(key);
-    if (gone && this.deleting.delete(`${String(obj.kind)}/${nameOf(obj)}`)) return this.enqueue(key);
+    if (gone && this.owned.ownDeletion(obj)) return this.enqueue(key);
     if (state?.native && (gone || !this.stillAsWritten(key, obj))) {
-      const { namespace, name } = splitKey(key);
-      this.handovers++;
-      this.options.store.serveByWebhook(namespace, name);
-      state.native = false;
-      state.acceptedAt = undefined;
-      this.options.logger.warn('native policy changed or deleted behind the operator; back on the webhook', {
-        rule: key,
-        object: `${String(obj.kind)}/${String(metadataOf(obj).name)}`,
-      });
+      this.toWebhook(key);
+      const object = `${String(obj.kind)}/${String(metadataOf(obj).name)}`;
+      // Another replica took the rule back for an edit it admits (holdBack): expected, no alarm.
+      if (gone && this.editPending(key))
+        this.options.logger.info('native binding deleted for an edit; back on the webhook', {
+          rule: key,
+          object,
+        });
+      else
+        this.options.logger.warn(
+          'native policy changed or deleted behind the operator; back on the webhook',
+          {
+            rule: key,
+            object,
+          },
+        );
     }
     this.enqueue(key);
   }
 
   /** Whether an owned object still says what the operator wrote for the rule. */
   private stillAsWritten(key: string, obj: JsonObject): boolean {
-    const raw = this.rules.get(key);
     const { namespace, name } = splitKey(key);
-    const compiled = raw ? this.options.store.ruleOf(namespace, name) : undefined;
-    if (!compiled) return false;
-    const fit = compileNative(compiled, {
-      clusterNamespace: this.options.clusterNamespace,
-      dragnet: this.dragnet,
-    });
-    return fit.fits && stillAsWritten(fit, obj);
+    const compiled = this.rules.has(key) ? this.options.store.ruleOf(namespace, name) : undefined;
+    return !!compiled && stillAsWritten(compiled, this.fitContext(), obj);
   }
 
   private async checkCluster(): Promise<void> {

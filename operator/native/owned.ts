@@ -5,7 +5,7 @@ import { policyCollection } from '../../native';
 import { BackoffOptions } from '../../kube/backoff';
 import { Informer } from '../../kube/informer';
 import { KubeClient } from '../../kube/kube';
-import { isOwned, MANAGED_BY, OPERATOR, POLICY_KINDS } from './api';
+import { deleteOwned, isOwned, MANAGED_BY, OPERATOR, POLICY_KINDS } from './api';
 import { compareVersions } from '../../scope/ownership';
 
 /*
@@ -21,18 +21,22 @@ export type OwnedChange = (obj: JsonObject, gone: boolean) => void;
 export class OwnedPolicies {
   private readonly informers: Informer[];
   private readonly seen = new Map<string, JsonObject>();
+  /** Owned objects the operator is deleting itself: their delete events are no news. */
+  private readonly deleting = new Set<string>();
   /**
    * The resourceVersion of the last list or event of owned objects (a deletion's included): what the dragnet scope
    * orders replicas by when their views of the native rules differ (scope/ownership.ts). Null before any.
    */
   version: string | null = null;
 
-  constructor(options: {
-    client: KubeClient;
-    logger: Logger;
-    backoff?: BackoffOptions;
-    onChange: OwnedChange;
-  }) {
+  constructor(
+    private readonly options: {
+      client: KubeClient;
+      logger: Logger;
+      backoff?: BackoffOptions;
+      onChange: OwnedChange;
+    },
+  ) {
     this.informers = POLICY_KINDS.map(
       (kind) =>
         new Informer({
@@ -70,6 +74,22 @@ export class OwnedPolicies {
   /** Whether an owned object of this kind and name was last seen to exist. */
   has(kind: string, name: string): boolean {
     return this.seen.has(`${kind}/${name}`);
+  }
+
+  /** Deletes an owned object as the operator's own deletion (ownDeletion tells its delete event apart). */
+  async delete(kind: string, name: string): Promise<void> {
+    this.deleting.add(`${kind}/${name}`);
+    await deleteOwned(this.options.client, kind, name);
+  }
+
+  /** Whether a delete event is of an object the operator deleted itself (each counts once). */
+  ownDeletion(obj: JsonObject): boolean {
+    return this.deleting.delete(`${String(obj.kind)}/${nameOf(obj)}`);
+  }
+
+  /** An object of this name is written again: a later delete event of it is news again. */
+  recreated(kind: string, name: string): void {
+    this.deleting.delete(`${kind}/${name}`);
   }
 
   /** Every owned object last seen. */

@@ -1,5 +1,8 @@
 import { Gauge, Registry } from 'prom-client';
-import { Serving } from '../status/reporter';
+import { JsonObject } from '../../util/json';
+import { keyOf, splitKey } from '../../util/meta';
+import { RuleStore } from '../../store/rules';
+import { Serving, StatusReporter, StatusSink } from '../status/reporter';
 
 /*
  * What a rule that asked to be served natively shows: status.servedBy and the Ready condition's reason and message
@@ -56,6 +59,19 @@ export function nativeServing(
 /** Where the rules that ask to be served natively are, right now. */
 export type NativeState = 'native' | 'webhook' | 'pending';
 
+/** How many of the rules asking (keys) are where, by their states. */
+export function countStates(
+  keys: Iterable<string>,
+  states: ReadonlyMap<string, { native: boolean; acceptedAt?: number }>,
+): Record<NativeState, number> {
+  const out: Record<NativeState, number> = { native: 0, webhook: 0, pending: 0 };
+  for (const key of keys) {
+    const state = states.get(key);
+    out[state?.native ? 'native' : state?.acceptedAt !== undefined ? 'pending' : 'webhook']++;
+  }
+  return out;
+}
+
 /** The gauge modrule_native_rules{state}, read at scrape time. */
 export function nativeRulesGauge(
   registry: Registry,
@@ -73,4 +89,21 @@ export function nativeRulesGauge(
       for (const state of ['native', 'webhook', 'pending'] as const) this.set({ state }, counts[state]);
     },
   });
+}
+
+/**
+ * Records which path serves the rule; a change is reported (Ready reason, servedBy) with the rule's problems through
+ * `sink` (default: the reporter).
+ */
+export function showServing(
+  to: { status: StatusReporter | null; sink?: StatusSink | null; store: RuleStore },
+  raw: JsonObject,
+  serving: Serving | undefined,
+): void {
+  const { status, store } = to;
+  if (!status?.setServing(raw, serving)) return;
+  const { namespace, name } = splitKey(keyOf(raw));
+  // A rule the store does not hold was refused: its problems stay what ClusterSync reported.
+  const problems = store.ruleOf(namespace, name) ? [] : store.compileRule(raw).problems;
+  (to.sink ?? status).report(raw, problems);
 }

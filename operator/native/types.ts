@@ -38,8 +38,27 @@ export interface NativeControllerOptions {
   backoff?: BackoffOptions;
   /** What the dragnet registration does for a native rule's objects (its Ready message says so). */
   net?: (rule: string) => NativeScope;
-  /** Where modrule_native_rules goes. */
+  /** Where modrule_native_rules and modrule_native_edit_holdbacks_total go. */
   registry?: Registry;
+  /**
+   * Edits admitted (here or by a peer) and not stored yet: while one of a rule is pending, the controller writes
+   * nothing for the rule (its binding stays deleted until the edit lands, or is written again once it failed).
+   */
+  edits?: PendingEdits;
+  /** The API servers besides the one `client` reaches, each probed directly when a policy is taken out of force. */
+  apiServers?: () => readonly ProbeClient[];
+}
+
+/** Edits of ModRules admitted and not stored yet (AdmittedRules). */
+export interface PendingEdits {
+  /** Whether a newer generation than `generation` of the rule (uid) was admitted and has not landed or failed yet. */
+  editPending(namespace: string, name: string, uid: string, generation: number): boolean;
+}
+
+/** One API server to probe directly, named as logs and warnings name it. */
+export interface ProbeClient {
+  name: string;
+  client: KubeClient;
 }
 
 /** Where one rule that asks to be served natively is. */

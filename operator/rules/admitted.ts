@@ -136,6 +136,16 @@ export class AdmittedRules implements StoreFreshness {
     );
   }
 
+  /**
+   * Whether a generation of the rule (uid) newer than `generation` was admitted (here or by a peer) and has neither
+   * landed nor failed yet: an edit in flight (the native controller writes nothing for the rule meanwhile).
+   */
+  editPending(namespace: string, name: string, uid: string, generation: number): boolean {
+    return (this.pending.get(objectKey(namespace, name)) ?? []).some(
+      (p) => p.uid === uid && p.generation > generation,
+    );
+  }
+
   /** Stops waiting for a rule version whose write was refused (the versions before it are still awaited). */
   forget(version: RuleVersion): void {
     const key = objectKey(version.namespace, version.name);

@@ -9,7 +9,8 @@ import { FakeStore, meta } from './fake-store';
  * objects is only ever checked on the real control plane): it answers the operator's probe alone (native/probe.ts),
  * a create of an Event annotated native.modrule.io/probe=<policy>, the way the policy stored under that name answers
  * it: a mutating policy adds the annotation its spec's probe mark writes; a validating one refuses with its spec's
- * probe message. A policy runs only with a binding that names it, and only while `running`.
+ * probe message. A policy runs only with a binding that names it, and only while `running`; while `frozen`, the
+ * policies and bindings as they were when frozen run (an API server whose caches have not caught up yet).
  */
 
 // The probe branch of a mutating policy's jsonPatch, and of a validating policy's messageExpression.
@@ -25,8 +26,24 @@ const KINDS = {
 export class FakeAdmission {
   /** Whether stored policies run; false: an API server whose admission caches have not loaded them yet. */
   running = true;
+  private frozen: Map<FakeResource, JsonObject[]> | null = null;
 
   constructor(private readonly store: FakeStore) {}
+
+  /** From now, probes are answered by the policies and bindings stored now, whatever is written later. */
+  freeze(): void {
+    const all = Object.values(KINDS).flat();
+    this.frozen = new Map(all.map((resource) => [resource, this.store.list(resource)]));
+  }
+
+  /** Probes are answered by what is stored again. */
+  thaw(): void {
+    this.frozen = null;
+  }
+
+  private list(resource: FakeResource): JsonObject[] {
+    return this.frozen?.get(resource) ?? this.store.list(resource);
+  }
 
   /** The object as admission leaves it, on create; throws the refusal (422) of a validating policy. */
   admit(resource: FakeResource, obj: JsonObject): JsonObject {
@@ -34,10 +51,8 @@ export class FakeAdmission {
     const probed = isJsonObject(annotations) ? annotations[PROBE_ANNOTATION] : undefined;
     if (resource !== 'events' || typeof probed !== 'string' || !this.running) return obj;
     for (const [kind, [policies, bindings]] of Object.entries(KINDS)) {
-      const policy = this.store.get(policies, null, probed);
-      const bound = this.store
-        .list(bindings)
-        .some((b) => isJsonObject(b.spec) && b.spec.policyName === probed);
+      const policy = this.list(policies).find((p) => meta(p).name === probed);
+      const bound = this.list(bindings).some((b) => isJsonObject(b.spec) && b.spec.policyName === probed);
       if (!policy || !bound) continue;
       if (kind === 'MutatingAdmissionPolicy')
         this.mark(obj, texts(policy, 'mutations', ['jsonPatch', 'expression']));
