@@ -78,14 +78,16 @@ export class RuleFollower {
   async run(): Promise<ReconcileResult | void> {
     const { live, options } = this.parts;
     if (this.parts.stopped() || !live.seen || !options.rulesReady()) return;
-    const held = live.heldUntil();
-    if (held > this.parts.now()) return this.later(held);
     const rulesVersion = options.rulesVersion();
     // Until discovery is in, kind-pinned rules would get the whole net: wait rather than write twice.
     if (rulesVersion === null || (options.mode === 'rules' && !options.discovery.catalog())) return;
     await this.parts.writer.refetch(rulesVersion);
     const computation = this.compute(rulesVersion);
     if (!computation) return;
+    // Held at the configured net: computed all the same (the rules' status reports them in force through it, a rule
+    // created meanwhile too), but nothing is written before the hold ends.
+    const held = live.heldUntil();
+    if (held > this.parts.now()) return this.later(held);
     if (!computation.decision.write) return this.unchanged(computation);
     return this.write(computation);
   }
