@@ -29,26 +29,40 @@ export function handlerOf<A extends Answer>(endpoint: (request: RequestContext['
 }
 
 /**
- * A handler's failure: a BadRequestError answers its HTTP status; anything else is our bug, which must not block the
- * cluster's writes, so the request is allowed unchanged with a warning (like KubeMod), logged and counted.
+ * The shape both failure wrappers share: a BadRequestError answers its HTTP status; anything else is our bug, logged
+ * (`what` says what happened to the request) and answered by `answer`.
  */
-export function failOpen(logger: Logger, answers: AnswerMetrics): Wrapper {
+function onHandlerError(
+  logger: Logger,
+  what: string,
+  answer: (context: RequestContext, error: Error) => Answer,
+): Wrapper {
   return (next) => async (context) => {
     try {
       return await next(context);
     } catch (err) {
       if (err instanceof BadRequestError) return badRequest(err.status, err.message);
       const error = errorOf(err);
-      logger.error('admission handler failed; allowed unchanged', {
+      logger.error(`admission handler failed; ${what}`, {
         endpoint: context.endpoint,
         ...context.logFields,
         error: error.message,
         stack: error.stack,
       });
-      answers.failedOpen(context.endpoint, 'handler_error');
-      return { response: failOpenResponse(context.request.uid, error), result: 'error' };
+      return answer(context, error);
     }
   };
+}
+
+/**
+ * A handler's failure: a BadRequestError answers its HTTP status; anything else is our bug, which must not block the
+ * cluster's writes, so the request is allowed unchanged with a warning (like KubeMod), logged and counted.
+ */
+export function failOpen(logger: Logger, answers: AnswerMetrics): Wrapper {
+  return onHandlerError(logger, 'allowed unchanged', (context, error) => {
+    answers.failedOpen(context.endpoint, 'handler_error');
+    return { response: failOpenResponse(context.request.uid, error), result: 'error' };
+  });
 }
 
 /**
@@ -57,25 +71,13 @@ export function failOpen(logger: Logger, answers: AnswerMetrics): Wrapper {
  * counted: a ModRule that could not be validated or put in force must not be stored as if it were.
  */
 export function failClosed(logger: Logger, answers: AnswerMetrics): Wrapper {
-  return (next) => async (context) => {
-    try {
-      return await next(context);
-    } catch (err) {
-      if (err instanceof BadRequestError) return badRequest(err.status, err.message);
-      const error = errorOf(err);
-      logger.error('admission handler failed; refused', {
-        endpoint: context.endpoint,
-        ...context.logFields,
-        error: error.message,
-        stack: error.stack,
-      });
-      answers.failedClosed(context.endpoint, 'handler_error');
-      const { kind, namespace, name } = context.logFields.object;
-      const what = `${kind} ${namespace ? `${namespace}/` : ''}${name ?? ''}`;
-      const message =
-        `${what} was not admitted: modrule failed while admitting it (${error.message}); nothing was stored: ` +
-        "retry, and see the operator's log if it persists";
-      return { response: denyResponse(context.request.uid, 500, 'InternalError', message), result: 'error' };
-    }
-  };
+  return onHandlerError(logger, 'refused', (context, error) => {
+    answers.failedClosed(context.endpoint, 'handler_error');
+    const { kind, namespace, name } = context.logFields.object;
+    const what = `${kind} ${namespace ? `${namespace}/` : ''}${name ?? ''}`;
+    const message =
+      `${what} was not admitted: modrule failed while admitting it (${error.message}); nothing was stored: ` +
+      "retry, and see the operator's log if it persists";
+    return { response: denyResponse(context.request.uid, 500, 'InternalError', message), result: 'error' };
+  });
 }
