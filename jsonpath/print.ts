@@ -66,6 +66,8 @@ function segment(s: Exclude<Segment, { type: 'descent' }>, afterDescent: boolean
 
 function literal(v: JsonValue): string {
   if (typeof v === 'string') return JSON.stringify(v);
+  // -0 prints as "0" both ways: written out, it parses back to the same literal (fast-check's token soup `- 0`).
+  if (Object.is(v, -0)) return '-0';
   if (typeof v === 'number') return Number.isInteger(v) && v < 0 ? `${v}` : JSON.stringify(v);
   return JSON.stringify(v);
 }
