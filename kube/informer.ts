@@ -1,7 +1,7 @@
 import { isJsonObject, JsonObject } from '../util/json';
 import { Logger } from '../util/logger';
 import { Backoff, BackoffOptions, sleep } from './backoff';
-import { KubeApiError, KubeClient, WatchEvent } from './kube';
+import { isUnanswered, KubeApiError, KubeClient, WatchEvent } from './kube';
 import { messageOf } from '../util/errors';
 import { metadataOf } from '../util/meta';
 
@@ -150,8 +150,7 @@ export class Informer {
           continue;
         }
         logger.warn('list/watch failed; retrying', { path, error: messageOf(err) });
-        const unanswered = err instanceof KubeApiError && err.status === 0;
-        await sleep(unanswered ? reconnect.next() : backoff.next(), this.controller.signal);
+        await sleep(isUnanswered(err) ? reconnect.next() : backoff.next(), this.controller.signal);
       }
     }
   }

@@ -49,6 +49,11 @@ export interface KubeClient {
 export const MERGE_PATCH = 'application/merge-patch+json';
 export const JSON_PATCH = 'application/json-patch+json';
 
+/** True when the API server did not answer at all (connection refused or reset, timed out): status 0. */
+export function isUnanswered(err: unknown): boolean {
+  return err instanceof KubeApiError && err.status === 0;
+}
+
 /** True for errors worth retrying: no response, throttling, server-side failures. */
 export function isTransient(err: unknown): boolean {
   if (!(err instanceof KubeApiError)) return true;

@@ -1,10 +1,14 @@
+import { getEventListeners } from 'node:events';
 import { Controller, ReconcileResult } from './controller';
 import { memoryLogger } from '../../util/logger';
+import { KubeApiError } from '../../kube/kube';
 
 /** A controller whose reconcile records each key it runs (throwing for keys in `failing`), on jest's fake clock. */
 function controller(
   options: {
     failing?: Set<string>;
+    /** Keys whose reconcile the API server does not answer (connection refused). */
+    unanswered?: Set<string>;
     result?: (key: string, run: number) => ReconcileResult | void;
     ready?: Promise<void>;
   } = {},
@@ -17,10 +21,17 @@ function controller(
       reconcile: async (key) => {
         runs.push({ key, at: Date.now() });
         if (options.failing?.has(key)) throw new Error(`${key} failed`);
+        if (options.unanswered?.has(key))
+          throw new KubeApiError('connect ECONNREFUSED 127.0.0.1:6443', 0, 'ECONNREFUSED');
         return options.result?.(key, runs.filter((r) => r.key === key).length);
       },
     },
-    { logger, ready: options.ready, backoff: { initialMs: 100, maxMs: 1_000, random: () => 0.999 } },
+    {
+      logger,
+      ready: options.ready,
+      backoff: { initialMs: 100, maxMs: 1_000, random: () => 0.999 },
+      unansweredMaxMs: 250,
+    },
   );
   return { c, runs, lines, keys: () => runs.map((r) => r.key) };
 }
@@ -108,6 +119,38 @@ describe('Controller', () => {
     expect(runs).toHaveLength(6);
     await jest.advanceTimersByTimeAsync(1);
     expect(runs).toHaveLength(7);
+  });
+
+  it('retries a reconcile the API server did not answer within unansweredMaxMs, however often it failed', async () => {
+    const unanswered = new Set(['a']);
+    const { c, runs } = controller({ unanswered, failing: new Set(['b']) });
+    c.start();
+    c.enqueue('a');
+    c.enqueue('b');
+    await jest.advanceTimersByTimeAsync(1_500);
+    const at = (key: string) => runs.filter((r) => r.key === key).map((r) => r.at - 1_000_000);
+    // a: 100, 200, then the 250 ms cap for an unanswered call; b (answered, failed): 100, 200, 400, then 1 s.
+    expect(at('a')).toEqual([0, 100, 300, 550, 800, 1050, 1300]);
+    expect(at('b')).toEqual([0, 100, 300, 700, 1500]);
+    // The API server is back: the next try succeeds and nothing more is queued.
+    unanswered.clear();
+    await jest.advanceTimersByTimeAsync(250);
+    expect(at('a')).toHaveLength(8);
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(at('a')).toHaveLength(8);
+    await c.stop();
+  });
+
+  it('leaves no listener on its stop signal however often it is kicked', async () => {
+    const { c, runs } = controller({ ready: Promise.resolve() });
+    c.start();
+    for (let i = 0; i < 50; i++) {
+      c.enqueue(`k${i}`);
+      await c.idle();
+    }
+    expect(runs).toHaveLength(50);
+    expect(getEventListeners(c.signal, 'abort')).toHaveLength(0);
+    await c.stop();
   });
 
   it('reconciles again when the reconcile asks for it', async () => {

@@ -1,6 +1,7 @@
 import { Logger } from '../../util/logger';
 import { messageOf } from '../../util/errors';
 import { BackoffOptions } from '../../kube/backoff';
+import { isUnanswered } from '../../kube/kube';
 import { Runnable } from './lifecycle';
 import { WorkQueue } from './queue';
 
@@ -27,6 +28,12 @@ export interface ControllerOptions {
   logger: Logger;
   /** Per-key retry delays after a reconcile threw. */
   backoff?: BackoffOptions;
+  /**
+   * The longest retry delay after a reconcile the API server did not answer at all (isUnanswered: it restarts, or is
+   * unreachable); default the backoff's cap. An API server restart takes seconds: a controller that keeps state in
+   * force (the dragnet registration) must not wait out a long backoff once it is back (no watch event says so).
+   */
+  unansweredMaxMs?: number;
   /** Nothing is reconciled before this settles (a first look at the cluster). */
   ready?: Promise<void>;
   /** Told of every reconcile that threw (metrics); the controller logs it and retries. */
@@ -43,6 +50,7 @@ export class Controller implements Runnable {
   private readonly stopping = new AbortController();
   private worker: Promise<void> | null = null;
   private started = false;
+  private isReady = false;
   private unsubscribe: (() => void) | null = null;
 
   constructor(
@@ -108,15 +116,26 @@ export class Controller implements Runnable {
   }
 
   private async work(): Promise<void> {
-    if (this.options.ready) {
-      const stopped = new Promise<void>((resolve) =>
-        this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
-      );
-      await Promise.race([this.options.ready, stopped]);
+    if (!this.isReady) {
+      await this.untilReady();
+      this.isReady = true;
     }
     for (let key = this.queue.take(); key !== undefined; key = this.queue.take()) {
       if (this.stopping.signal.aborted) return;
       await this.run(key);
+    }
+  }
+
+  /** Resolves when `ready` settled or the controller stops; the stop listener goes with it (one per wait, not per kick). */
+  private async untilReady(): Promise<void> {
+    if (!this.options.ready) return;
+    let done = (): void => undefined;
+    const stopped = new Promise<void>((resolve) => (done = resolve));
+    this.stopping.signal.addEventListener('abort', done, { once: true });
+    try {
+      await Promise.race([this.options.ready, stopped]);
+    } finally {
+      this.stopping.signal.removeEventListener('abort', done);
     }
   }
 
@@ -133,7 +152,7 @@ export class Controller implements Runnable {
         failures: this.queue.failures(key) + 1,
         error: messageOf(err),
       });
-      this.queue.addRateLimited(key);
+      this.queue.addRateLimited(key, isUnanswered(err) ? this.options.unansweredMaxMs : undefined);
     }
   }
 }

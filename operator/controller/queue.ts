@@ -61,12 +61,12 @@ export class WorkQueue {
     this.schedule(key, Math.min(now + quietMs, first + maxDelayMs));
   }
 
-  /** Queues the key after its own backoff (each call counts one more failure). */
-  addRateLimited(key: string): void {
+  /** Queues the key after its own backoff, at most `capMs` (each call counts one more failure). */
+  addRateLimited(key: string, capMs = Infinity): void {
     let backoff = this.backoffs.get(key);
     if (!backoff)
       this.backoffs.set(key, (backoff = new Backoff({ initialMs: 200, ...this.options.backoff })));
-    this.addAfter(key, backoff.next());
+    this.addAfter(key, Math.min(backoff.next(), capMs));
   }
 
   /** The key's work succeeded: its next failure starts from the first delay again. */

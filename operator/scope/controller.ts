@@ -58,6 +58,8 @@ export class ScopeController {
       {
         logger: options.logger,
         backoff: { initialMs: 500, maxMs: 30_000 },
+        // After an API server restart the registration is written (and its rules' NotInForce cleared) within 2 s.
+        unansweredMaxMs: 2_000,
         errorMessage: 'cannot update the dragnet registration; the current one stays',
         onError: (_key, err) => {
           this.live.setFailing(messageOf(err));
