@@ -106,7 +106,9 @@ export class RuleFollower {
     const desired = scopes.compute(live, this.narrowing());
     scopes.report(desired.result, live);
     const hash = scopeHash(desired.registration);
-    view.setComputed({ hash, rulesVersion });
+    // A live registration wider than this one (it may not be narrowed yet) sends these rules' objects as well.
+    const within = scopeIncludes(live.current, desired.registration) ? scopeHash(live.current) : null;
+    view.setComputed({ hash, rulesVersion, within });
     if (desired.result) this.parts.widener.remember(hash, desired.result.index);
     view.notify();
     const nativeVersion = options.native?.policiesVersion() ?? undefined;

@@ -75,6 +75,24 @@ describe('LiveScopeView', () => {
     expect(l.covers('9')).toBe(false);
   });
 
+  test('a live registration wider than what this replica computed covers the rules it was computed from', () => {
+    const l = live();
+    const wider: Scope = {
+      ...narrow,
+      rules: [...narrow.rules, { ...narrow.rules[0], resources: ['statefulsets'] }],
+    };
+    l.accept(configuration('11', wider, { ...stamped('7'), hash: scopeHash(wider) }));
+    l.prove('11');
+    expect(l.covers('8')).toBe(false);
+    // Computed from rules at 8 (only Deployments): the live one, held wider by a rule pending elsewhere, sends it.
+    l.setComputed({ hash: scopeHash(narrow), rulesVersion: '8', within: scopeHash(wider) });
+    expect(l.covers('8')).toBe(true);
+    expect(l.covers('9')).toBe(false);
+    // Computed against another live registration: it says nothing of this one.
+    l.setComputed({ hash: scopeHash(narrow), rulesVersion: '8', within: scopeHash(defaultConfigured()) });
+    expect(l.covers('8')).toBe(false);
+  });
+
   test('no configuration, or no dragnet in it: nothing is sent, nothing covered, and why', () => {
     const l = live();
     expect(l.covers('1')).toBe(false);

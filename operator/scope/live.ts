@@ -15,6 +15,11 @@ export interface LiveScopeViewOptions {
 export interface Computed {
   hash: string;
   rulesVersion: string;
+  /**
+   * The hash of the live registration it was computed against when that one sends all of it (a wider one, held by
+   * another replica's pending rules), else null: that live registration covers the same rules.
+   */
+  within?: string | null;
 }
 
 /**
@@ -114,8 +119,9 @@ export class LiveScopeView {
 
   /**
    * Whether the live registration sends the objects of a rule at `ruleVersion`: it is someone else's (the configured
-   * net) by a read fresh enough, or the operator's stamped with rules at least that new, or exactly what this
-   * replica `computed` from such rules; and the API servers use this version of the configuration (proven).
+   * net) by a read fresh enough, or the operator's stamped with rules at least that new, or what this replica
+   * `computed` from such rules, or a wider one than that; and the API servers use this version of the configuration
+   * (proven).
    */
   covers(ruleVersion: string): boolean {
     const computed = this.computedLast;
@@ -127,7 +133,7 @@ export class LiveScopeView {
     if (live.ours ? liveCovers(live, ruleVersion) : this.fresh(ruleVersion)) return true;
     return (
       computed !== null &&
-      computed.hash === this.hash &&
+      (computed.hash === this.hash || (!!computed.within && computed.within === this.hash)) &&
       compareVersions(computed.rulesVersion, ruleVersion) >= 0
     );
   }

@@ -266,21 +266,31 @@ describeCluster('native rules and the dragnet webhook', () => {
   // Own control plane only: it restarts the API server.
   itOwn('an API server restart keeps serving the policies, and the rules stay native', async () => {
     await native('team');
+    const from = c.logs.length;
     await c.cluster.own!.restartApiServer();
     await c.cluster.own!.waitReady();
     const back = Date.now();
     expect(labelsOf(await waitFor('a ConfigMap after the restart', () => cm())).team).toBe('platform');
-    // The scope controller may have failed to reach the API server while it was down (its rules NotInForce, and
-    // why): it retries within 2 s of an unanswered call, so the rule is Ready again soon after the API server is.
+    // The scope controller fails while the API server is down, then refused (403: RBAC not loaded yet, 429) while
+    // it starts; its rules may show NotInForce meanwhile. It retries within 2 s of an unanswered call and 5 s of a
+    // refused one, and the probe within 5 s: Ready again well within 20 s of the API server's readyz (it took up to
+    // 30 s when a retry waited out a backoff doubling to 30 s).
     const r = await waitFor(
       'team Ready (Native) again',
       async () => {
         const x = await rule('team');
-        return servedBy(x) === 'Native' && readyOf(x)?.reason === 'Native' ? x : undefined;
+        if (servedBy(x) === 'Native' && readyOf(x)?.reason === 'Native') return x;
+        // What the rule says instead is the timeout's message.
+        throw new Error(`${String(readyOf(x)?.reason)}: ${String(readyOf(x)?.message)}`);
       },
-      10_000,
+      20_000,
       100,
-    );
+    ).catch((err: unknown) => {
+      // What the operator said meanwhile goes with the failure.
+      const said = c.logs.slice(from);
+      process.stderr.write(`operator after the restart:\n${said.map((l) => JSON.stringify(l)).join('\n')}\n`);
+      throw err;
+    });
     measured['API server restart: team Ready (Native) again after the API server was ready'] =
       `${Date.now() - back} ms`;
     expect(readyOf(r)?.status).toBe('True');
