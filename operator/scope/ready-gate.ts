@@ -8,10 +8,13 @@ interface Held {
   rule: JsonObject;
   problems: readonly ValidationProblem[];
   version: string;
-  /** When it started waiting, and whether its status says NotInForce now. */
+  /** When it started waiting, and why its status says NotInForce (null: it does not yet). */
   since: number;
-  shown: boolean;
+  shown: string | null;
 }
+
+/** Whether a held rule's status says NotInForce now. */
+const isShown = (h: Held | undefined): boolean => (h?.shown ?? null) !== null;
 
 /** Where the gate says that a rule waits too long: the registration facet, and why it waits. */
 export interface NotInForceReporting {
@@ -104,9 +107,9 @@ export class ReadyGate implements StatusSink {
       return;
     }
     const since = before?.since ?? Date.now();
-    this.held.set(key, { rule, problems, version, since, shown: before?.shown ?? false });
+    this.held.set(key, { rule, problems, version, since, shown: before?.shown ?? null });
     // Already shown not in force: the new version shows it too.
-    if (before?.shown) this.inner.report(rule, problems);
+    if (isShown(before)) this.inner.report(rule, problems);
     if (!this.timer && this.notInForce) {
       this.timer = setInterval(() => this.overdue(), 250);
       this.timer.unref();
@@ -116,22 +119,28 @@ export class ReadyGate implements StatusSink {
   /** Stops holding a rule; a NotInForce it showed is cleared. */
   private let(key: string, held: Held | undefined): void {
     this.held.delete(key);
-    if (held?.shown) {
+    if (isShown(held)) {
       const [namespace, ...name] = key.split('/');
       this.notInForce?.status.setNotInForce(namespace, name.join('/'), null);
     }
   }
 
-  /** Shows the rules that waited too long as not in force. */
+  /**
+   * Shows the rules that waited too long as not in force, and keeps why up to date: the reason of the moment it was
+   * first shown (the API server down) may be over while the rule still waits (the registration not proven yet).
+   */
   private overdue(): void {
     const after = this.notInForce?.afterMs ?? 2000;
-    for (const [key, h] of this.held)
-      if (!h.shown && Date.now() - h.since >= after) {
-        const [namespace, ...name] = key.split('/');
-        h.shown = true;
-        this.notInForce?.status.setNotInForce(namespace, name.join('/'), this.notInForce.why());
-        this.inner.report(h.rule, h.problems);
-      }
+    for (const [key, h] of this.held) {
+      if (!this.notInForce || (h.shown === null && Date.now() - h.since < after)) continue;
+      const why = this.notInForce.why();
+      if (h.shown === why) continue;
+      const [namespace, ...name] = key.split('/');
+      const first = h.shown === null;
+      h.shown = why;
+      this.notInForce.status.setNotInForce(namespace, name.join('/'), why);
+      if (first) this.inner.report(h.rule, h.problems);
+    }
     if (this.held.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = null;

@@ -77,6 +77,36 @@ describe('the registration facet', () => {
     gate.stop();
     status.stop();
   });
+  test('a rule shown not in force says why as it is now, not as it was when first shown', async () => {
+    const facets = new Facets();
+    const status = new ScopeStatus(facets, { heldWide: () => null }, 1000);
+    status.start();
+    const sink: StatusSink = { report: () => undefined, forget: () => undefined };
+    let why = 'it cannot be written: connect ECONNREFUSED 127.0.0.1:6443';
+    const gate = new ReadyGate(sink, { covers: () => false, onChange: () => () => undefined }, undefined, {
+      status,
+      why: () => why,
+      afterMs: 100,
+    });
+    gate.report(
+      {
+        ...labelRule('team-a', 'late'),
+        metadata: { name: 'late', namespace: 'team-a', resourceVersion: '7' },
+      },
+      [],
+    );
+    const message = () => facets.now.get('team-a/late')?.ready?.message;
+    await eventually(() => expect(message()).toMatch(/ECONNREFUSED/));
+    // The API server is back; the registration is written but not proven in force yet.
+    why = 'the API server has not applied it yet';
+    await eventually(() =>
+      expect(message()).toBe(
+        'the dragnet registration does not send its objects yet: the API server has not applied it yet',
+      ),
+    );
+    gate.stop();
+    status.stop();
+  });
   test('a status write to a rule in force is not held again (same spec, new resourceVersion); a spec change is', () => {
     const reported: string[] = [];
     const sink: StatusSink = {
