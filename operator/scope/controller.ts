@@ -57,8 +57,10 @@ export class ScopeController {
       { reconcile: (key) => this.reconcileKey(key) },
       {
         logger: options.logger,
-        backoff: { initialMs: 500, maxMs: 30_000 },
-        // After an API server restart the registration is written (and its rules' NotInForce cleared) within 2 s.
+        // An API server that restarts refuses connections, then answers 403 (its RBAC not loaded yet) and 429 for a
+        // while: the registration is looked at again within 5 s of the last refusal, 2 s while there is no answer, so
+        // its rules' NotInForce clears seconds after the API server is back (one GET a retry, one replica each).
+        backoff: { initialMs: 500, maxMs: 5_000 },
         unansweredMaxMs: 2_000,
         errorMessage: 'cannot update the dragnet registration; the current one stays',
         onError: (_key, err) => {
