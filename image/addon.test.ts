@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { RE2_ADDON, re2AddonFor, re2CacheFile, tryRe2 } from './addon';
+import { gypEnv, RE2_ADDON, re2AddonFor, re2CacheFile, tryRe2 } from './addon';
 import { ARCHES, archOf } from './arch';
 import { InputError } from './closure';
 import { NODE, SourceError } from './sources';
@@ -25,6 +25,23 @@ const options = () => ({
   arch: here,
   cacheDir: join(work, 'cache'),
   workDir: work,
+});
+
+describe('gypEnv', () => {
+  it("leaves out npm's settings, which node-gyp would take over its --nodedir (npx on Debian's Node: /usr)", () => {
+    // As `npm run` or `npx` hand them on to the process that builds the image.
+    const env = gypEnv(
+      {
+        PATH: '/usr/bin',
+        npm_config_nodedir: '/usr',
+        npm_config_node_gyp: '/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
+        NPM_CONFIG_TARGET: '20.20.2',
+        npm_lifecycle_event: 'image',
+      },
+      '/repo',
+    );
+    expect(env).toEqual({ PATH: '/usr/bin', npm_lifecycle_event: 'image', NODE_PATH: '/repo/node_modules' });
+  });
 });
 
 describe('tryRe2', () => {

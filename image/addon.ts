@@ -58,6 +58,17 @@ export function re2CacheFile(root: string, arch: Arch, cacheDir: string): string
   return join(cacheDir, `re2-${version}-${sources}-node-${NODE.version}-${arch.node}.node`);
 }
 
+/**
+ * The environment node-gyp builds in: npm's settings left out (node-gyp takes every npm_config_* variable over its
+ * own arguments, and npm run or npx on Debian's Node sets npm_config_nodedir=/usr: the addon was built against this
+ * machine's Node 20 headers instead of the image's), and NODE_PATH to node_modules (binding.gyp asks Node for nan's
+ * include folder).
+ */
+export function gypEnv(env: NodeJS.ProcessEnv, root: string): NodeJS.ProcessEnv {
+  const kept = Object.entries(env).filter(([name]) => !/^npm_config_/i.test(name));
+  return { ...Object.fromEntries(kept), NODE_PATH: join(root, 'node_modules') };
+}
+
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): void {
   try {
     execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -100,9 +111,7 @@ function build(options: Re2BuildOptions, target: string): void {
     });
     const gyp = join(root, 'node_modules/node-gyp/bin/node-gyp.js');
     if (!existsSync(gyp)) throw new InputError(`${gyp} is missing: install the dependencies first (npm ci)`);
-    // binding.gyp asks Node for nan's include folder: found through NODE_PATH.
-    const env = { ...process.env, NODE_PATH: join(root, 'node_modules') };
-    run(node.node, [gyp, 'rebuild', '-j', 'max', `--nodedir=${node.dir}`], src, env);
+    run(node.node, [gyp, 'rebuild', '-j', 'max', `--nodedir=${node.dir}`], src, gypEnv(process.env, root));
     const built = join(src, 'build/Release/re2.node');
     tryRe2(options, built);
     mkdirSync(options.cacheDir, { recursive: true });
