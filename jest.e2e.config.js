@@ -5,6 +5,7 @@ module.exports = {
   ...base,
   testMatch: ['<rootDir>/test/e2e/**/*.e2e.ts'],
   testTimeout: 120000,
-  // One cluster, one set of webhook configurations: suites must not run side by side.
+  // One cluster, one set of webhook configurations: suites must not run side by side on an existing cluster. Each
+  // starts its own control plane with KUBEBUILDER_ASSETS (free ports, its own state): there CI runs two at a time.
   maxWorkers: 1,
 };
