@@ -723,7 +723,11 @@ export function jsonDiff(a: JsonValue, b: JsonValue, path = '', out: string[] = 
 const SENDERS = 6;
 
 /** fn over items, `width` at a time; the results in the items' order. */
-async function mapInOrder<T, R>(items: readonly T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+async function mapInOrder<T, R>(
+  items: readonly T[],
+  width: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {
