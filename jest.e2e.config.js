@@ -8,4 +8,5 @@ module.exports = {
   // One cluster, one set of webhook configurations: suites must not run side by side on an existing cluster. Each
   // starts its own control plane with KUBEBUILDER_ASSETS (free ports, its own state): there CI runs two at a time.
   maxWorkers: 1,
+  testSequencer: '<rootDir>/test/e2e-sequencer.js',
 };
