@@ -8,7 +8,7 @@ import { REPORT_FORMATS, ReportFormat } from '../audit/report';
 import { ListableResource, ObjectAudit, resourceName } from '../audit/types';
 import { ClusterAccess } from '../kube/access';
 import { loadClusterAccess } from '../kube/credentials';
-import { createKubeClient, KubeApiError, KubeClient } from '../kube/kube';
+import { createKubeClient, isUnanswered, KubeApiError, KubeClient } from '../kube/kube';
 import { NODES_PATH } from '../operator/rules/sync';
 import { ApplyOptions, ApplyOutcome, bringInLine, Pool } from '../operator/audit/apply';
 import { listAll, prepareScan } from '../operator/audit/prepare';
@@ -210,7 +210,7 @@ async function loadNodes(
 }
 
 function unreachable(err: unknown, server: string): never {
-  if (err instanceof KubeApiError && err.status === 0)
+  if (isUnanswered(err))
     throw new UsageError(`cannot reach the API server${server ? ` at ${server}` : ''}: ${err.message}`);
   if (err instanceof KubeApiError && (err.status === 401 || err.status === 403))
     throw new UsageError(`the API server refused the credentials: ${err.message}`);

@@ -50,7 +50,7 @@ export const MERGE_PATCH = 'application/merge-patch+json';
 export const JSON_PATCH = 'application/json-patch+json';
 
 /** True when the API server did not answer at all (connection refused or reset, timed out): status 0. */
-export function isUnanswered(err: unknown): boolean {
+export function isUnanswered(err: unknown): err is KubeApiError {
   return err instanceof KubeApiError && err.status === 0;
 }
 

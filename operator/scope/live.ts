@@ -133,7 +133,7 @@ export class LiveScopeView {
     if (live.ours ? liveCovers(live, ruleVersion) : this.fresh(ruleVersion)) return true;
     return (
       computed !== null &&
-      (computed.hash === this.hash || (!!computed.within && computed.within === this.hash)) &&
+      (computed.hash === this.hash || computed.within === this.hash) &&
       compareVersions(computed.rulesVersion, ruleVersion) >= 0
     );
   }

@@ -3,7 +3,7 @@ import { messageOf } from '../../util/errors';
 import { metaString } from '../../util/meta';
 import { probeEvent, probeSeen, probeTokenIn } from '../../scope/probe';
 import { sleep } from '../../kube/backoff';
-import { isTransient, KubeApiError, KubeClient } from '../../kube/kube';
+import { isTransient, isUnanswered, KubeClient } from '../../kube/kube';
 import { LiveScopeView } from './live';
 
 /** Connection errors that say nothing listens there (a timeout does not: that API server may be hung). */
@@ -179,7 +179,7 @@ export class ScopeProbe {
       }
       // An extra API server that refuses connections is down (it admits nothing either); one that does not answer
       // in time may be hung and wake up with an old configuration: asked again. The main client's are retried.
-      const down = err instanceof KubeApiError && err.status === 0 && DOWN.test(err.message);
+      const down = isUnanswered(err) && DOWN.test(messageOf(err));
       return target.name && down ? 'unreachable' : 'not yet';
     }
   }
